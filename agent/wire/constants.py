@@ -1,0 +1,125 @@
+"""Wire-format constants of MRC over RoCEv2, as the whole testbed uses them.
+
+These numbers are the contract between the host agent, the P4 program (``p4src/include/defines.p4``
+mirrors them) and the tests. They follow ``shared/mrc-notes.md`` (OCP MRC 1.0 as transcribed by a
+public emulator); where the notes leave a choice open, the choice is made here and documented.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+#: RoCEv2's UDP destination port; every MRC packet (data, SACK, NACK, probes) goes to it.
+ROCEV2_UDP_PORT = 4791
+
+
+class Opcode(IntEnum):
+    """BTH opcodes. Data opcodes are MRC's own (vendor range), not RoCE's."""
+
+    WRITE_FIRST = 0xC6
+    WRITE_MIDDLE = 0xC7
+    WRITE_LAST = 0xC8
+    WRITE_LAST_IMM = 0xC9
+    WRITE_ONLY = 0xCA
+    WRITE_ONLY_IMM = 0xCB
+    ACK = 0xD1
+    EP_REQUEST = 0xD8
+    EP_RESPONSE = 0xD9
+    SACK = 0xDC
+    NACK = 0xDD
+    RELIABILITY_PROBE = 0xDE
+
+
+DATA_OPCODES = frozenset(
+    {
+        Opcode.WRITE_FIRST,
+        Opcode.WRITE_MIDDLE,
+        Opcode.WRITE_LAST,
+        Opcode.WRITE_LAST_IMM,
+        Opcode.WRITE_ONLY,
+        Opcode.WRITE_ONLY_IMM,
+    }
+)
+IMM_OPCODES = frozenset({Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM})
+
+
+class NackReason(IntEnum):
+    """NETH reason codes."""
+
+    TRIMMED = 0x01
+    TRIMMED_LASTHOP = 0x02
+    NO_BITMAP = 0x06
+    NO_PKT_BUFFER = 0x07
+    NO_RESOURCE = 0x0A
+    PSN_OOR_WINDOW = 0x0B
+    UNEXP_EVENT = 0x19
+
+
+class EvState(IntEnum):
+    """Entropy-value states, numbered as in the spec."""
+
+    GOOD = 0
+    DENIED = 1
+    SKIP = 2
+    ASSUMED_BAD = 3
+
+
+class SackSkipMode(IntEnum):
+    """SETH ``m`` field: what the receiver asks the sender to do with the echoed EV."""
+
+    NONE = 0
+    SKIP_ONCE = 1
+    ALWAYS_SKIP = 2
+
+
+class EpType(IntEnum):
+    """Endpoint request/response (0xD8/0xD9) types: the testbed's choice, the notes give none."""
+
+    EV_PROBE = 1
+    PORT_STATUS = 2
+
+
+class DscpClass(IntEnum):
+    """Default DSCP values of the six MRC traffic classes.
+
+    Switches classify by DSCP only, never by opcode. Control, trimmable and trimmed follow the
+    public emulator's defaults (46, 4, 12); the other three are the testbed's choice, picked next
+    to them and clear of the common AF/EF code points. All six are configurable in the agent and
+    the controller; these are only defaults.
+    """
+
+    TRIMMABLE = 4
+    TRIMMABLE_RETX = 5
+    NO_TRIM = 6
+    TRIMMED = 12
+    TRIMMED_LASTHOP = 13
+    CONTROL = 46
+
+
+# Header sizes in bytes.
+BTH_LEN = 12
+METH_LEN = 4
+TSETH_LEN = 4
+RETH_LEN = 16
+IMM_LEN = 4
+AETH_LEN = 4
+SETH_LEN = 28
+CC_STATE_LEN = 8
+NETH_LEN = 20
+EPH_LEN = 8
+ICRC_LEN = 4
+
+#: BTH second-to-last byte flag bits (A, R, RTX, TS, then 4 reserved bits).
+BTH_FLAG_ACKREQ = 0x80
+BTH_FLAG_R = 0x40
+BTH_FLAG_RTX = 0x20
+BTH_FLAG_TS = 0x10
+
+#: ECN code points in the low two bits of the IP TOS / traffic-class byte.
+ECN_NOT_ECT = 0
+ECN_ECT1 = 1
+ECN_ECT0 = 2
+ECN_CE = 3
+
+#: Default RDMA payload per data packet (RoCE's usual path MTU for a 1500-byte frame).
+DEFAULT_PAYLOAD = 1024
