@@ -1,0 +1,88 @@
+/* Packet trimming and priority.
+ *
+ * A trimmable MRC data packet (DSCP class TRIMMABLE or TRIMMABLE_RETX) whose egress port's
+ * normal-priority queue holds at least the port's trim threshold is cut to its headers
+ * (Ethernet .. RETH[/ImmDt]): lengths are rewritten to the cut size, the UDP checksum is zeroed
+ * (BMv2 would checksum the uncut payload, and a Linux receiver drops a wrong checksum), DSCP becomes
+ * TRIMMED, or TRIMMED_LASTHOP when the port faces a host, and the header rides the high-priority
+ * queue so that the receiver's NACK comes at once. Control and trimmed packets always ride the
+ * high-priority queue and are never trimmed. The threshold is set below the queue's depth limit by
+ * the controller; a port without a trim_config entry never trims. */
+#ifndef MRC_TRIM_P4
+#define MRC_TRIM_P4
+
+control Trim(inout headers_t hdr, inout local_metadata_t meta,
+             inout standard_metadata_t std_meta) {
+    @name(".MrcIngress.trim.trims")
+    counter(MAX_PORTS, CounterType.packets) trims;
+
+    @name(".MrcIngress.trim.set_trim_config")
+    action set_trim_config(qdepth_t threshold, bit<1> host_facing) {
+        meta.trim_threshold = threshold;
+        meta.trim_host_facing = host_facing;
+    }
+
+    @name(".MrcIngress.trim.trim_config")
+    table trim_config {
+        key = { std_meta.egress_spec: exact @name("egress_port"); }
+        actions = { set_trim_config; @defaultonly NoAction; }
+        const default_action = NoAction();
+        size = MAX_PORTS;
+    }
+
+    @name(".MrcIngress.trim.set_trim_dscp")
+    action set_trim_dscp(bit<6> trimmed, bit<6> trimmed_lasthop) {
+        meta.trimmed_dscp = trimmed;
+        meta.trimmed_lasthop_dscp = trimmed_lasthop;
+    }
+
+    /* Keyless: the controller sets its default action to the fabric's DSCP values. */
+    @name(".MrcIngress.trim.trim_dscp")
+    table trim_dscp {
+        key = { }
+        actions = { set_trim_dscp; }
+        default_action = set_trim_dscp(12, 13);
+    }
+
+    action cut_to_headers() {
+        bit<16> l4_len = UDP_LEN + meta.mrc_hdr_len;
+        bit<6> dscp = meta.trimmed_dscp;
+        meta.mrc_class = CLASS_TRIMMED;
+        if (meta.trim_host_facing == 1) {
+            dscp = meta.trimmed_lasthop_dscp;
+            meta.mrc_class = CLASS_TRIMMED_LASTHOP;
+        }
+        hdr.udp.len = l4_len;
+        hdr.udp.checksum = 0;
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.total_len = IPV4_LEN + l4_len;
+            hdr.ipv4.dscp = dscp;
+            truncate((bit<32>)(ETH_LEN + IPV4_LEN + l4_len));
+        } else {
+            hdr.ipv6.payload_len = l4_len;
+            hdr.ipv6.dscp = dscp;
+            truncate((bit<32>)(ETH_LEN + IPV6_LEN + l4_len));
+        }
+        std_meta.priority = PRIO_HIGH;
+        trims.count((bit<32>)std_meta.egress_spec);
+    }
+
+    apply {
+        if (meta.mrc_class == CLASS_CONTROL || meta.mrc_class == CLASS_TRIMMED
+                || meta.mrc_class == CLASS_TRIMMED_LASTHOP) {
+            std_meta.priority = PRIO_HIGH;
+        } else if ((meta.mrc_class == CLASS_TRIMMABLE || meta.mrc_class == CLASS_TRIMMABLE_RETX)
+                   && hdr.reth.isValid()) {
+            if (trim_config.apply().hit) {
+                qdepth_t occupancy;
+                port_occupancy.read(occupancy, (bit<32>)std_meta.egress_spec);
+                if (occupancy >= meta.trim_threshold) {
+                    trim_dscp.apply();
+                    cut_to_headers();
+                }
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,83 @@
+/* Shared constants of the MRC switch program.
+ *
+ * The numbers mirror agent/wire/constants.py (the wire contract of the whole testbed); the DSCP values
+ * of the six MRC classes are NOT compiled in: the controller writes them into
+ * MrcIngress.classify.dscp_classes and MrcIngress.trim.trim_dscp, so a fabric can renumber them. */
+#ifndef MRC_DEFINES_P4
+#define MRC_DEFINES_P4
+
+typedef bit<9>   port_t;
+typedef bit<48>  mac_t;
+typedef bit<32>  ipv4_addr_t;
+typedef bit<128> ipv6_addr_t;
+typedef bit<16>  next_id_t;
+typedef bit<19>  qdepth_t;
+
+/* The CPU port must match simple_switch_grpc --cpu-port (the topology file's cpu_port, default 255). */
+const port_t CPU_PORT = 255;
+const bit<32> MAX_PORTS = 512;
+const bit<32> MAX_MEMBERS = 4096;
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_IPV6 = 0x86DD;
+const bit<16> ETHERTYPE_LLDP = 0x88CC;
+const bit<8>  IP_PROTO_UDP = 17;
+const bit<16> ROCEV2_UDP_PORT = 4791;
+
+/* BTH opcodes (MRC's own data opcodes, in the vendor range). */
+const bit<8> OP_WRITE_FIRST      = 0xC6;
+const bit<8> OP_WRITE_MIDDLE     = 0xC7;
+const bit<8> OP_WRITE_LAST       = 0xC8;
+const bit<8> OP_WRITE_LAST_IMM   = 0xC9;
+const bit<8> OP_WRITE_ONLY       = 0xCA;
+const bit<8> OP_WRITE_ONLY_IMM   = 0xCB;
+const bit<8> OP_ACK              = 0xD1;
+const bit<8> OP_EP_REQUEST       = 0xD8;
+const bit<8> OP_EP_RESPONSE      = 0xD9;
+const bit<8> OP_SACK             = 0xDC;
+const bit<8> OP_NACK             = 0xDD;
+const bit<8> OP_RELIABILITY_PROBE = 0xDE;
+
+/* Header sizes in bytes, for trimming. */
+const bit<16> ETH_LEN = 14;
+const bit<16> IPV4_LEN = 20;
+const bit<16> IPV6_LEN = 40;
+const bit<16> UDP_LEN = 8;
+const bit<16> BTH_LEN = 12;
+const bit<16> METH_LEN = 4;
+const bit<16> TSETH_LEN = 4;
+const bit<16> RETH_LEN = 16;
+const bit<16> IMM_LEN = 4;
+
+/* Internal traffic classes, set from the packet's DSCP by the classify table. */
+typedef bit<3> mrc_class_t;
+const mrc_class_t CLASS_OTHER           = 0;
+const mrc_class_t CLASS_TRIMMABLE       = 1;
+const mrc_class_t CLASS_TRIMMABLE_RETX  = 2;
+const mrc_class_t CLASS_NO_TRIM         = 3;
+const mrc_class_t CLASS_TRIMMED         = 4;
+const mrc_class_t CLASS_TRIMMED_LASTHOP = 5;
+const mrc_class_t CLASS_CONTROL         = 6;
+
+/* v1model priority queues (simple_switch_grpc --priority-queues 2): 1 is served first. */
+const bit<3> PRIO_NORMAL = 0;
+const bit<3> PRIO_HIGH = 1;
+
+/* ECN code points. */
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_CE = 3;
+
+/* Indexes of MrcIngress.drop_reasons: why the switch dropped a packet it received. */
+const bit<32> DROP_PARSER_TOO_SHORT   = 0;  /* error.PacketTooShort: truncated headers */
+const bit<32> DROP_PARSER_NO_MATCH    = 1;  /* error.NoMatch: a select with no case */
+const bit<32> DROP_PARSER_BAD_IPV4    = 2;  /* version != 4 or IHL != 5 */
+const bit<32> DROP_PARSER_BAD_IPV6    = 3;  /* version != 6 */
+const bit<32> DROP_PARSER_BAD_OPCODE  = 4;  /* BTH opcode that MRC does not define */
+const bit<32> DROP_PARSER_OTHER       = 5;  /* any other parser error */
+const bit<32> DROP_IPV4_CHECKSUM      = 6;
+const bit<32> DROP_NO_ROUTE           = 7;
+const bit<32> DROP_TTL_EXPIRED        = 8;
+const bit<32> DROP_NOT_IP             = 9;
+const bit<32> DROP_REASONS            = 16;
+
+#endif

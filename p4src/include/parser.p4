@@ -1,0 +1,194 @@
+/* Parser, deparser and checksum controls.
+ *
+ * v1model does not drop a packet whose parse failed: it hands it to ingress with parser_error set,
+ * half-parsed. MrcIngress drops and counts every such packet first thing.
+ * Built with MRC_L3_BASELINE defined, the parser stops at UDP (the baseline program of
+ * `make bench-dataplane`). */
+#ifndef MRC_PARSER_P4
+#define MRC_PARSER_P4
+
+#include <core.p4>
+#include <v1model.p4>
+#include "headers.p4"
+
+error {
+    BadIpv4Header,
+    BadIpv6Header,
+    UnknownMrcOpcode
+}
+
+parser MrcParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta,
+                 inout standard_metadata_t std_meta) {
+    state start {
+        transition select(std_meta.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        /* IP options never appear in RoCEv2 fabrics; IHL != 5 is treated as malformed. */
+        verify(hdr.ipv4.version == 4 && hdr.ipv4.ihl == 5, error.BadIpv4Header);
+        meta.dscp = hdr.ipv4.dscp;
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_ipv6 {
+        pkt.extract(hdr.ipv6);
+        verify(hdr.ipv6.version == 6, error.BadIpv6Header);
+        meta.dscp = hdr.ipv6.dscp;
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+#ifdef MRC_L3_BASELINE
+        transition accept;
+#else
+        transition select(hdr.udp.dst_port) {
+            ROCEV2_UDP_PORT: parse_bth;
+            default: accept;
+        }
+#endif
+    }
+
+#ifndef MRC_L3_BASELINE
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition select(hdr.bth.opcode) {
+            OP_WRITE_FIRST: parse_meth;
+            OP_WRITE_MIDDLE: parse_meth;
+            OP_WRITE_LAST: parse_meth;
+            OP_WRITE_LAST_IMM: parse_meth;
+            OP_WRITE_ONLY: parse_meth;
+            OP_WRITE_ONLY_IMM: parse_meth;
+            OP_ACK: parse_aeth;
+            OP_EP_REQUEST: parse_eph;
+            OP_EP_RESPONSE: parse_eph;
+            OP_SACK: parse_seth;
+            OP_NACK: parse_neth;
+            OP_RELIABILITY_PROBE: accept;
+            default: unknown_opcode;
+        }
+    }
+
+    state unknown_opcode {
+        verify(false, error.UnknownMrcOpcode);
+        transition reject;
+    }
+
+    state parse_meth {
+        pkt.extract(hdr.meth);
+        meta.mrc_hdr_len = BTH_LEN + METH_LEN + RETH_LEN;
+        transition select(hdr.bth.ts) {
+            1: parse_tseth;
+            default: parse_reth;
+        }
+    }
+
+    state parse_tseth {
+        pkt.extract(hdr.tseth);
+        meta.mrc_hdr_len = meta.mrc_hdr_len + TSETH_LEN;
+        transition parse_reth;
+    }
+
+    state parse_reth {
+        pkt.extract(hdr.reth);
+        transition select(hdr.bth.opcode) {
+            OP_WRITE_LAST_IMM: parse_immdt;
+            OP_WRITE_ONLY_IMM: parse_immdt;
+            default: accept;
+        }
+    }
+
+    state parse_immdt {
+        pkt.extract(hdr.immdt);
+        meta.mrc_hdr_len = meta.mrc_hdr_len + IMM_LEN;
+        transition accept;
+    }
+
+    state parse_aeth {
+        pkt.extract(hdr.aeth);
+        transition accept;
+    }
+
+    state parse_eph {
+        pkt.extract(hdr.eph);
+        transition accept;
+    }
+
+    state parse_seth {
+        pkt.extract(hdr.seth);
+        pkt.extract(hdr.cc_state);
+        transition accept;
+    }
+
+    state parse_neth {
+        pkt.extract(hdr.neth);
+        transition accept;
+    }
+#endif
+}
+
+control MrcVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        verify_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control MrcComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
+            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control MrcDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.packet_in);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv6);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.bth);
+        pkt.emit(hdr.meth);
+        pkt.emit(hdr.tseth);
+        pkt.emit(hdr.reth);
+        pkt.emit(hdr.immdt);
+        pkt.emit(hdr.aeth);
+        pkt.emit(hdr.seth);
+        pkt.emit(hdr.cc_state);
+        pkt.emit(hdr.neth);
+        pkt.emit(hdr.eph);
+    }
+}
+
+#endif

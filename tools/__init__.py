@@ -1,0 +1,1 @@
+"""Project tooling: locating optional external tools, probing the kernel, `make doctor`."""

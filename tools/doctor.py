@@ -1,0 +1,103 @@
+"""`make doctor`: which optional tools are present, their versions, and what each missing one disables.
+
+The testbed degrades instead of failing: tests that need a missing tool skip with a one-line
+reason. This report tells a user up front which parts will run on this machine and how to get the
+rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+
+from tools.qdiscs import probe_qdiscs
+from tools.toolchain import (
+    ALL_TOOLS,
+    SIMPLE_SWITCH_GRPC,
+    bmv2_has_thrift,
+    find_tool,
+    is_root,
+    tool_version,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the report."""
+
+    name: str
+    present: bool
+    detail: str
+    disables: str
+    how_to_get: str
+
+
+def collect() -> list[Finding]:
+    """Check every optional tool, root, and the kernel's qdiscs."""
+    findings: list[Finding] = []
+    for spec in ALL_TOOLS:
+        path = find_tool(spec)
+        if path is None:
+            via = f" (or set {spec.env_var})" if spec.env_var else ""
+            findings.append(Finding(spec.name, False, f"not found on PATH{via}", spec.disables,
+                                    spec.how_to_get))
+            continue
+        detail = f"{path} {tool_version(spec, path)}".strip()
+        present = True
+        if spec is SIMPLE_SWITCH_GRPC and not bmv2_has_thrift(path):
+            present = False
+            detail += " (built without Thrift: no queue-rate/depth control)"
+        findings.append(Finding(spec.name, present, detail, spec.disables, spec.how_to_get))
+    root = is_root()
+    findings.append(Finding("root", root, "running as root" if root else "not root",
+                            "PTF, Mininet and namespace tests and benchmarks",
+                            "run the make targets as root or through sudo"))
+    if root:
+        try:
+            qdiscs = probe_qdiscs()
+        except OSError as exc:
+            findings.append(Finding("qdiscs", False, str(exc), "", ""))
+        else:
+            for name, ok in qdiscs.items():
+                findings.append(Finding(
+                    f"qdisc {name}", ok, "available" if ok else "not offered by this kernel",
+                    _qdisc_disables(name), "a kernel built with sch_" + name))
+    return findings
+
+
+def _qdisc_disables(name: str) -> str:
+    return {
+        "netem": "link delay/loss via Mininet (loss is injected with nftables instead)",
+        "red": "kernel ECN marking on the linux target",
+        "codel": "kernel ECN marking (ce_threshold) on the linux target",
+        "fq_codel": "kernel ECN marking (ce_threshold) on the linux target",
+        "tbf": "kernel rate limiting on the linux target",
+        "htb": "kernel rate limiting on the linux target",
+        "pfifo": "kernel queue depth on the linux target",
+    }.get(name, "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the report; exit 0 whatever is missing (it is a report, not a gate)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    args = parser.parse_args(argv)
+    findings = collect()
+    if args.json:
+        json.dump([asdict(f) for f in findings], sys.stdout, indent=2)
+        print()
+        return 0
+    for f in findings:
+        mark = "ok " if f.present else "-- "
+        print(f"{mark}{f.name:22} {f.detail}")
+        if not f.present and f.disables:
+            print(f"     disables: {f.disables}")
+            if f.how_to_get:
+                print(f"     get it:   {f.how_to_get}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

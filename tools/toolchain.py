@@ -1,0 +1,101 @@
+"""Locate the optional external tools the testbed uses (P4 toolchain, Mininet, tcpreplay, ...).
+
+Every tool is looked up on PATH unless an environment variable names it (``P4C``,
+``SIMPLE_SWITCH_GRPC``, ``SIMPLE_SWITCH_CLI``), so a user with a toolchain outside PATH, or several
+BMv2 builds, can choose one per command. The Makefile passes these variables through sudo.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """An optional tool: how to find it, what it enables, and how to get it upstream."""
+
+    name: str
+    env_var: str | None
+    version_args: tuple[str, ...]
+    disables: str
+    how_to_get: str
+
+
+P4C = ToolSpec(
+    "p4c",
+    "P4C",
+    ("--version",),
+    "`make build` and the test that checks p4src/build/ is up to date",
+    "build p4c from source (github.com/p4lang/p4c, README 'Installing from source')",
+)
+SIMPLE_SWITCH_GRPC = ToolSpec(
+    "simple_switch_grpc",
+    "SIMPLE_SWITCH_GRPC",
+    ("--version",),
+    "the PTF suite, the BMv2 target of `make run-topology`, `make bench-dataplane`",
+    "build PI and behavioral-model from source (github.com/p4lang/behavioral-model: "
+    "configure --with-pi --with-thrift), see README",
+)
+SIMPLE_SWITCH_CLI = ToolSpec(
+    "simple_switch_CLI",
+    "SIMPLE_SWITCH_CLI",
+    (),
+    "queue rate/depth settings on BMv2 (ECN and trimming tests)",
+    "installed with behavioral-model (needs Debian's python3-thrift)",
+)
+MININET = ToolSpec(
+    "mn",
+    None,
+    ("--version",),
+    "`make run-topology`, the end-to-end tests and experiments",
+    "apt-get install mininet (done by `make setup`)",
+)
+TCPREPLAY = ToolSpec(
+    "tcpreplay",
+    None,
+    ("--version",),
+    "`make bench-dataplane`",
+    "apt-get install tcpreplay (done by `make setup`)",
+)
+ALL_TOOLS = (P4C, SIMPLE_SWITCH_GRPC, SIMPLE_SWITCH_CLI, MININET, TCPREPLAY)
+
+
+def find_tool(spec: ToolSpec) -> str | None:
+    """Path of the tool: the environment variable's value if set, else the PATH lookup."""
+    if spec.env_var and os.environ.get(spec.env_var):
+        candidate = os.environ[spec.env_var]
+        resolved = shutil.which(candidate)
+        return resolved or (candidate if Path(candidate).is_file() else None)
+    return shutil.which(spec.name)
+
+
+def tool_version(spec: ToolSpec, path: str) -> str:
+    """First line the tool prints for its version flag ('' when it has none or fails)."""
+    if not spec.version_args:
+        return ""
+    try:
+        proc = subprocess.run(
+            [path, *spec.version_args], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (proc.stdout or proc.stderr).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def bmv2_has_thrift(path: str) -> bool:
+    """Whether this simple_switch_grpc was built with Thrift (it then accepts --thrift-port)."""
+    try:
+        proc = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "thrift-port" in proc.stdout + proc.stderr
+
+
+def is_root() -> bool:
+    """Namespaces, veths and BMv2 interfaces need root."""
+    return os.geteuid() == 0
