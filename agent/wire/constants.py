@@ -115,6 +115,10 @@ BTH_FLAG_R = 0x40
 BTH_FLAG_RTX = 0x20
 BTH_FLAG_TS = 0x10
 
+#: SETH / NETH ``cc_flags`` bit 0: the packet being answered arrived CE-marked (the ECN echo
+#: travels here, the testbed's choice: the notes do not say where it goes).
+CC_FLAG_ECN_ECHO = 0x1
+
 #: ECN code points in the low two bits of the IP TOS / traffic-class byte.
 ECN_NOT_ECT = 0
 ECN_ECT1 = 1
