@@ -1,4 +1,4 @@
-"""`make doctor`: which optional tools are present, their versions, and what each missing one disables.
+"""`make doctor`: which optional tools are present, with versions, and what a missing one disables.
 
 The testbed degrades instead of failing: tests that need a missing tool skip with a one-line
 reason. This report tells a user up front which parts will run on this machine and how to get the
@@ -41,8 +41,9 @@ def collect() -> list[Finding]:
         path = find_tool(spec)
         if path is None:
             via = f" (or set {spec.env_var})" if spec.env_var else ""
-            findings.append(Finding(spec.name, False, f"not found on PATH{via}", spec.disables,
-                                    spec.how_to_get))
+            findings.append(
+                Finding(spec.name, False, f"not found on PATH{via}", spec.disables, spec.how_to_get)
+            )
             continue
         detail = f"{path} {tool_version(spec, path)}".strip()
         present = True
@@ -51,9 +52,15 @@ def collect() -> list[Finding]:
             detail += " (built without Thrift: no queue-rate/depth control)"
         findings.append(Finding(spec.name, present, detail, spec.disables, spec.how_to_get))
     root = is_root()
-    findings.append(Finding("root", root, "running as root" if root else "not root",
-                            "PTF, Mininet and namespace tests and benchmarks",
-                            "run the make targets as root or through sudo"))
+    findings.append(
+        Finding(
+            "root",
+            root,
+            "running as root" if root else "not root",
+            "PTF, Mininet and namespace tests and benchmarks",
+            "run the make targets as root or through sudo",
+        )
+    )
     if root:
         try:
             qdiscs = probe_qdiscs()
@@ -61,9 +68,15 @@ def collect() -> list[Finding]:
             findings.append(Finding("qdiscs", False, str(exc), "", ""))
         else:
             for name, ok in qdiscs.items():
-                findings.append(Finding(
-                    f"qdisc {name}", ok, "available" if ok else "not offered by this kernel",
-                    _qdisc_disables(name), "a kernel built with sch_" + name))
+                findings.append(
+                    Finding(
+                        f"qdisc {name}",
+                        ok,
+                        "available" if ok else "not offered by this kernel",
+                        _qdisc_disables(name),
+                        "a kernel built with sch_" + name,
+                    )
+                )
     return findings
 
 

@@ -16,8 +16,22 @@ QDISC_PROBES: dict[str, tuple[str, ...]] = {
     "tbf": ("tbf", "rate", "1mbit", "burst", "32kbit", "latency", "10ms"),
     "htb": ("htb",),
     "netem": ("netem", "delay", "1ms"),
-    "red": ("red", "limit", "400000", "min", "30000", "max", "90000", "avpkt", "1000",
-            "burst", "55", "probability", "0.1", "ecn"),
+    "red": (
+        "red",
+        "limit",
+        "400000",
+        "min",
+        "30000",
+        "max",
+        "90000",
+        "avpkt",
+        "1000",
+        "burst",
+        "55",
+        "probability",
+        "0.1",
+        "ecn",
+    ),
     "codel": ("codel", "ce_threshold", "1ms"),
     "fq_codel": ("fq_codel", "ce_threshold", "1ms"),
 }
@@ -33,13 +47,25 @@ def probe_qdiscs() -> dict[str, bool]:
     if not _run("ip", "netns", "add", netns):
         raise PermissionError("cannot create a network namespace (are you root?)")
     try:
-        if not _run("ip", "-n", netns, "link", "add", "probe0", "type", "veth", "peer", "name",
-                    "probe1"):
+        if not _run(
+            "ip", "-n", netns, "link", "add", "probe0", "type", "veth", "peer", "name", "probe1"
+        ):
             raise OSError("cannot create a veth pair in the probe namespace")
         result = {}
         for name, args in QDISC_PROBES.items():
-            ok = _run("ip", "netns", "exec", netns, "tc", "qdisc", "replace", "dev", "probe0",
-                      "root", *args)
+            ok = _run(
+                "ip",
+                "netns",
+                "exec",
+                netns,
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                "probe0",
+                "root",
+                *args,
+            )
             result[name] = ok
         return result
     finally:
