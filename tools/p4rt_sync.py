@@ -1,4 +1,4 @@
-"""A synchronous face on a finsy `Switch`, for unittest-style PTF tests.
+"""A synchronous face on a finsy `Switch`, for PTF tests, benchmarks and scripts.
 
 PTF tests are plain synchronous unittest methods; finsy is asyncio. This wrapper runs one event loop
 in a daemon thread per switch connection and submits finsy calls to it, so a test can write
