@@ -1,0 +1,32 @@
+"""Default values of every optional setting of a topology file, in one place.
+
+The queue defaults keep ECN marking (10..40 packets) below the trimming threshold (48), and that
+below the queue depth (64), so that a loaded queue first marks, then trims, and drops only when
+trimming cannot keep up. The high-priority queue (trimmed headers, control packets) gets its
+own depth, because BMv2 limits each priority queue separately.
+"""
+
+from __future__ import annotations
+
+from topologies.model import (
+    DscpValues,
+    EcnSettings,
+    LinkParams,
+    LldpSettings,
+    QueueSettings,
+    Settings,
+)
+
+#: BMv2's port numbers are 9 bits wide and 511 is its drop port.
+MAX_PORT = 510
+DEFAULT_CPU_PORT = 255
+DEFAULT_LINK_PARAMS = LinkParams(bandwidth_mbps=1000.0, queue_depth=64, queue_rate_pps=0)
+DEFAULT_SETTINGS = Settings(
+    cpu_port=DEFAULT_CPU_PORT,
+    ecn=EcnSettings(min_threshold=10, max_threshold=40),
+    trim_threshold=48,
+    dscp=DscpValues(),
+    lldp=LldpSettings(interval_ms=10, miss_limit=3),
+    link_defaults=DEFAULT_LINK_PARAMS,
+    high_priority_queue=QueueSettings(depth=64, rate_pps=0),
+)
