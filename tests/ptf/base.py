@@ -20,8 +20,8 @@ import ptf
 import ptf.testutils as tu
 from agent.wire.constants import DscpClass
 from ptf.base_tests import BaseTest
-from tests.ptf.p4rt_sync import SyncSwitch
 from tools.bmv2 import thrift_cli
+from tools.p4rt_sync import SyncSwitch
 
 # Internal class numbers of p4src/include/defines.p4 (CLASS_*), by DSCP class.
 P4_CLASS_OF = {
