@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import finsy as fy
-
 import ptf
 import ptf.testutils as tu
-from agent.wire.constants import DscpClass
 from ptf.base_tests import BaseTest
+
+from agent.wire.constants import DscpClass
 from tools.bmv2 import thrift_cli
 from tools.p4rt_sync import SyncSwitch
 
