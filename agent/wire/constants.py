@@ -55,6 +55,20 @@ class NackReason(IntEnum):
     UNEXP_EVENT = 0x19
 
 
+class AethSyndrome(IntEnum):
+    """AETH syndrome byte, RoCE's encoding: an ACK, or a NAK with its code in the low 5 bits.
+
+    The testbed sends an ACK (0xD1) to report a message placed in full, and a NAK with
+    REMOTE_ACCESS_ERROR for a write the receiver refused (unknown R_Key, outside its region).
+    """
+
+    ACK = 0x00
+    NAK_PSN_SEQUENCE_ERROR = 0x60
+    NAK_INVALID_REQUEST = 0x61
+    NAK_REMOTE_ACCESS_ERROR = 0x62
+    NAK_REMOTE_OPERATIONAL_ERROR = 0x63
+
+
 class EvState(IntEnum):
     """Entropy-value states, numbered as in the spec."""
 

@@ -1,0 +1,375 @@
+"""Fast encoder/decoder of MRC packets (the UDP payload: BTH, extension headers, payload, ICRC).
+
+Pure ``struct`` code, no scapy: the data path runs through here twice per packet. The layout is
+the one ``agent.wire.layers`` (the scapy reference) documents and the tests cross-check; the
+field meanings are summarised in ``agent.core.packets``. Choices this codec relies on:
+
+* Every packet ends with the RoCEv2 ICRC (``agent.core.icrc``), so encoding and decoding need
+  the IP/UDP context the packet travels in. A packet whose ICRC does not match is refused.
+* A *trimmed* data packet has lost payload and ICRC; only its DSCP (TRIMMED or
+  TRIMMED_LASTHOP) says so, so the caller passes ``trimmed=True`` and gets a
+  ``TrimmedDataHeader``. Bytes after the headers of a trimmed packet are ignored.
+* The ECN echo travels in SETH/NETH ``cc_flags`` bit 0 (``CC_FLAG_ECN_ECHO``).
+* TSETH timestamps are microseconds modulo 2**16. The sender stamps every data packet and
+  remembers the full send time of each transmission; an echo that equals the 16-bit stamp
+  of the latest transmission of that PSN yields an RTT sample (now - that send time), so the
+  wrap never matters and an echo of an older copy is ignored (Karn's rule, exactly).
+* Endpoint requests/responses carry an 8-byte EPH after the BTH; only ``EpType`` values are
+  accepted. The reliability probe is the BTH alone. The ACK carries an AETH.
+
+Errors: ``decode`` raises ``DecodeError`` (with a ``DropReason``) for anything malformed and
+nothing else; ``encode`` raises ``ValueError`` for a packet that cannot be put on the wire
+(a caller's bug, never input).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from agent.core.datagram import IpContext
+from agent.core.drops import DropReason
+from agent.core.icrc import compute_icrc, icrc_bytes
+from agent.core.packets import (
+    AckPacket,
+    DataPacket,
+    EndpointMessage,
+    NackPacket,
+    Packet,
+    ReliabilityProbe,
+    SackPacket,
+    TrimmedDataHeader,
+)
+from agent.core.psn import PSN_MASK
+from agent.wire.constants import (
+    BTH_FLAG_ACKREQ,
+    BTH_FLAG_RTX,
+    BTH_FLAG_TS,
+    BTH_LEN,
+    DATA_OPCODES,
+    ICRC_LEN,
+    IMM_OPCODES,
+    ROCEV2_UDP_PORT,
+    EpType,
+    Opcode,
+)
+
+_U24 = 0xFFFFFF
+
+# One struct per header combination, BTH included, so a packet's headers are one pack/unpack.
+_BTH = struct.Struct(">BBHII")
+_DATA = struct.Struct(">BBHIIHHQII")  # BTH METH RETH
+_DATA_TS = struct.Struct(">BBHIIHHHHQII")  # BTH METH TSETH RETH
+_DATA_IMM = struct.Struct(">BBHIIHHQIII")  # BTH METH RETH IMM
+_DATA_TS_IMM = struct.Struct(">BBHIIHHHHQIII")  # BTH METH TSETH RETH IMM
+_ACK = struct.Struct(">BBHIII")  # BTH AETH
+_SACK = struct.Struct(">BBHIIHhIHHIBBhQHHI")  # BTH SETH CC_STATE
+_NACK = struct.Struct(">BBHIIHBBIHHIBBH")  # BTH NETH
+_EP = struct.Struct(">BBHIIBBHI")  # BTH EPH
+_ICRC = struct.Struct("<I")
+
+_EP_TYPES = frozenset(int(t) for t in EpType)
+_DATA_OPCODE_SET = frozenset(int(op) for op in DATA_OPCODES)
+_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
+
+
+class DecodeError(Exception):
+    """A received datagram is not a well-formed MRC packet; ``reason`` says why."""
+
+    def __init__(self, reason: DropReason, detail: str) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def data_header_struct(opcode: int, timestamped: bool) -> struct.Struct:
+    """The struct of a data packet's headers (BTH to RETH/immediate) for this opcode/TS flag."""
+    if opcode in _IMM_OPCODE_SET:
+        return _DATA_TS_IMM if timestamped else _DATA_IMM
+    return _DATA_TS if timestamped else _DATA
+
+
+def trimmed_length(mrc: bytes) -> int | None:
+    """Length a trimming switch cuts data packet ``mrc`` to (its headers), or None if ``mrc`` is
+    not a data packet. Used by the simulator's switches, which cut like the P4 program does."""
+    if len(mrc) < BTH_LEN or mrc[0] not in _DATA_OPCODE_SET:
+        return None
+    size = data_header_struct(mrc[0], bool(mrc[8] & BTH_FLAG_TS)).size
+    return size if len(mrc) >= size else None
+
+
+def _flags(ack_req: bool, retransmit: bool, timestamped: bool) -> int:
+    return (
+        (BTH_FLAG_ACKREQ if ack_req else 0)
+        | (BTH_FLAG_RTX if retransmit else 0)
+        | (BTH_FLAG_TS if timestamped else 0)
+    )
+
+
+def _check_u24(name: str, value: int) -> None:
+    if not 0 <= value <= _U24:
+        raise ValueError(f"{name} {value} does not fit in 24 bits")
+
+
+def _encode_data_headers(p: DataPacket | TrimmedDataHeader) -> bytes:
+    _check_u24("dest_qp", p.dest_qp)
+    _check_u24("psn", p.psn)
+    if p.opcode not in _DATA_OPCODE_SET:
+        raise ValueError(f"opcode {p.opcode:#x} is not an MRC data opcode")
+    has_imm = p.opcode in _IMM_OPCODE_SET
+    if has_imm != (p.immediate is not None):
+        raise ValueError(f"opcode {p.opcode:#x}: an immediate goes with the *_IMM opcodes only")
+    timestamped = p.tx_timestamp is not None
+    word = (_flags(p.ack_req, p.retransmit, timestamped) << 24) | p.psn
+    if timestamped:
+        if has_imm:
+            return _DATA_TS_IMM.pack(
+                p.opcode, 0, p.pkey, p.dest_qp, word, p.rqmsn, p.msn, p.tx_timestamp,
+                p.ts_flags, p.va, p.rkey, p.dma_length, p.immediate,
+            )  # fmt: skip
+        return _DATA_TS.pack(
+            p.opcode, 0, p.pkey, p.dest_qp, word, p.rqmsn, p.msn, p.tx_timestamp, p.ts_flags,
+            p.va, p.rkey, p.dma_length,
+        )  # fmt: skip
+    if has_imm:
+        return _DATA_IMM.pack(
+            p.opcode, 0, p.pkey, p.dest_qp, word, p.rqmsn, p.msn, p.va, p.rkey, p.dma_length,
+            p.immediate,
+        )  # fmt: skip
+    return _DATA.pack(
+        p.opcode, 0, p.pkey, p.dest_qp, word, p.rqmsn, p.msn, p.va, p.rkey, p.dma_length
+    )
+
+
+def encode_body(packet: Packet) -> bytes:
+    """The MRC bytes of ``packet`` without the ICRC trailer."""
+    if type(packet) is DataPacket:
+        return _encode_data_headers(packet) + packet.payload
+    if type(packet) is SackPacket:
+        _check_u24("cack_psn", packet.cack_psn)
+        _check_u24("received_bytes", packet.received_bytes)
+        return _SACK.pack(
+            Opcode.SACK, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn),
+            (packet.header_type << 12) | (packet.next_header << 7) | (packet.skip_mode << 5)
+            | (int(packet.probe_response) << 4),
+            packet.ack_psn_offset, packet.entropy, packet.src_pdc, packet.dst_pdc,
+            packet.cack_psn, (packet.cc_type << 4) | packet.cc_flags, packet.mpr,
+            packet.sack_offset, packet.bitmap, packet.echoed_timestamp,
+            packet.out_of_order_count,
+            (int(packet.rc) << 31) | (packet.rcv_cwnd_pen << 24) | packet.received_bytes,
+        )  # fmt: skip
+    if type(packet) is NackPacket:
+        _check_u24("nack_psn", packet.nack_psn)
+        return _NACK.pack(
+            Opcode.NACK, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn),
+            (packet.header_type << 12) | (packet.next_header << 7), packet.reason,
+            packet.vendor_info, packet.entropy, packet.src_pdc, packet.dst_pdc,
+            packet.nack_psn, (packet.cc_type << 4) | packet.cc_flags, 0, packet.tx_timestamp,
+        )  # fmt: skip
+    if type(packet) is AckPacket:
+        _check_u24("msn", packet.msn)
+        return _ACK.pack(
+            Opcode.ACK, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn),
+            (packet.syndrome << 24) | packet.msn,
+        )  # fmt: skip
+    if type(packet) is ReliabilityProbe:
+        return _BTH.pack(
+            Opcode.RELIABILITY_PROBE, 0, packet.pkey, _qp(packet.dest_qp),
+            _psn_word(packet.psn, BTH_FLAG_ACKREQ if packet.ack_req else 0),
+        )  # fmt: skip
+    if type(packet) is EndpointMessage:
+        opcode = Opcode.EP_RESPONSE if packet.response else Opcode.EP_REQUEST
+        return _EP.pack(
+            opcode, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn), packet.ep_type,
+            packet.flags, packet.seq, packet.value,
+        )  # fmt: skip
+    if type(packet) is TrimmedDataHeader:
+        return _encode_data_headers(packet)
+    raise ValueError(f"not an MRC packet: {packet!r}")
+
+
+def encode(packet: Packet, ip: IpContext, src_port: int, dst_port: int = ROCEV2_UDP_PORT) -> bytes:
+    """The UDP payload that carries ``packet`` (ICRC included) in the given IP/UDP headers.
+
+    A ``TrimmedDataHeader`` encodes to the header bytes alone, as a switch forwards it.
+    """
+    body = encode_body(packet)
+    if type(packet) is TrimmedDataHeader:
+        return body
+    return body + icrc_bytes(body, ip, src_port, dst_port)
+
+
+def _qp(qp: int) -> int:
+    _check_u24("dest_qp", qp)
+    return qp
+
+
+def _psn_word(psn: int, flags: int = 0) -> int:
+    _check_u24("psn", psn)
+    return (flags << 24) | psn
+
+
+def decode(
+    datagram: bytes,
+    ip: IpContext,
+    src_port: int,
+    dst_port: int = ROCEV2_UDP_PORT,
+    *,
+    trimmed: bool = False,
+) -> Packet:
+    """Decode a received UDP payload. ``trimmed``: its DSCP says a switch trimmed it.
+
+    Raises ``DecodeError`` for truncated input, unknown opcodes, bad ICRC or bad fields.
+    """
+    size = len(datagram)
+    if size < BTH_LEN:
+        raise DecodeError(DropReason.TRUNCATED, f"{size} bytes, a BTH alone is {BTH_LEN}")
+    opcode = datagram[0]
+    if trimmed:
+        if opcode not in _DATA_OPCODE_SET:
+            raise DecodeError(
+                DropReason.BAD_FIELD, f"opcode {opcode:#x} in a trimmed packet: only data is"
+            )
+        return _decode_data(datagram, opcode, trimmed=True)
+    if size < BTH_LEN + ICRC_LEN:
+        raise DecodeError(DropReason.TRUNCATED, f"{size} bytes, BTH + ICRC need 16")
+    body = memoryview(datagram)[:-ICRC_LEN]
+    (carried,) = _ICRC.unpack_from(datagram, size - ICRC_LEN)
+    if opcode in _DATA_OPCODE_SET:
+        _check_icrc(body, carried, ip, src_port, dst_port)
+        return _decode_data(datagram, opcode, trimmed=False)
+    decoder = _CONTROL_DECODERS.get(opcode)
+    if decoder is None:
+        raise DecodeError(DropReason.UNKNOWN_OPCODE, f"opcode {opcode:#x}")
+    expected = decoder[0].size
+    if len(body) != expected:
+        kind = DropReason.TRUNCATED if len(body) < expected else DropReason.BAD_FIELD
+        raise DecodeError(kind, f"opcode {opcode:#x}: {len(body)} header bytes, need {expected}")
+    _check_icrc(body, carried, ip, src_port, dst_port)
+    return decoder[1](datagram)
+
+
+def _check_icrc(
+    body: memoryview, carried: int, ip: IpContext, src_port: int, dst_port: int
+) -> None:
+    if compute_icrc(body, ip, src_port, dst_port) != carried:
+        raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
+
+
+def _decode_data(datagram: bytes, opcode: int, *, trimmed: bool) -> DataPacket | TrimmedDataHeader:
+    flags = datagram[8]
+    timestamped = bool(flags & BTH_FLAG_TS)
+    layout = data_header_struct(opcode, timestamped)
+    end = len(datagram) if trimmed else len(datagram) - ICRC_LEN
+    if end < layout.size:
+        raise DecodeError(
+            DropReason.TRUNCATED, f"opcode {opcode:#x}: {end} bytes, headers need {layout.size}"
+        )
+    fields = layout.unpack_from(datagram)
+    pkey = fields[2]
+    qp = fields[3] & _U24
+    psn = fields[4] & PSN_MASK
+    rqmsn, msn = fields[5], fields[6]
+    if timestamped:
+        ts, ts_flags = fields[7], fields[8]
+        va, rkey, dma_length = fields[9], fields[10], fields[11]
+        immediate = fields[12] if len(fields) > 12 else None
+    else:
+        ts, ts_flags = None, 0
+        va, rkey, dma_length = fields[7], fields[8], fields[9]
+        immediate = fields[10] if len(fields) > 10 else None
+    ack_req = bool(flags & BTH_FLAG_ACKREQ)
+    retransmit = bool(flags & BTH_FLAG_RTX)
+    if trimmed:
+        return TrimmedDataHeader(
+            opcode, qp, psn, msn, rqmsn, va, rkey, dma_length, immediate, ts, ts_flags, ack_req,
+            retransmit, pkey,
+        )  # fmt: skip
+    return DataPacket(
+        opcode, qp, psn, msn, rqmsn, va, rkey, dma_length, datagram[layout.size : end], immediate,
+        ts, ts_flags, ack_req, retransmit, pkey,
+    )  # fmt: skip
+
+
+def _decode_sack(datagram: bytes) -> SackPacket:
+    (
+        _op, _b1, pkey, qp, psn, word0, ack_off, entropy, src_pdc, dst_pdc, cack, cc, mpr,
+        sack_off, bitmap, echoed, ooo, word_cc,
+    ) = _SACK.unpack_from(datagram)  # fmt: skip
+    return SackPacket(
+        dest_qp=qp & _U24,
+        psn=psn & PSN_MASK,
+        cack_psn=cack & PSN_MASK,
+        ack_psn_offset=ack_off,
+        entropy=entropy,
+        bitmap=bitmap,
+        sack_offset=sack_off,
+        skip_mode=(word0 >> 5) & 0x3,
+        probe_response=bool(word0 & 0x10),
+        header_type=word0 >> 12,
+        next_header=(word0 >> 7) & 0x1F,
+        src_pdc=src_pdc,
+        dst_pdc=dst_pdc,
+        cc_type=cc >> 4,
+        cc_flags=cc & 0xF,
+        mpr=mpr,
+        echoed_timestamp=echoed,
+        out_of_order_count=ooo & 0x7FFF,
+        rc=bool(word_cc >> 31),
+        rcv_cwnd_pen=(word_cc >> 24) & 0x7F,
+        received_bytes=word_cc & _U24,
+        pkey=pkey,
+    )
+
+
+def _decode_nack(datagram: bytes) -> NackPacket:
+    (
+        _op, _b1, pkey, qp, psn, word0, reason, vendor, entropy, src_pdc, dst_pdc, nack_psn, cc,
+        _resv, ts,
+    ) = _NACK.unpack_from(datagram)  # fmt: skip
+    return NackPacket(
+        dest_qp=qp & _U24,
+        psn=psn & PSN_MASK,
+        reason=reason,
+        nack_psn=nack_psn & PSN_MASK,
+        entropy=entropy,
+        vendor_info=vendor,
+        header_type=word0 >> 12,
+        next_header=(word0 >> 7) & 0x1F,
+        src_pdc=src_pdc,
+        dst_pdc=dst_pdc,
+        cc_type=cc >> 4,
+        cc_flags=cc & 0xF,
+        tx_timestamp=ts,
+        pkey=pkey,
+    )
+
+
+def _decode_ack(datagram: bytes) -> AckPacket:
+    _op, _b1, pkey, qp, psn, aeth = _ACK.unpack_from(datagram)
+    return AckPacket(qp & _U24, psn & PSN_MASK, aeth >> 24, aeth & _U24, pkey)
+
+
+def _decode_probe(datagram: bytes) -> ReliabilityProbe:
+    _op, _b1, pkey, qp, word = _BTH.unpack_from(datagram)
+    return ReliabilityProbe(qp & _U24, word & PSN_MASK, bool((word >> 24) & BTH_FLAG_ACKREQ), pkey)
+
+
+def _decode_endpoint(datagram: bytes) -> EndpointMessage:
+    op, _b1, pkey, qp, word, ep_type, flags, seq, value = _EP.unpack_from(datagram)
+    if ep_type not in _EP_TYPES:
+        raise DecodeError(DropReason.BAD_FIELD, f"unknown endpoint request type {ep_type}")
+    return EndpointMessage(
+        qp & _U24, word & PSN_MASK, op == Opcode.EP_RESPONSE, ep_type, seq, value, flags, pkey
+    )
+
+
+#: Control opcodes: their fixed header layout and decoder.
+_CONTROL_DECODERS: dict[int, tuple[struct.Struct, Callable[[bytes], Packet]]] = {
+    Opcode.SACK: (_SACK, _decode_sack),
+    Opcode.NACK: (_NACK, _decode_nack),
+    Opcode.ACK: (_ACK, _decode_ack),
+    Opcode.RELIABILITY_PROBE: (_BTH, _decode_probe),
+    Opcode.EP_REQUEST: (_EP, _decode_endpoint),
+    Opcode.EP_RESPONSE: (_EP, _decode_endpoint),
+}

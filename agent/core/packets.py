@@ -1,0 +1,189 @@
+"""The MRC packets the core speaks, as frozen slotted dataclasses (decoded form).
+
+One class per packet kind; the BTH is flattened into each (``dest_qp``, ``psn``, flags), which keeps
+the data path to one object per packet. ``agent.core.codec`` turns them into bytes and back;
+field meanings follow ``agent.wire.layers`` (the scapy reference) exactly:
+
+* cumulative PSNs are exclusive ("every PSN before it has arrived");
+* RETH ``va`` is where *this* packet's payload goes, ``dma_length`` the whole message's length;
+* ``tx_timestamp`` is the sender's clock in microseconds modulo 2**16 (None: no TSETH);
+* SETH/NETH ``cc_flags`` bit 0 is the ECN echo;
+* SETH ``probe_response`` (the ``pr`` bit) is set when the SACK answers a reliability probe, so
+  the answered PSN is the probed one, not a packet that arrived.
+
+Reserved bits are sent as 0 and ignored on receipt; everything else round-trips exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.wire.constants import CC_FLAG_ECN_ECHO
+
+#: The default partition key, the only one MRC uses.
+DEFAULT_PKEY = 0xFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class DataPacket:
+    """An RDMA write packet (opcodes 0xC6-0xCB): METH, [TSETH], RETH, [immediate], payload."""
+
+    opcode: int
+    dest_qp: int
+    psn: int
+    msn: int
+    rqmsn: int
+    va: int
+    rkey: int
+    dma_length: int
+    payload: bytes
+    immediate: int | None = None
+    tx_timestamp: int | None = None
+    ts_flags: int = 0
+    ack_req: bool = False
+    retransmit: bool = False
+    pkey: int = DEFAULT_PKEY
+
+
+@dataclass(frozen=True, slots=True)
+class TrimmedDataHeader:
+    """What is left of a data packet a switch trimmed: its headers, no payload, no ICRC.
+
+    Recognised by the TRIMMED / TRIMMED_LASTHOP DSCP, never by its bytes alone; the receiver
+    answers it with a NACK so the sender retransmits at once.
+    """
+
+    opcode: int
+    dest_qp: int
+    psn: int
+    msn: int
+    rqmsn: int
+    va: int
+    rkey: int
+    dma_length: int
+    immediate: int | None = None
+    tx_timestamp: int | None = None
+    ts_flags: int = 0
+    ack_req: bool = False
+    retransmit: bool = False
+    pkey: int = DEFAULT_PKEY
+
+
+@dataclass(frozen=True, slots=True)
+class AckPacket:
+    """ACK (0xD1): BTH + AETH. The testbed uses it as the message-completion report: ``msn``
+    is the message, ``syndrome`` ``AethSyndrome.ACK`` (placed in full) or a NAK code (refused),
+    and the BTH ``psn`` the receiver's cumulative PSN."""
+
+    dest_qp: int
+    psn: int
+    syndrome: int
+    msn: int
+    pkey: int = DEFAULT_PKEY
+
+
+@dataclass(frozen=True, slots=True)
+class SackPacket:
+    """SACK (0xDC): BTH + SETH + CC_STATE, sent for every data packet that arrives.
+
+    ``cack_psn`` is cumulative (exclusive); PSN ``cack_psn + ack_psn_offset`` is the packet being
+    answered, which arrived on EV ``entropy``; bitmap bit i (LSB first) says PSN
+    ``cack_psn + sack_offset + i`` arrived. ``echoed_timestamp`` is that packet's TSETH value.
+    """
+
+    dest_qp: int
+    psn: int
+    cack_psn: int
+    ack_psn_offset: int
+    entropy: int
+    bitmap: int
+    sack_offset: int = 0
+    skip_mode: int = 0
+    probe_response: bool = False
+    header_type: int = 0
+    next_header: int = 0
+    src_pdc: int = 0
+    dst_pdc: int = 0
+    cc_type: int = 0
+    cc_flags: int = 0
+    mpr: int = 0
+    echoed_timestamp: int = 0
+    out_of_order_count: int = 0
+    rc: bool = False
+    rcv_cwnd_pen: int = 0
+    received_bytes: int = 0
+    pkey: int = DEFAULT_PKEY
+
+    @property
+    def ecn_echo(self) -> bool:
+        """Whether the answered packet arrived CE-marked."""
+        return bool(self.cc_flags & CC_FLAG_ECN_ECHO)
+
+
+@dataclass(frozen=True, slots=True)
+class NackPacket:
+    """NACK (0xDD): BTH + NETH. ``nack_psn`` is the PSN refused, ``reason`` a ``NackReason``
+    (kept as an int: vendor reasons must survive a round trip), ``entropy`` the EV it came on,
+    ``tx_timestamp`` its echoed TSETH value."""
+
+    dest_qp: int
+    psn: int
+    reason: int
+    nack_psn: int
+    entropy: int
+    vendor_info: int = 0
+    header_type: int = 0
+    next_header: int = 0
+    src_pdc: int = 0
+    dst_pdc: int = 0
+    cc_type: int = 0
+    cc_flags: int = 0
+    tx_timestamp: int = 0
+    pkey: int = DEFAULT_PKEY
+
+    @property
+    def ecn_echo(self) -> bool:
+        """Whether the NACKed packet arrived CE-marked."""
+        return bool(self.cc_flags & CC_FLAG_ECN_ECHO)
+
+
+@dataclass(frozen=True, slots=True)
+class ReliabilityProbe:
+    """Reliability probe (0xDE): the BTH alone; ``psn`` is the probed PSN. The receiver
+    answers with a SACK whose ``probe_response`` bit is set."""
+
+    dest_qp: int
+    psn: int
+    ack_req: bool = False
+    pkey: int = DEFAULT_PKEY
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointMessage:
+    """Endpoint request (0xD8) or response (0xD9): BTH + EPH.
+
+    ``ep_type`` is an ``EpType``; ``seq`` pairs a response with its request; ``value`` is the EV
+    being probed (EV_PROBE) or the port-state bitmap, bit p set when plane p is up
+    (PORT_STATUS).
+    """
+
+    dest_qp: int
+    psn: int
+    response: bool
+    ep_type: int
+    seq: int
+    value: int
+    flags: int = 0
+    pkey: int = DEFAULT_PKEY
+
+
+#: Every decoded packet kind.
+Packet = (
+    DataPacket
+    | TrimmedDataHeader
+    | AckPacket
+    | SackPacket
+    | NackPacket
+    | ReliabilityProbe
+    | EndpointMessage
+)
