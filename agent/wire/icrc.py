@@ -63,8 +63,16 @@ def icrc_from_bytes(trailer: bytes) -> int:
 
 
 def icrc_is_valid(ip_datagram: bytes) -> bool:
-    """Whether the last 4 bytes of ``ip_datagram`` are its correct ICRC."""
-    return compute_icrc(ip_datagram) == icrc_from_bytes(ip_datagram[-ICRC_LEN:])
+    """Whether the last 4 bytes of ``ip_datagram`` are its correct ICRC.
+
+    False as well when the bytes are no RoCEv2 datagram at all (a corrupted version, header
+    length or protocol byte): a receiver drops either, and ``compute_icrc`` says which it was.
+    """
+    try:
+        expected = compute_icrc(ip_datagram)
+    except ValueError:
+        return False
+    return expected == icrc_from_bytes(ip_datagram[-ICRC_LEN:])
 
 
 def _masked_datagram(ip_datagram: bytes) -> bytearray:
