@@ -43,12 +43,15 @@ lint:  ## ruff, mypy and the import-linter architecture contracts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# P4Info is written as .txt (the suffix every p4c release knows) and renamed to .txtpb.
 build:  ## Compile p4src/*.p4 into p4src/build/ (BMv2 JSON + P4Info)
 	@if [ -z "$(P4C)" ]; then echo "p4c not found: install it (see README) or set P4C=/path/to/p4c"; exit 1; fi
 	@for prog in $(P4_PROGRAMS); do \
 		echo "p4c: $(P4SRC)/$$prog.p4"; \
 		$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4SRC)/build \
-			--p4runtime-files $(P4SRC)/build/$$prog.p4info.txtpb $(P4SRC)/$$prog.p4 || exit 1; \
+			--p4runtime-files $(P4SRC)/build/$$prog.p4info.txt $(P4SRC)/$$prog.p4 || exit 1; \
+		mv $(P4SRC)/build/$$prog.p4info.txt $(P4SRC)/build/$$prog.p4info.txtpb; \
+		rm -f $(P4SRC)/build/$$prog.p4i; \
 	done
 	@$(P4C) --version | head -1 > $(P4SRC)/build/p4c-version.txt
 

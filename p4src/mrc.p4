@@ -34,6 +34,7 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
     Next() next;
     Trim() trim;
 
+    @name(".MrcIngress.drop")
     action drop(bit<32> reason) {
         port_drops.count((bit<32>)std_meta.ingress_port);
         drop_reasons.count(reason);
@@ -103,7 +104,8 @@ control MrcEgress(inout headers_t hdr, inout local_metadata_t meta,
     EcnMarking() ecn;
 
     apply {
-        if (std_meta.qid == (bit<5>)PRIO_NORMAL) {
+        /* priority keeps the value ingress chose, i.e. the queue the packet came from. */
+        if (std_meta.priority == PRIO_NORMAL) {
             port_occupancy.write((bit<32>)std_meta.egress_port, std_meta.deq_qdepth);
         }
         port_tx.count((bit<32>)std_meta.egress_port);

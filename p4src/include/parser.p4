@@ -95,7 +95,7 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta,
 
     state unknown_opcode {
         verify(false, error.UnknownMrcOpcode);
-        transition reject;
+        transition accept;  /* never reached: the failed verify ends parsing with the error */
     }
 
     state parse_meth {

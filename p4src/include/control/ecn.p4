@@ -35,6 +35,7 @@ control EcnMarking(inout headers_t hdr, inout local_metadata_t meta,
         size = MAX_PORTS;
     }
 
+    @name(".MrcEgress.ecn.mark_ce")
     action mark_ce() {
         if (hdr.ipv4.isValid()) {
             hdr.ipv4.ecn = ECN_CE;

@@ -23,11 +23,6 @@ control Next(inout headers_t hdr, inout local_metadata_t meta,
         member_packets.count((bit<32>)member_index);
     }
 
-    @name(".MrcIngress.next.miss")
-    action miss() {
-        meta.routed = false;
-    }
-
     @name(".MrcIngress.next.hashed")
     table hashed {
         key = {
@@ -36,8 +31,7 @@ control Next(inout headers_t hdr, inout local_metadata_t meta,
             meta.hash_dst: selector @name("hash_dst");
             meta.ev: selector @name("ev");
         }
-        actions = { routing_hashed; @defaultonly miss; }
-        const default_action = miss();
+        actions = { routing_hashed; }
         implementation = hashed_selector;
         size = 1024;
     }
@@ -59,7 +53,10 @@ control Next(inout headers_t hdr, inout local_metadata_t meta,
                 meta.ev[15:0] = hdr.ipv6.flow_label[15:0];
             }
         }
-        hashed.apply();
+        /* Tables with an action profile take no default action: a miss is seen via hit. */
+        if (!hashed.apply().hit) {
+            meta.routed = false;
+        }
     }
 }
 

@@ -44,29 +44,6 @@ control Trim(inout headers_t hdr, inout local_metadata_t meta,
         default_action = set_trim_dscp(12, 13);
     }
 
-    action cut_to_headers() {
-        bit<16> l4_len = UDP_LEN + meta.mrc_hdr_len;
-        bit<6> dscp = meta.trimmed_dscp;
-        meta.mrc_class = CLASS_TRIMMED;
-        if (meta.trim_host_facing == 1) {
-            dscp = meta.trimmed_lasthop_dscp;
-            meta.mrc_class = CLASS_TRIMMED_LASTHOP;
-        }
-        hdr.udp.len = l4_len;
-        hdr.udp.checksum = 0;
-        if (hdr.ipv4.isValid()) {
-            hdr.ipv4.total_len = IPV4_LEN + l4_len;
-            hdr.ipv4.dscp = dscp;
-            truncate((bit<32>)(ETH_LEN + IPV4_LEN + l4_len));
-        } else {
-            hdr.ipv6.payload_len = l4_len;
-            hdr.ipv6.dscp = dscp;
-            truncate((bit<32>)(ETH_LEN + IPV6_LEN + l4_len));
-        }
-        std_meta.priority = PRIO_HIGH;
-        trims.count((bit<32>)std_meta.egress_spec);
-    }
-
     apply {
         if (meta.mrc_class == CLASS_CONTROL || meta.mrc_class == CLASS_TRIMMED
                 || meta.mrc_class == CLASS_TRIMMED_LASTHOP) {
@@ -77,8 +54,31 @@ control Trim(inout headers_t hdr, inout local_metadata_t meta,
                 qdepth_t occupancy;
                 port_occupancy.read(occupancy, (bit<32>)std_meta.egress_spec);
                 if (occupancy >= meta.trim_threshold) {
+                    /* Cut to the headers. Inline, not an action: BMv2 cannot run truncate()
+                     * conditionally inside an action. */
                     trim_dscp.apply();
-                    cut_to_headers();
+                    bit<16> l4_len = UDP_LEN + meta.mrc_hdr_len;
+                    bit<6> dscp = meta.trimmed_dscp;
+                    meta.mrc_class = CLASS_TRIMMED;
+                    if (meta.trim_host_facing == 1) {
+                        dscp = meta.trimmed_lasthop_dscp;
+                        meta.mrc_class = CLASS_TRIMMED_LASTHOP;
+                    }
+                    hdr.udp.len = l4_len;
+                    hdr.udp.checksum = 0;
+                    bit<32> cut_len;
+                    if (hdr.ipv4.isValid()) {
+                        hdr.ipv4.total_len = IPV4_LEN + l4_len;
+                        hdr.ipv4.dscp = dscp;
+                        cut_len = (bit<32>)(ETH_LEN + IPV4_LEN + l4_len);
+                    } else {
+                        hdr.ipv6.payload_len = l4_len;
+                        hdr.ipv6.dscp = dscp;
+                        cut_len = (bit<32>)(ETH_LEN + IPV6_LEN + l4_len);
+                    }
+                    truncate(cut_len);
+                    std_meta.priority = PRIO_HIGH;
+                    trims.count((bit<32>)std_meta.egress_spec);
                 }
             }
         }

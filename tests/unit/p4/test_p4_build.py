@@ -46,8 +46,9 @@ def fresh_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for prog in PROGRAMS:
         subprocess.run(
             [p4c, "--target", "bmv2", "--arch", "v1model", "--std", "p4-16", "-o", str(out),
-             "--p4runtime-files", str(out / f"{prog}.p4info.txtpb"), str(P4SRC / f"{prog}.p4")],
+             "--p4runtime-files", str(out / f"{prog}.p4info.txt"), str(P4SRC / f"{prog}.p4")],
             check=True, capture_output=True, cwd=REPO)
+        (out / f"{prog}.p4info.txt").rename(out / f"{prog}.p4info.txtpb")
     return out
 
 
