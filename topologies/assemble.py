@@ -195,18 +195,26 @@ def _build_hosts(
 ) -> tuple[Host, ...]:
     planes = {plane.item.id: plane.item for plane in doc.planes}
     edge_numbers = _edge_numbers(doc, switches)
-    addresses = _Registry("address", log)
-    macs = _Registry("MAC", log)
-    for located in doc.switches:
-        switch = located.item
-        for end in ports.uses:
-            if isinstance(end, Endpoint) and end.node == switch.name:
-                macs.claim(switch.port_mac(end.port), f"switch {switch.name!r}", located.line())
-    hosts = []
-    for position, located_host in enumerate(doc.hosts, start=1):
-        nics = _build_nics(
-            located_host, position, switches, planes, edge_numbers, settings, ports, log
+    built = [
+        (
+            located_host,
+            _build_nics(
+                located_host, position, switches, planes, edge_numbers, settings, ports, log
+            ),
         )
+        for position, located_host in enumerate(doc.hosts, start=1)
+    ]
+    # Every port is claimed by now, so every switch port MAC in use is known.
+    macs = _Registry("MAC", log)
+    switch_lines = {located.item.name: located.line() for located in doc.switches}
+    for end in ports.uses:
+        if isinstance(end, Endpoint):
+            switch = switches[end.node]
+            owner = f"switch {switch.name!r} port {end.port}"
+            macs.claim(switch.port_mac(end.port), owner, switch_lines[switch.name])
+    addresses = _Registry("address", log)
+    hosts = []
+    for located_host, nics in built:
         for nic, located_nic in nics:
             owner = f"host {located_host.item.name!r} NIC {nic.name!r}"
             addresses.claim(nic.ipv4.ip, owner, located_nic.line("ipv4"))

@@ -75,24 +75,30 @@ def _convert(
 ) -> YamlNode:
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # resolves '<<' merge keys in place
+        explicit_count = sum(1 for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge")
+        loader.flatten_mapping(node)  # resolves '<<' merge keys in place, merged entries first
+        merged_count = len(node.value) - explicit_count
         entries: dict[str, YamlNode] = {}
         key_lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
+        explicit_keys: set[str] = set()
+        for position, (key_node, value_node) in enumerate(node.value):
             key_line = key_node.start_mark.line + 1
             key = _convert(key_node, loader, source, problems)
             if not isinstance(key, YamlScalar) or not isinstance(key.value, str):
                 problems.append(Problem(source, key_line, "mapping keys must be plain strings"))
                 continue
-            if key.value in entries:
-                problems.append(
-                    Problem(
-                        source,
-                        key_line,
-                        f"duplicate key {key.value!r} (first at line {key_lines[key.value]})",
+            if position >= merged_count:
+                # Explicit keys override merged ones; only a repeated explicit key is a mistake.
+                if key.value in explicit_keys:
+                    problems.append(
+                        Problem(
+                            source,
+                            key_line,
+                            f"duplicate key {key.value!r} (first at line {key_lines[key.value]})",
+                        )
                     )
-                )
-                continue
+                    continue
+                explicit_keys.add(key.value)
             entries[key.value] = _convert(value_node, loader, source, problems)
             key_lines[key.value] = key_line
         return YamlMap(entries, key_lines, line)

@@ -24,7 +24,7 @@ from topologies.addressing import (
 from topologies.defaults import DEFAULT_SETTINGS, MAX_PORT
 from topologies.errors import ItemRejected, ProblemLog
 from topologies.fields import NODE_NAME, SHORT_NAME, TOPOLOGY_NAME, MapReader, describe
-from topologies.marked_yaml import YamlNode, YamlScalar
+from topologies.marked_yaml import YamlList, YamlNode, YamlScalar
 from topologies.model import (
     DscpValues,
     EcnSettings,
@@ -118,9 +118,9 @@ def parse_document(root: YamlNode | None, default_name: str, log: ProblemLog) ->
     switch_nodes = _item(lambda: top.list_of("switches", required=True)) or ()
     host_nodes = _item(lambda: top.list_of("hosts", required=False)) or ()
     link_nodes = _item(lambda: top.list_of("links", required=False)) or ()
-    if top.has("switches") and not switch_nodes:
+    if _is_empty_list(top.optional("switches")):
         log.add(top.line_of("switches"), "topology: 'switches' must list at least one switch")
-    if top.has("planes") and not planes_nodes:
+    if _is_empty_list(top.optional("planes")):
         log.add(top.line_of("planes"), "topology: 'planes' must list at least one plane")
     planes = tuple(_items(planes_nodes, lambda node, i: _parse_plane(node, i, log)))
     if not top.has("planes"):
@@ -133,6 +133,10 @@ def parse_document(root: YamlNode | None, default_name: str, log: ProblemLog) ->
         hosts=tuple(_items(host_nodes, lambda node, i: _parse_host(node, i, link_defaults, log))),
         links=tuple(_items(link_nodes, lambda node, i: _parse_link(node, i, link_defaults, log))),
     )
+
+
+def _is_empty_list(node: YamlNode | None) -> bool:
+    return isinstance(node, YamlList) and not node.items
 
 
 def _item(read: Callable[[], T]) -> T | None:
