@@ -10,6 +10,30 @@ import pytest
 
 from topologies import Topology, load_topology_file
 
+_SMALL_FABRIC = """\
+name: small
+switches:
+  - {name: l1, role: leaf, device_id: 1}
+  - {name: l2, role: leaf, device_id: 2}
+  - {name: s1, role: spine, device_id: 3}
+hosts:
+  - name: h1
+    nics:
+      - {switch: l1, port: 1}
+  - name: h2
+    nics:
+      - {switch: l2, port: 1}
+links:
+  - {a: "l1:2", b: "s1:1"}
+  - {a: "l2:2", b: "s1:2"}
+"""
+
+
+@pytest.fixture
+def small_fabric() -> str:
+    """Two leaves, one spine, one host per leaf: the smallest routed fabric, as YAML text."""
+    return _SMALL_FABRIC
+
 
 @pytest.fixture
 def write_yaml(tmp_path: Path) -> Callable[[str], Path]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from topology_samples import SMALL_FABRIC
-
 from topologies import generate, load_topology_file, validate
 
 
-def test_validate_accepts_a_good_file_and_summarises_it(write_yaml, capsys):
-    assert validate.main([str(write_yaml(SMALL_FABRIC))]) == 0
+def test_validate_accepts_a_good_file_and_summarises_it(write_yaml, capsys, small_fabric):
+    assert validate.main([str(write_yaml(small_fabric))]) == 0
     out = capsys.readouterr().out
     assert "topology 'small' is valid" in out
     assert "3 switches, 2 hosts" in out
@@ -19,8 +17,10 @@ def test_validate_accepts_a_preset_name(capsys):
     assert "2 plane(s)" in capsys.readouterr().out
 
 
-def test_validate_prints_every_problem_with_file_and_line_and_fails(write_yaml, capsys):
-    path = write_yaml(SMALL_FABRIC.replace("device_id: 2", "device_id: 1"))
+def test_validate_prints_every_problem_with_file_and_line_and_fails(
+    write_yaml, capsys, small_fabric
+):
+    path = write_yaml(small_fabric.replace("device_id: 2", "device_id: 1"))
     assert validate.main([str(path)]) == 1
     err = capsys.readouterr().err
     assert f"{path}:4: switch 'l2': device_id 1 is already used by switch 'l1'" in err

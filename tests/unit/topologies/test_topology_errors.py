@@ -8,7 +8,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from topology_samples import SMALL_FABRIC
 
 from topologies import TopologyError, load_topology_file, load_topology_text
 
@@ -277,8 +276,8 @@ def test_all_problems_of_a_file_are_reported_together():
     assert [problem.line for problem in caught.value.problems] == [2, 3, 4]
 
 
-def test_cross_checks_report_every_clash_at_once():
-    text = SMALL_FABRIC + "  - {a: 'l1:2', b: 's1:3'}\n  - {a: 'l2:9', b: 'x1:1'}\n"
+def test_cross_checks_report_every_clash_at_once(small_fabric):
+    text = small_fabric + "  - {a: 'l1:2', b: 's1:3'}\n  - {a: 'l2:9', b: 'x1:1'}\n"
     with pytest.raises(TopologyError) as caught:
         load_topology_text(text, source="clashes.yaml")
     messages = [problem.message for problem in caught.value.problems]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from topology_samples import SMALL_FABRIC
-
 from topologies import Endpoint, LinkId, fabric_graph, load_topology_text, topology_graph
 
 
-def test_topology_graph_holds_switches_hosts_and_every_link():
-    topology = load_topology_text(SMALL_FABRIC)
+def test_topology_graph_holds_switches_hosts_and_every_link(small_fabric):
+    topology = load_topology_text(small_fabric)
     graph = topology_graph(topology)
     assert {node: data["kind"] for node, data in graph.nodes(data=True)} == {
         "l1": "switch",
@@ -23,14 +21,14 @@ def test_topology_graph_holds_switches_hosts_and_every_link():
     assert data["link"] == topology.links[0]
 
 
-def test_fabric_graph_leaves_hosts_out():
-    graph = fabric_graph(load_topology_text(SMALL_FABRIC))
+def test_fabric_graph_leaves_hosts_out(small_fabric):
+    graph = fabric_graph(load_topology_text(small_fabric))
     assert set(graph.nodes) == {"l1", "l2", "s1"}
     assert graph.number_of_edges() == 2
 
 
-def test_down_links_are_left_out_of_both_views():
-    topology = load_topology_text(SMALL_FABRIC)
+def test_down_links_are_left_out_of_both_views(small_fabric):
+    topology = load_topology_text(small_fabric)
     down = {LinkId.between(Endpoint("s1", 1), Endpoint("l1", 2)), topology.host_links[1].id}
     assert not fabric_graph(topology, down).has_edge("l1", "s1")
     full = topology_graph(topology, down)
@@ -38,7 +36,7 @@ def test_down_links_are_left_out_of_both_views():
     assert full.has_edge("l1", "h1")
 
 
-def test_parallel_links_are_separate_edges():
-    text = SMALL_FABRIC + '  - {a: "l1:3", b: "s1:3"}\n'
+def test_parallel_links_are_separate_edges(small_fabric):
+    text = small_fabric + '  - {a: "l1:3", b: "s1:3"}\n'
     graph = fabric_graph(load_topology_text(text))
     assert graph.number_of_edges("l1", "s1") == 2

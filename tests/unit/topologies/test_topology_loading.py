@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
-from topology_samples import SMALL_FABRIC
-
 from agent.wire.constants import DscpClass
 from topologies import Endpoint, LinkId, LinkParams, Role
 
 
-def test_switch_defaults_come_from_role_and_device_id(load_yaml):
-    topology = load_yaml(SMALL_FABRIC)
+def test_switch_defaults_come_from_role_and_device_id(load_yaml, small_fabric):
+    topology = load_yaml(small_fabric)
     l1, s1 = topology.switch("l1"), topology.switch("s1")
     assert (l1.role, l1.tier, l1.plane) == (Role.LEAF, 0, 0)
     assert (s1.role, s1.tier) == (Role.SPINE, 1)
@@ -30,8 +28,8 @@ def test_explicit_switch_fields_override_the_defaults(load_yaml):
     assert (core.tier, core.grpc_port, core.thrift_port) == (3, 60000, 7000)
 
 
-def test_nic_addresses_and_macs_are_derived_per_plane_edge_switch_and_port(load_yaml):
-    topology = load_yaml(SMALL_FABRIC)
+def test_nic_addresses_and_macs_are_derived_per_plane_edge_switch_and_port(load_yaml, small_fabric):
+    topology = load_yaml(small_fabric)
     h1 = topology.host("h1").nics[0]
     h2 = topology.host("h2").nics[0]
     assert h1.name == "eth0"
@@ -43,8 +41,8 @@ def test_nic_addresses_and_macs_are_derived_per_plane_edge_switch_and_port(load_
     assert h2.mac == "02:10:00:02:00:00"
 
 
-def test_switch_port_macs_encode_device_id_and_port(load_yaml):
-    topology = load_yaml(SMALL_FABRIC)
+def test_switch_port_macs_encode_device_id_and_port(load_yaml, small_fabric):
+    topology = load_yaml(small_fabric)
     assert topology.switch("s1").port_mac(2) == "02:00:00:03:00:02"
 
 
@@ -73,16 +71,16 @@ def test_explicit_nic_values_are_kept(load_yaml):
     assert nic.params == LinkParams(bandwidth_mbps=1000.0, queue_depth=64, queue_rate_pps=500)
 
 
-def test_missing_planes_mean_one_default_plane(load_yaml):
-    topology = load_yaml(SMALL_FABRIC)
+def test_missing_planes_mean_one_default_plane(load_yaml, small_fabric):
+    topology = load_yaml(small_fabric)
     (plane,) = topology.planes
     assert (plane.id, plane.name) == (0, "plane0")
     assert plane.ipv4_prefix == IPv4Network("10.0.0.0/16")
     assert plane.ipv6_prefix == IPv6Network("fd00::/32")
 
 
-def test_settings_default_to_the_documented_values(load_yaml):
-    settings = load_yaml(SMALL_FABRIC).settings
+def test_settings_default_to_the_documented_values(load_yaml, small_fabric):
+    settings = load_yaml(small_fabric).settings
     assert settings.cpu_port == 255
     assert settings.lldp.interval_ms == 10
     assert settings.lldp.miss_limit == 3
@@ -91,9 +89,9 @@ def test_settings_default_to_the_documented_values(load_yaml):
     assert settings.trim_threshold < settings.link_defaults.queue_depth
 
 
-def test_settings_given_in_the_file_replace_the_defaults(load_yaml):
+def test_settings_given_in_the_file_replace_the_defaults(load_yaml, small_fabric):
     topology = load_yaml(
-        SMALL_FABRIC
+        small_fabric
         + """\
 settings:
   cpu_port: 200
@@ -117,8 +115,8 @@ settings:
     assert topology.host("h1").nics[0].params == LinkParams(10.0, 30, 100)
 
 
-def test_per_link_queue_settings_override_the_link_defaults(load_yaml):
-    text = SMALL_FABRIC.replace(
+def test_per_link_queue_settings_override_the_link_defaults(load_yaml, small_fabric):
+    text = small_fabric.replace(
         '{a: "l1:2", b: "s1:1"}', '{a: "l1:2", b: "s1:1", queue_rate_pps: 7}'
     )
     topology = load_yaml(text)
@@ -126,8 +124,8 @@ def test_per_link_queue_settings_override_the_link_defaults(load_yaml):
     assert topology.links[1].params.queue_rate_pps == 0
 
 
-def test_host_links_join_each_nic_to_its_switch_port(load_yaml):
-    topology = load_yaml(SMALL_FABRIC)
+def test_host_links_join_each_nic_to_its_switch_port(load_yaml, small_fabric):
+    topology = load_yaml(small_fabric)
     (h1_link, h2_link) = topology.host_links
     assert (h1_link.a, h1_link.b) == (Endpoint("h1", 0), Endpoint("l1", 1))
     assert (h2_link.a, h2_link.b) == (Endpoint("h2", 0), Endpoint("l2", 1))
@@ -138,8 +136,8 @@ def test_host_links_join_each_nic_to_its_switch_port(load_yaml):
     assert topology.switch_ports("s1") == (1, 2)
 
 
-def test_link_ids_do_not_depend_on_the_direction(load_yaml):
-    topology = load_yaml(SMALL_FABRIC)
+def test_link_ids_do_not_depend_on_the_direction(load_yaml, small_fabric):
+    topology = load_yaml(small_fabric)
     link = topology.links[0]
     assert link.id == LinkId.between(Endpoint("s1", 1), Endpoint("l1", 2))
     assert link.far_end("l1") == Endpoint("s1", 1)
@@ -156,10 +154,10 @@ def test_yaml_anchors_and_merge_keys_are_supported(load_yaml):
     assert [switch.role for switch in topology.switches] == [Role.LEAF, Role.LEAF]
 
 
-def test_the_source_file_names_the_topology_when_the_file_does_not(write_yaml):
+def test_the_source_file_names_the_topology_when_the_file_does_not(write_yaml, small_fabric):
     from topologies import load_topology_file
 
-    path = write_yaml(SMALL_FABRIC.replace("name: small\n", ""), name="lab.yaml")
+    path = write_yaml(small_fabric.replace("name: small\n", ""), name="lab.yaml")
     topology = load_topology_file(path)
     assert topology.name == "lab"
     assert topology.source == str(path)
