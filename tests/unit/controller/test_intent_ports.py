@@ -1,0 +1,51 @@
+"""Per-port configuration, DSCP classification, CPU port and LLDP settings in the intent."""
+
+from __future__ import annotations
+
+from agent.wire.constants import DscpClass
+from controller.intent import DscpRule, LldpIntent, compute_intent
+from topologies import load_topology_text
+from topologies.document import dump_document, explicit_document
+
+
+def test_ecn_is_off_toward_hosts_and_on_between_switches(leaf_spine):
+    l1 = compute_intent(leaf_spine).switch("l1")
+    assert [(p.port, p.host_facing, p.ecn_enabled) for p in l1.ports] == [
+        (1, True, False),
+        (2, True, False),
+        (3, False, True),
+        (4, False, True),
+        (5, False, True),
+        (6, False, True),
+    ]
+    spine = compute_intent(leaf_spine).switch("s1")
+    assert all(not p.host_facing and p.ecn_enabled for p in spine.ports)
+
+
+def test_port_thresholds_and_queues_come_from_settings_and_links(leaf_spine):
+    document = explicit_document(leaf_spine)
+    document["links"][0]["queue_rate_pps"] = 300
+    document["links"][0]["queue_depth"] = 100
+    document["settings"]["high_priority_queue"] = {"depth": 16, "rate_pps": 5000}
+    topology = load_topology_text(dump_document(document))
+    settings = topology.settings
+    port = compute_intent(topology).switch("l1").port(3)  # links[0] is l1:3 - s1:1
+    assert (port.queue_depth, port.queue_rate_pps) == (100, 300)
+    assert (port.high_priority_queue_depth, port.high_priority_queue_rate_pps) == (16, 5000)
+    assert port.ecn_min_threshold == settings.ecn.min_threshold
+    assert port.ecn_max_threshold == settings.ecn.max_threshold
+    assert port.trim_threshold == settings.trim_threshold
+    far_end = compute_intent(topology).switch("s1").port(1)
+    assert (far_end.queue_depth, far_end.queue_rate_pps) == (100, 300)
+    assert compute_intent(topology).switch("l1").port(4).queue_rate_pps == 0
+
+
+def test_dscp_rules_map_each_configured_value_to_its_class(leaf_spine):
+    rules = compute_intent(leaf_spine).switch("l1").dscp_rules
+    assert rules == tuple(sorted(DscpRule(int(c), c) for c in DscpClass))
+
+
+def test_cpu_port_and_lldp_come_from_the_settings(leaf_spine):
+    intent = compute_intent(leaf_spine)
+    assert {s.cpu_port for s in intent.switches} == {255}
+    assert {s.lldp for s in intent.switches} == {LldpIntent(interval_ms=10, miss_limit=3)}
