@@ -17,6 +17,7 @@ All MACs are locally administered unicast (first octet 0x02), so they never clas
 from __future__ import annotations
 
 import re
+from functools import cache
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
 #: Largest device id for which a switch's port MACs can be derived (16 bits in the MAC).
@@ -31,8 +32,12 @@ class AddressingError(ValueError):
     """A value cannot be derived (a number is out of range for the scheme) or is malformed."""
 
 
+@cache
 def switch_port_mac(device_id: int, port: int) -> str:
-    """The MAC of a switch port: the source MAC of what the switch routes out of it."""
+    """The MAC of a switch port: the source MAC of what the switch routes out of it.
+
+    Cached: intent computation asks for the same few MACs once per group member.
+    """
     _check_range("device id", device_id, 0, MAX_DEVICE_ID)
     _check_range("port", port, 0, 0xFFFF)
     return _format_mac(0x02, 0x00, device_id >> 8, device_id & 0xFF, port >> 8, port & 0xFF)

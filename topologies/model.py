@@ -265,7 +265,7 @@ class Topology:
     def switch_ports(self, name: str) -> tuple[int, ...]:
         """The ports of switch ``name`` that a link or NIC uses, sorted."""
         self.switch(name)
-        return tuple(sorted(end.port for end in self._links_by_endpoint if end.node == name))
+        return self._ports_by_node.get(name, ())
 
     def is_host(self, name: str) -> bool:
         """True if ``name`` names a host (not a switch)."""
@@ -282,6 +282,13 @@ class Topology:
     @cached_property
     def _planes_by_id(self) -> dict[int, Plane]:
         return {plane.id: plane for plane in self.planes}
+
+    @cached_property
+    def _ports_by_node(self) -> dict[str, tuple[int, ...]]:
+        ports: dict[str, list[int]] = {}
+        for end in self._links_by_endpoint:
+            ports.setdefault(end.node, []).append(end.port)
+        return {node: tuple(sorted(numbers)) for node, numbers in ports.items()}
 
     @cached_property
     def _links_by_endpoint(self) -> dict[Endpoint, Link]:

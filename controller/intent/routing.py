@@ -15,10 +15,11 @@ dropped at its switch.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network
 
 from controller.intent.model import NextHopGroup, NextHopMember, Route
-from topologies.model import LinkId, Nic, Switch, Topology
+from topologies.model import LinkId, Switch, Topology
 
 
 def switch_members(topology: Topology, switch: Switch) -> dict[int, NextHopMember]:
@@ -99,7 +100,7 @@ def switch_routing(
     members: Mapping[int, NextHopMember],
     ports_toward: Mapping[str, Mapping[str, tuple[int, ...]]],
     prefixes: Mapping[str, tuple[IPv4Network | IPv6Network, ...]],
-    live_nics: Mapping[str, Sequence[Nic]],
+    live_nics: Mapping[str, Sequence[LiveNic]],
 ) -> tuple[tuple[NextHopGroup, ...], tuple[Route, ...], tuple[Route, ...]]:
     """Groups, IPv4 routes and IPv6 routes of ``switch``.
 
@@ -122,24 +123,42 @@ def switch_routing(
         for nic in live_nics.get(edge_name, ()):
             routes += _host_routes(nic, group_id)
         routes += [Route(prefix, group_id) for prefix in prefixes[edge_name]]
+    routes.sort(key=_route_order)
     return (
         tuple(sorted(groups, key=lambda group: group.group_id)),
-        tuple(sorted(route for route in routes if isinstance(route.prefix, IPv4Network))),
-        tuple(sorted(route for route in routes if isinstance(route.prefix, IPv6Network))),
+        tuple(route for route in routes if isinstance(route.prefix, IPv4Network)),
+        tuple(route for route in routes if isinstance(route.prefix, IPv6Network)),
     )
 
 
-def nics_with_link_up(topology: Topology, down: Collection[LinkId]) -> dict[str, list[Nic]]:
+def _route_order(route: Route) -> tuple[int, int, int]:
+    """Sort key equal to Route's own order within one IP version, but cheaper to compare."""
+    prefix = route.prefix
+    return int(prefix.network_address), prefix.prefixlen, route.next_id
+
+
+@dataclass(frozen=True)
+class LiveNic:
+    """A NIC whose host link is up, with its host prefixes built once per computation."""
+
+    switch_port: int
+    ipv4: IPv4Network
+    ipv6: IPv6Network
+
+
+def nics_with_link_up(topology: Topology, down: Collection[LinkId]) -> dict[str, list[LiveNic]]:
     """Per switch, the NICs plugged into it whose host link is not down."""
-    nics: dict[str, list[Nic]] = {}
+    nics: dict[str, list[LiveNic]] = {}
     for host, nic in topology.nics():
         if host.link(nic).id not in down:
-            nics.setdefault(nic.switch, []).append(nic)
+            live = LiveNic(
+                nic.switch_port,
+                IPv4Network(f"{nic.ipv4.ip}/32"),
+                IPv6Network(f"{nic.ipv6.ip}/128"),
+            )
+            nics.setdefault(nic.switch, []).append(live)
     return nics
 
 
-def _host_routes(nic: Nic, group_id: int) -> list[Route]:
-    return [
-        Route(IPv4Network(f"{nic.ipv4.ip}/32"), group_id),
-        Route(IPv6Network(f"{nic.ipv6.ip}/128"), group_id),
-    ]
+def _host_routes(nic: LiveNic, group_id: int) -> list[Route]:
+    return [Route(nic.ipv4, group_id), Route(nic.ipv6, group_id)]
