@@ -12,7 +12,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from agent.wire.constants import BTH_LEN, ICRC_LEN, ROCEV2_UDP_PORT, NackReason
-from agent.wire.frames import Envelope, mrc_data_packet, mrc_nack
+from agent.wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, Envelope, mrc_data_packet, mrc_nack
 from agent.wire.icrc import compute_icrc, icrc_from_bytes, icrc_is_valid, icrc_to_bytes
 from agent.wire.layers import MrcBTH, MrcRETH, icrc_matches
 
@@ -139,7 +139,7 @@ def test_ethernet_padding_after_a_short_packet_does_not_spoil_the_check(envelope
 
 def test_checking_a_packet_without_an_mrc_bth_is_a_clear_error():
     with pytest.raises(ValueError, match="no MRC BTH"):
-        icrc_matches(Ether() / IP() / UDP(dport=53))
+        icrc_matches(Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC) / IP() / UDP(dport=53))
 
 
 def test_building_a_bth_without_ip_and_udp_around_it_asks_for_an_explicit_icrc():

@@ -25,7 +25,7 @@ from agent.wire.constants import (
     TSETH_LEN,
     Opcode,
 )
-from agent.wire.frames import Envelope, mrc_data_packet
+from agent.wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, Envelope, mrc_data_packet
 from agent.wire.layers import (
     AETH,
     MrcBTH,
@@ -164,7 +164,14 @@ def test_binding_another_layer_to_port_4791_later_does_not_take_mrc_dissection_a
 
     bind_layers(UDP, Impostor, dport=ROCEV2_UDP_PORT)
     try:
-        frame = Ether(bytes(Ether() / IP() / UDP(sport=1000) / MrcBTH(opcode=0xDE)))
+        frame = Ether(
+            bytes(
+                Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC)
+                / IP()
+                / UDP(sport=1000)
+                / MrcBTH(opcode=0xDE)
+            )
+        )
         assert frame.haslayer(MrcBTH)
         assert not frame.haslayer(Impostor)
     finally:
@@ -172,7 +179,13 @@ def test_binding_another_layer_to_port_4791_later_does_not_take_mrc_dissection_a
 
 
 def test_unknown_opcode_leaves_the_rest_of_the_packet_as_raw_bytes():
-    frame = Ether() / IP() / UDP(sport=1000) / MrcBTH(opcode=0x42) / Raw(b"\xaa" * 6)
+    frame = (
+        Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC)
+        / IP()
+        / UDP(sport=1000)
+        / MrcBTH(opcode=0x42)
+        / Raw(b"\xaa" * 6)
+    )
     dissected = Ether(bytes(frame))
     assert dissected[MrcBTH].opcode == 0x42
     assert dissected[Raw].load == b"\xaa" * 6
@@ -181,7 +194,7 @@ def test_unknown_opcode_leaves_the_rest_of_the_packet_as_raw_bytes():
 @pytest.mark.parametrize("cut", [1, 7, BTH_LEN + 3, BTH_LEN + 10])
 def test_a_truncated_mrc_packet_dissects_without_raising_and_keeps_its_bytes(cut):
     wire = bytes(
-        Ether()
+        Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC)
         / IP()
         / UDP(sport=1000)
         / MrcBTH(opcode=Opcode.SACK)
@@ -204,7 +217,7 @@ def test_a_truncated_mrc_packet_dissects_without_raising_and_keeps_its_bytes(cut
 def test_any_bth_round_trips_over_udp(opcode, dqpn, psn, flags, body):
     ackreq, r, rtx = flags
     frame = (
-        Ether()
+        Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC)
         / IP(src="10.0.0.1", dst="10.0.0.2")
         / UDP(sport=0xC000)
         / MrcBTH(opcode=opcode, dqpn=dqpn, psn=psn, ackreq=ackreq, r=r, rtx=rtx, ts=0)

@@ -16,7 +16,14 @@ from scapy.utils import wrpcap
 
 import agent.wire
 from agent.wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
-from agent.wire.frames import Envelope, ev_of, mrc_data_packet, trim
+from agent.wire.frames import (
+    DEFAULT_DST_MAC,
+    DEFAULT_SRC_MAC,
+    Envelope,
+    ev_of,
+    mrc_data_packet,
+    trim,
+)
 from agent.wire.layers import (
     AETH,
     MrcBTH,
@@ -156,7 +163,7 @@ def capture(
             "truncated_sack",
             Ether(
                 bytes(
-                    Ether()
+                    Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC)
                     / IP(src="10.0.0.1", dst="10.0.0.2")
                     / UDP(sport=1, dport=ROCEV2_UDP_PORT)
                     / Raw(bytes([Opcode.SACK]) + bytes(11) + bytes(10))
