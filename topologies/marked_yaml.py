@@ -8,6 +8,7 @@ value with the (1-based) line it starts on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import yaml
@@ -63,15 +64,50 @@ def parse_yaml(text: str, source: str) -> YamlNode | None:
         raise TopologyError([Problem(source, 1, f"YAML error: {error}")]) from None
     if root is None:
         return None
-    problems: list[Problem] = []
-    tree = _convert(root, yaml.SafeLoader(""), source, problems)
-    if problems:
-        raise TopologyError(problems)
+    converter = _Converter(source)
+    tree = converter.convert(root)
+    if converter.problems:
+        raise TopologyError(converter.problems)
     return tree
 
 
+class _Converter:
+    """Walks PyYAML's node graph once per node.
+
+    Aliases make the graph a DAG (or, for a self-referencing alias, a cycle): each node is
+    converted once and shared, so alias bombs stay cheap, and a cycle is a problem.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.loader = yaml.SafeLoader("")
+        self.problems: list[Problem] = []
+        self.done: dict[int, YamlNode] = {}
+        self.in_progress: set[int] = set()
+
+    def convert(self, node: yaml.Node) -> YamlNode:
+        key = id(node)
+        if key in self.done:
+            return self.done[key]
+        line = node.start_mark.line + 1
+        if key in self.in_progress:
+            self.problems.append(Problem(self.source, line, "recursive YAML alias"))
+            return YamlScalar(None, line)
+        self.in_progress.add(key)
+        try:
+            converted = _convert(node, self.loader, self.source, self.problems, self.convert)
+        finally:
+            self.in_progress.discard(key)
+        self.done[key] = converted
+        return converted
+
+
 def _convert(
-    node: yaml.Node, loader: yaml.SafeLoader, source: str, problems: list[Problem]
+    node: yaml.Node,
+    loader: yaml.SafeLoader,
+    source: str,
+    problems: list[Problem],
+    convert: Callable[[yaml.Node], YamlNode],
 ) -> YamlNode:
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
@@ -83,7 +119,7 @@ def _convert(
         explicit_keys: set[str] = set()
         for position, (key_node, value_node) in enumerate(node.value):
             key_line = key_node.start_mark.line + 1
-            key = _convert(key_node, loader, source, problems)
+            key = convert(key_node)
             if not isinstance(key, YamlScalar) or not isinstance(key.value, str):
                 problems.append(Problem(source, key_line, "mapping keys must be plain strings"))
                 continue
@@ -99,14 +135,16 @@ def _convert(
                     )
                     continue
                 explicit_keys.add(key.value)
-            entries[key.value] = _convert(value_node, loader, source, problems)
+            entries[key.value] = convert(value_node)
             key_lines[key.value] = key_line
         return YamlMap(entries, key_lines, line)
     if isinstance(node, yaml.SequenceNode):
-        return YamlList(
-            tuple(_convert(item, loader, source, problems) for item in node.value), line
-        )
-    value = loader.construct_object(node, deep=True)
+        return YamlList(tuple(convert(item) for item in node.value), line)
+    try:
+        value = loader.construct_object(node, deep=True)
+    except yaml.YAMLError as error:  # e.g. an unknown '!tag'
+        problems.append(Problem(source, line, f"unsupported YAML value: {error}"))
+        return YamlScalar(None, line)
     if value is not None and not isinstance(value, str | int | float | bool):
         problems.append(
             Problem(source, line, f"unsupported YAML value {node.value!r} ({type(value).__name__})")

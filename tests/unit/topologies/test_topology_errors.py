@@ -24,6 +24,8 @@ CASES: dict[str, tuple[str, str]] = {
         "switches:\n  - name: l1\n   role: leaf  # <-\n",
         "YAML syntax error",
     ),
+    "unknown yaml tag": ("switches: !foo 3  # <-\n", "unsupported YAML value"),
+    "recursive alias": ("switches: &x [*x]  # <-\n", "recursive YAML alias"),
     "duplicate key": (
         "switches:\n  - name: l1\n    role: leaf\n    name: l2  # <-\n    device_id: 1\n",
         "duplicate key 'name' (first at line 2)",
