@@ -48,8 +48,9 @@ Field choices (where the notes leave the field open, the choice is the testbed's
   set when PSN ``cum_ack_psn + sack_offset + i`` arrived. ``entropy`` is the EV of the packet
   being answered; ``m`` the skip mode asked for that EV (``SackSkipMode``). ``cc_flags`` bit 0
   (``CC_FLAG_ECN_ECHO``) is the ECN echo: "the answered packet arrived CE-marked" -- that is
-  where the ECN echo travels. ``type``, ``next``, ``pr``, ``cc_type``, ``mpr`` and the PDC ids
-  are carried verbatim (0 unless a caller sets them).
+  where the ECN echo travels. ``pr`` is set when the SACK answers a reliability probe (the
+  answered PSN is then the probed one, not a packet that arrived). ``type``, ``next``,
+  ``cc_type``, ``mpr`` and the PDC ids are carried verbatim (0 unless a caller sets them).
 * CC_STATE: ``rcv_cwnd_pen`` is the receiver's back-pressure 0-127, ``received_bytes`` a 24-bit
   running count, ``ooo_count`` the number of out-of-order packets held.
 * NETH: ``nack_psn`` the PSN being NACKed, ``reason`` a ``NackReason``, ``entropy`` the EV the

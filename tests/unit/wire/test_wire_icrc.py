@@ -171,3 +171,18 @@ def test_icrc_from_bytes_wants_exactly_four_bytes():
 def test_a_datagram_that_is_not_rocev2_at_all_is_simply_not_valid():
     assert not icrc_is_valid(bytes(IP(proto=6) / Raw(bytes(40))))
     assert not icrc_is_valid(b"")
+
+
+def test_under_an_srv6_outer_header_the_icrc_covers_the_inner_ipv6_header_only():
+    inner = mrc_data_packet(
+        Envelope(src_ip="fd00:1::1", dst_ip="fd00:2::2", ev=0xAAAA_BBBB),
+        dqpn=1,
+        psn=2,
+        payload=b"routed by segment list",
+    )
+    outer = IPv6(src="fd00:9::1", dst="fcbb:bb00:1:2::")
+    encapsulated = Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC) / outer / inner[IPv6]
+    wire = Ether(bytes(encapsulated))
+    assert wire[MrcBTH].icrc == Ether(bytes(inner))[MrcBTH].icrc
+    wire[IPv6].dst = "fcbb:bb00:2::"  # a switch shifts the uSID list
+    assert icrc_matches(Ether(bytes(wire)))
