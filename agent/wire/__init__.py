@@ -1,1 +1,1 @@
-"""The MRC wire format: constants shared by the agent, the P4 program and the tests, and scapy layers."""
+"""The MRC wire format: constants shared by agent, P4 program and tests, scapy layers, frames."""
