@@ -236,6 +236,12 @@ def decode(
     body = memoryview(datagram)[:-ICRC_LEN]
     (carried,) = _ICRC.unpack_from(datagram, size - ICRC_LEN)
     if opcode in _DATA_OPCODE_SET:
+        headers = data_header_struct(opcode, bool(datagram[8] & BTH_FLAG_TS)).size
+        if len(body) < headers:
+            raise DecodeError(
+                DropReason.TRUNCATED,
+                f"opcode {opcode:#x}: {len(body)} bytes, headers need {headers}",
+            )
         _check_icrc(body, carried, ip, src_port, dst_port)
         return _decode_data(datagram, opcode, trimmed=False)
     decoder = _CONTROL_DECODERS.get(opcode)

@@ -1,0 +1,403 @@
+"""One MRC connection (a QP pair): sender and receiver halves, EV set, congestion control.
+
+The connection is where packets meet the network: it decodes nothing and owns no socket, but it
+decides which plane and EV each packet leaves on and with which DSCP/ECN, and it answers the
+peer's control traffic:
+
+* data leaves on the EV the rotation picks (DSCP TRIMMABLE, TRIMMABLE_RETX for copies, ECT(0));
+* SACKs, NACKs, ACKs and endpoint responses go back on the plane and EV the packet they answer
+  came on: that EV has just proven to work, and with symmetric ECMP hashing so does its way
+  back (DSCP CONTROL, Not-ECT);
+* EV probes (endpoint request EV_PROBE) go out on the probed EV; port-state updates
+  (PORT_STATUS, bitmap of this side's planes that are up) are repeated every probe interval
+  until the peer answers.
+
+It fails (``ConnectionFailed``) when it has messages outstanding and hears nothing at all from
+its peer for ``peer_timeout``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.core.cc import make_congestion_control
+from agent.core.codec import encode
+from agent.core.config import MrcConfig
+from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
+from agent.core.drops import DropReason
+from agent.core.ev import EvSet
+from agent.core.events import ConnectionFailed, Event, PeerPlaneStateChanged
+from agent.core.memory import MemoryTable
+from agent.core.packets import (
+    AckPacket,
+    DataPacket,
+    EndpointMessage,
+    NackPacket,
+    Packet,
+    ReliabilityProbe,
+    SackPacket,
+    TrimmedDataHeader,
+)
+from agent.core.receiver import Receiver
+from agent.core.rtt import RttEstimator
+from agent.core.sender import Sender
+from agent.core.stats import ConnectionCounters, ConnectionStats
+from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, EpType
+
+
+class ConnectionClosed(Exception):
+    """The connection has failed or been closed; it takes no more work."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSpec:
+    """What both sides agreed on at setup (the side channel's job, not the core's).
+
+    ``remote_addresses[p]`` is the peer's address on plane p, aligned with the endpoint's local
+    addresses. ``send_psn`` is this side's first PSN, ``receive_psn`` the peer's.
+    """
+
+    local_qp: int
+    remote_qp: int
+    remote_addresses: tuple[bytes, ...]
+    send_psn: int = 0
+    receive_psn: int = 0
+
+
+class Connection:
+    """One connection of an endpoint. Use it through ``Endpoint``."""
+
+    def __init__(
+        self,
+        spec: ConnectionSpec,
+        local_addresses: Sequence[bytes],
+        local_planes_up: Sequence[bool],
+        config: MrcConfig,
+        memory: MemoryTable,
+        rng: random.Random,
+        events: deque[Event],
+    ) -> None:
+        planes = len(local_addresses)
+        self.qp = spec.local_qp
+        self._remote_qp = spec.remote_qp
+        self._config = config
+        self._events = events
+        self._remote = tuple(spec.remote_addresses)
+        self._paths = [
+            IpContext(src=local, dst=remote)
+            for local, remote in zip(local_addresses, spec.remote_addresses, strict=True)
+        ]
+        self._local_up = list(local_planes_up)
+        self._remote_up = [True] * planes
+        self.counters = ConnectionCounters()
+        self.rtt = RttEstimator(config)
+        self.ev_set = EvSet(config, planes, ipv6=len(local_addresses[0]) == 16, rng=rng)
+        for plane in range(planes):
+            self.ev_set.set_plane_usable(plane, self._local_up[plane])
+        self.sender = Sender(
+            config,
+            spec.local_qp,
+            spec.remote_qp,
+            spec.send_psn,
+            self.ev_set,
+            make_congestion_control(config),
+            self.rtt,
+            self.counters,
+            events,
+        )
+        self.receiver = Receiver(
+            config, spec.local_qp, spec.remote_qp, spec.receive_psn, memory, self.counters, events
+        )
+        self._replies: list[tuple[Packet, int, int]] = []  # packet, plane, EV
+        self._scratch: list[Packet] = []
+        self._dscp = config.dscp
+        self.closed = False
+        self._last_heard = 0.0
+        self._watch_from_next_call = True
+        self._pacing_wake: float | None = None
+        self._port_status_seq = 0
+        self._port_status_due: float | None = None
+        self._port_status_unanswered = False
+
+    # --- application side -----------------------------------------------------------------
+
+    def post_write(self, data: bytes, remote_va: int, rkey: int, immediate: int | None) -> int:
+        """Queue an RDMA write; returns its MSN (see ``Sender.post``)."""
+        if self.closed:
+            raise ConnectionClosed(f"connection {self.qp:#x} is closed")
+        if not self.sender.has_unconfirmed:
+            self._watch_from_next_call = True
+        return self.sender.post(data, remote_va, rkey, immediate)
+
+    def set_local_plane_up(self, plane: int, up: bool) -> None:
+        """This host's port on ``plane`` went up or down: stop/start using it, tell the peer."""
+        if self._local_up[plane] == up:
+            return
+        self._local_up[plane] = up
+        self.ev_set.set_plane_usable(plane, up and self._remote_up[plane])
+        self._port_status_seq = (self._port_status_seq + 1) & 0xFFFF
+        self._port_status_unanswered = True
+        self._port_status_due = 0.0
+
+    def close(self, reason: str) -> None:
+        """Stop: unconfirmed messages fail with ``reason``."""
+        if not self.closed:
+            self.closed = True
+            self.sender.fail_all(reason)
+
+    # --- network side ---------------------------------------------------------------------
+
+    def receive(
+        self, packet: Packet, datagram: IncomingDatagram, plane: int, now: float
+    ) -> DropReason | None:
+        """Process one decoded packet addressed to this connection."""
+        if self.closed:
+            return DropReason.CONNECTION_CLOSED
+        if datagram.ip.src != self._remote[plane]:
+            return DropReason.WRONG_SOURCE
+        self._last_heard = now
+        if isinstance(packet, DataPacket):
+            replies = self._scratch
+            result = self.receiver.on_data(packet, datagram.ev, datagram.ecn == ECN_CE, replies)
+            self._queue_replies(plane, datagram.ev)
+            return result
+        if isinstance(packet, SackPacket):
+            return self.sender.on_sack(packet, now)
+        if isinstance(packet, NackPacket):
+            return self.sender.on_nack(packet, now)
+        if isinstance(packet, AckPacket):
+            return self.sender.on_ack(packet, now)
+        if isinstance(packet, TrimmedDataHeader):
+            last_hop = datagram.dscp == self._dscp.trimmed_lasthop
+            result = self.receiver.on_trimmed(
+                packet, datagram.ev, last_hop, datagram.ecn == ECN_CE, self._scratch
+            )
+            self._queue_replies(plane, datagram.ev)
+            return result
+        if isinstance(packet, ReliabilityProbe):
+            result = self.receiver.on_probe(packet, datagram.ev, self._scratch)
+            self._queue_replies(plane, datagram.ev)
+            return result
+        return self._on_endpoint_message(packet, datagram.ev, plane)
+
+    def _queue_replies(self, plane: int, ev: int) -> None:
+        for reply in self._scratch:
+            self._replies.append((reply, plane, ev))
+        self._scratch.clear()
+
+    def _on_endpoint_message(
+        self, message: EndpointMessage, ev: int, plane: int
+    ) -> DropReason | None:
+        if message.response:
+            if message.ep_type == EpType.EV_PROBE:
+                if not self.ev_set.on_probe_answered(message.seq, message.value):
+                    return DropReason.UNEXPECTED
+                self.counters.ev_probes_answered += 1
+                return None
+            if message.seq != self._port_status_seq:
+                return DropReason.UNEXPECTED
+            self._port_status_unanswered = False
+            self._port_status_due = None
+            return None
+        if message.ep_type == EpType.PORT_STATUS:
+            self._apply_peer_port_status(message.value)
+        self._replies.append(
+            (
+                EndpointMessage(
+                    dest_qp=self._remote_qp,
+                    psn=0,
+                    response=True,
+                    ep_type=message.ep_type,
+                    seq=message.seq,
+                    value=message.value,
+                ),
+                plane,
+                ev,
+            )
+        )
+        return None
+
+    def _apply_peer_port_status(self, bitmap: int) -> None:
+        for plane in range(len(self._remote_up)):
+            up = bool((bitmap >> plane) & 1)
+            if up != self._remote_up[plane]:
+                self._remote_up[plane] = up
+                self.ev_set.set_plane_usable(plane, up and self._local_up[plane])
+                self._events.append(PeerPlaneStateChanged(self.qp, plane, up))
+
+    # --- output and timers ----------------------------------------------------------------
+
+    def datagrams_to_send(self, now: float) -> list[OutgoingDatagram]:
+        """Everything this connection may send at ``now``."""
+        if self.closed:
+            return []
+        self._watch(now)
+        out: list[OutgoingDatagram] = []
+        control = self._dscp.control
+        for packet, plane, ev in self._replies:
+            out.append(self._datagram(packet, plane, ev, control, ECN_NOT_ECT))
+        self._replies.clear()
+        self._run_probes(now, out)
+        for packet, entry in self.sender.take_outbox():
+            if type(packet) is DataPacket:
+                dscp, ecn = self._dscp.trimmable_retx, ECN_ECT0
+            else:
+                dscp, ecn = control, ECN_NOT_ECT
+            out.append(self._datagram(packet, entry.plane, entry.value, dscp, ecn))
+        sender = self.sender
+        cc = sender.cc
+        self._pacing_wake = None
+        trimmable = self._dscp.trimmable
+        retx = self._dscp.trimmable_retx
+        while True:
+            wake = cc.next_send_time(now)
+            if wake > now:
+                if sender.wants_to_send:
+                    self._pacing_wake = wake
+                break
+            item = sender.next_data_packet(now)
+            if item is None:
+                break
+            packet, entry = item
+            dscp = retx if packet.retransmit else trimmable
+            out.append(self._datagram(packet, entry.plane, entry.value, dscp, ECN_ECT0))
+        return out
+
+    def _datagram(
+        self, packet: Packet, plane: int, ev: int, dscp: int, ecn: int
+    ) -> OutgoingDatagram:
+        ip = self._paths[plane]
+        src_port = ev >> 16
+        return OutgoingDatagram(
+            payload=encode(packet, ip, src_port),
+            ip=ip,
+            plane=plane,
+            src_port=src_port,
+            flow_label=ev & 0xFFFF,
+            dscp=dscp,
+            ecn=ecn,
+        )
+
+    def _run_probes(self, now: float, out: list[OutgoingDatagram]) -> None:
+        due_at = self.ev_set.next_probe_time()
+        if due_at is None or due_at > now:
+            return
+        srtt = self.rtt.srtt
+        timeout = max(self._config.probe_interval, 2 * srtt if srtt is not None else 0.0)
+        control = self._dscp.control
+        for entry, seq in self.ev_set.probes_due(now, timeout):
+            self.counters.ev_probes_sent += 1
+            probe = EndpointMessage(
+                dest_qp=self._remote_qp,
+                psn=0,
+                response=False,
+                ep_type=EpType.EV_PROBE,
+                seq=seq,
+                value=entry.value,
+            )
+            out.append(self._datagram(probe, entry.plane, entry.value, control, ECN_NOT_ECT))
+
+    def handle_timer(self, now: float) -> None:
+        """Run the timers due at ``now`` (their output comes from ``datagrams_to_send``)."""
+        if self.closed:
+            return
+        self._watch(now)
+        deadline = self._peer_deadline()
+        if deadline is not None and now >= deadline:
+            reason = (
+                f"peer unreachable: nothing heard for {self._config.peer_timeout:g} s "
+                f"with messages outstanding"
+            )
+            self.close(reason)
+            self._events.append(ConnectionFailed(self.qp, reason))
+            return
+        self.sender.on_timer(now)
+        if self._port_status_due is not None and now >= self._port_status_due:
+            self._send_port_status(now)
+
+    def _send_port_status(self, now: float) -> None:
+        self._port_status_due = now + self._config.probe_interval
+        entry = self.ev_set.next_for_data()
+        if entry is None:
+            return
+        bitmap = sum(1 << plane for plane, up in enumerate(self._local_up) if up)
+        message = EndpointMessage(
+            dest_qp=self._remote_qp,
+            psn=0,
+            response=False,
+            ep_type=EpType.PORT_STATUS,
+            seq=self._port_status_seq,
+            value=bitmap,
+        )
+        self._replies.append((message, entry.plane, entry.value))
+
+    def _watch(self, now: float) -> None:
+        if self._watch_from_next_call:
+            self._watch_from_next_call = False
+            self._last_heard = max(self._last_heard, now)
+
+    def _peer_deadline(self) -> float | None:
+        if not self.sender.has_unconfirmed:
+            return None
+        return self._last_heard + self._config.peer_timeout
+
+    def next_timer(self) -> float | None:
+        """When ``handle_timer`` (or pacing in ``datagrams_to_send``) next has work."""
+        if self.closed:
+            return None
+        candidates = [
+            t
+            for t in (
+                self.sender.next_timer(),
+                self.ev_set.next_probe_time(),
+                self._port_status_due,
+                self._pacing_wake,
+                None if self._watch_from_next_call else self._peer_deadline(),
+            )
+            if t is not None
+        ]
+        return min(candidates) if candidates else None
+
+    # --- statistics -----------------------------------------------------------------------
+
+    def stats(self) -> ConnectionStats:
+        """A snapshot of this connection's statistics."""
+        c = self.counters
+        return ConnectionStats(
+            qp=self.qp,
+            messages_posted=c.messages_posted,
+            messages_acked=c.messages_acked,
+            messages_failed=c.messages_failed,
+            messages_received=c.messages_received,
+            data_packets_sent=c.data_packets_sent,
+            data_bytes_sent=c.data_bytes_sent,
+            packets_acked=c.packets_acked,
+            bytes_acked=c.bytes_acked,
+            data_packets_received=c.data_packets_received,
+            data_bytes_received=c.data_bytes_received,
+            duplicates_received=c.duplicates_received,
+            retransmits=dict(c.retransmits),
+            losses=dict(c.losses),
+            timeouts=c.timeouts,
+            tail_probes=c.tail_probes,
+            completion_probes=c.completion_probes,
+            trims_seen=c.trims_seen,
+            trims_lasthop_seen=c.trims_lasthop_seen,
+            trims_received=c.trims_received,
+            nacks_other=c.nacks_other,
+            ecn_echoes=c.ecn_echoes,
+            ecn_marks_received=c.ecn_marks_received,
+            writes_rejected=c.writes_rejected,
+            ev_probes_sent=c.ev_probes_sent,
+            ev_probes_answered=c.ev_probes_answered,
+            srtt=self.rtt.srtt,
+            min_rtt=self.rtt.min_rtt,
+            rttvar=self.rtt.rttvar,
+            rto=self.rtt.rto(),
+            cwnd=self.sender.cc.window,
+            bytes_in_flight=self.sender.bytes_in_flight,
+            evs=self.ev_set.report(),
+        )

@@ -1,0 +1,221 @@
+"""The MRC endpoint: the entry point of the sans-IO core (shaped like aioquic's QuicConnection).
+
+An endpoint is what a NIC is in hardware: it owns this host's planes (one local address each),
+its registered memory and many connections, demultiplexed by destination QP. The caller owns
+time and I/O and drives it with four calls::
+
+    endpoint.receive_datagram(datagram, now)   # each datagram received on UDP 4791
+    endpoint.handle_timer(now)                 # when now >= endpoint.next_timer()
+    endpoint.datagrams_to_send(now)            # after either of the above: send them all
+    endpoint.next_event()                      # until None: completions, failures
+
+Input is never trusted: a datagram that is malformed, fails its ICRC, names an unknown QP, comes
+from the wrong address, lies outside the PSN window or writes where it may not is dropped and
+counted in ``stats.drops``; none of these raise.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Sequence
+
+from agent.core.codec import DecodeError, decode
+from agent.core.config import MrcConfig
+from agent.core.connection import Connection, ConnectionSpec
+from agent.core.datagram import IncomingDatagram, OutgoingDatagram
+from agent.core.drops import DropReason
+from agent.core.events import Event
+from agent.core.memory import MemoryRegion, MemoryTable
+from agent.core.stats import ConnectionStats, EndpointStats
+from agent.wire.constants import ROCEV2_UDP_PORT
+
+_MAX_QP = 0xFFFFFF
+_FIRST_QP = 2  # QPs 0 and 1 are InfiniBand's special QPs
+
+
+class Endpoint:
+    """An MRC endpoint over one or more planes.
+
+    ``local_addresses[p]`` is this host's (packed) address on plane p; all must be IPv4 or all
+    IPv6. ``seed`` makes EV choice and key generation reproducible (the simulator relies on it).
+    """
+
+    def __init__(
+        self,
+        local_addresses: Sequence[bytes],
+        config: MrcConfig | None = None,
+        *,
+        seed: int = 0,
+    ) -> None:
+        addresses = tuple(bytes(a) for a in local_addresses)
+        if not addresses:
+            raise ValueError("an endpoint needs at least one local address (one per plane)")
+        sizes = {len(a) for a in addresses}
+        if sizes not in ({4}, {16}):
+            raise ValueError("local addresses must be all IPv4 (4 bytes) or all IPv6 (16 bytes)")
+        if len(set(addresses)) != len(addresses):
+            raise ValueError("each plane needs its own local address")
+        self.config = config or MrcConfig()
+        self.local_addresses = addresses
+        self._plane_of = {address: plane for plane, address in enumerate(addresses)}
+        self._planes_up = [True] * len(addresses)
+        self._rng = random.Random(seed)
+        self.memory = MemoryTable(self._rng)
+        self.stats = EndpointStats()
+        self._connections: dict[int, Connection] = {}
+        self._events: deque[Event] = deque()
+        self._trimmed_dscps = (self.config.dscp.trimmed, self.config.dscp.trimmed_lasthop)
+
+    # --- setup ----------------------------------------------------------------------------
+
+    @property
+    def planes(self) -> int:
+        """Number of planes (local addresses)."""
+        return len(self.local_addresses)
+
+    def register_memory(self, buffer: bytearray, va: int = 0) -> MemoryRegion:
+        """Expose ``buffer`` to remote writes at ``va`` onwards; returns it with its R_Key."""
+        return self.memory.register(buffer, va)
+
+    def allocate_qp(self) -> int:
+        """An unused QP number, to offer the peer before ``connect``."""
+        while True:
+            qp = self._rng.randint(_FIRST_QP, _MAX_QP)
+            if qp not in self._connections:
+                return qp
+
+    def connect(self, spec: ConnectionSpec) -> None:
+        """Open a connection as agreed with the peer."""
+        if spec.local_qp in self._connections:
+            raise ValueError(f"QP {spec.local_qp:#x} is already in use")
+        if not _FIRST_QP <= spec.local_qp <= _MAX_QP or not 0 <= spec.remote_qp <= _MAX_QP:
+            raise ValueError("QP numbers are 24-bit (local QPs 0 and 1 are reserved)")
+        if len(spec.remote_addresses) != self.planes:
+            raise ValueError(
+                f"{len(spec.remote_addresses)} peer addresses for {self.planes} planes"
+            )
+        if any(len(a) != len(self.local_addresses[0]) for a in spec.remote_addresses):
+            raise ValueError("peer addresses must be of the same IP version as local ones")
+        self._connections[spec.local_qp] = Connection(
+            spec,
+            self.local_addresses,
+            self._planes_up,
+            self.config,
+            self.memory,
+            random.Random(self._rng.getrandbits(64)),
+            self._events,
+        )
+
+    def close(self, qp: int) -> None:
+        """Close connection ``qp``; its unconfirmed messages fail."""
+        connection = self._connection(qp)
+        connection.close("connection closed locally")
+        del self._connections[qp]
+
+    # --- application calls ----------------------------------------------------------------
+
+    def post_write(
+        self, qp: int, data: bytes, remote_va: int, rkey: int, immediate: int | None = None
+    ) -> int:
+        """RDMA-write ``data`` to the peer's ``remote_va`` in region ``rkey``; returns the MSN.
+
+        Completion is the ``MessageAcked`` event (the receiver confirmed every byte) or
+        ``MessageFailed``. Raises ``SendQueueFull`` when too many messages are unconfirmed,
+        ``ConnectionClosed`` on a dead connection, ``ValueError`` for impossible arguments.
+        """
+        return self._connection(qp).post_write(data, remote_va, rkey, immediate)
+
+    def can_post(self, qp: int) -> bool:
+        """Whether ``post_write`` on ``qp`` would be accepted now."""
+        connection = self._connection(qp)
+        return not connection.closed and connection.sender.can_post()
+
+    def set_plane_up(self, plane: int, up: bool) -> None:
+        """This host's port on ``plane`` went up or down (peers are told via PORT_STATUS)."""
+        self._planes_up[plane] = up
+        for connection in self._connections.values():
+            connection.set_local_plane_up(plane, up)
+
+    def deny_ev(self, qp: int, plane: int, ev: int, now: float) -> None:
+        """Operator: stop using home EV ``ev`` of ``plane`` on ``qp`` (state DENIED)."""
+        self._connection(qp).ev_set.deny(plane, ev, now)
+
+    def allow_ev(self, qp: int, plane: int, ev: int, now: float) -> None:
+        """Operator: lift a denial; the EV returns after passing its probes."""
+        self._connection(qp).ev_set.allow(plane, ev, now)
+
+    def connection_stats(self, qp: int) -> ConnectionStats:
+        """A snapshot of connection ``qp``'s statistics."""
+        return self._connection(qp).stats()
+
+    @property
+    def connections(self) -> tuple[int, ...]:
+        """The local QPs of the open connections."""
+        return tuple(self._connections)
+
+    def next_event(self) -> Event | None:
+        """The oldest event not yet taken, or None."""
+        return self._events.popleft() if self._events else None
+
+    def _connection(self, qp: int) -> Connection:
+        connection = self._connections.get(qp)
+        if connection is None:
+            raise KeyError(f"no connection with QP {qp:#x}")
+        return connection
+
+    # --- network and time -----------------------------------------------------------------
+
+    def receive_datagram(self, datagram: IncomingDatagram, now: float) -> None:
+        """Process one received datagram. Never raises on bad input: drops and counts it."""
+        self.stats.datagrams_received += 1
+        if datagram.dst_port != ROCEV2_UDP_PORT:
+            self._drop(DropReason.WRONG_PORT)
+            return
+        plane = self._plane_of.get(datagram.ip.dst)
+        if plane is None:
+            self._drop(DropReason.UNKNOWN_DESTINATION)
+            return
+        try:
+            packet = decode(
+                datagram.payload,
+                datagram.ip,
+                datagram.src_port,
+                datagram.dst_port,
+                trimmed=datagram.dscp in self._trimmed_dscps,
+            )
+        except DecodeError as error:
+            self._drop(error.reason)
+            return
+        connection = self._connections.get(packet.dest_qp)
+        if connection is None:
+            self._drop(DropReason.UNKNOWN_QP)
+            return
+        reason = connection.receive(packet, datagram, plane, now)
+        if reason is not None:
+            self._drop(reason)
+
+    def _drop(self, reason: DropReason) -> None:
+        self.stats.drops[reason] += 1
+
+    def datagrams_to_send(self, now: float) -> list[OutgoingDatagram]:
+        """Every datagram that may leave at ``now``, in order."""
+        out: list[OutgoingDatagram] = []
+        for connection in self._connections.values():
+            out.extend(connection.datagrams_to_send(now))
+        self.stats.datagrams_sent += len(out)
+        return out
+
+    def handle_timer(self, now: float) -> None:
+        """Run every timer due at ``now``."""
+        for connection in self._connections.values():
+            connection.handle_timer(now)
+
+    def next_timer(self) -> float | None:
+        """When ``handle_timer`` next has work (may be in the past: call it at once), or None."""
+        earliest: float | None = None
+        for connection in self._connections.values():
+            deadline = connection.next_timer()
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest

@@ -1,0 +1,347 @@
+"""A connection's entropy values (EVs): the set it sprays over, and the health of each EV.
+
+Each EV is a path through the fabric (ECMP hashes it), so this module is where MRC steers:
+
+* The set has ``ev_set_size`` *slots*, split evenly across planes (slot i on plane
+  i mod planes). Data goes round-robin over the slots, a different EV for every packet.
+* States (``EvState``): GOOD carries data; SKIP is passed over once by the rotation, then GOOD
+  again (after an ECN echo or a non-last-hop trim: the path is loaded, not broken);
+  ASSUMED_BAD carries no data and is probed in the background (after a silent loss or a
+  timeout: the path may be broken); DENIED is set by the operator and never used or probed.
+* A slot remembers its *home* EV. When the home EV is retired (ASSUMED_BAD or DENIED) a fresh
+  EV of the same plane, a *stand-in*, takes the slot so the set keeps its size. The retired home
+  EV is probed every ``probe_interval``; after ``probes_to_revive`` consecutive answered probes it
+  takes its slot back and the stand-in is dropped. A repaired path therefore returns with the
+  EVs that used to reach it, within a few probe intervals.
+* A stand-in first proves itself with ``probes_to_admit`` answered probes (the testbed's choice,
+  see ``MrcConfig.probes_to_admit``): while a path is dead, a random fresh EV has the same chance
+  of hashing onto it as the one it replaces, and an unproven EV would lose data again. A
+  stand-in that fails a probe, or later loses a packet, is discarded and a new one drawn.
+* A plane can be unusable (the local port or the peer's port is down): its slots are skipped.
+
+EV values are 32 bits: UDP source port in bits 31-16 (drawn from the configured entropy port
+range) and, over IPv6 only, a random flow label in bits 15-0.
+"""
+
+from __future__ import annotations
+
+import random
+
+from agent.core.config import MrcConfig
+from agent.core.stats import EvReport
+from agent.wire.constants import EvState
+
+_GOOD = EvState.GOOD
+_SKIP = EvState.SKIP
+_BAD = EvState.ASSUMED_BAD
+_DENIED = EvState.DENIED
+
+
+class EvEntry:
+    """One EV and its health. Sent-packet records keep a reference, so feedback about a packet
+    (SACK, NACK, loss) reaches the exact EV it travelled on."""
+
+    __slots__ = (
+        "home",
+        "losses",
+        "plane",
+        "probe_sent_at",
+        "probe_seq",
+        "probe_streak",
+        "probes_needed",
+        "slot",
+        "state",
+        "uses",
+        "value",
+    )
+
+    def __init__(self, slot: EvSlot, value: int, home: bool, state: EvState) -> None:
+        self.slot = slot
+        self.plane = slot.plane
+        self.value = value
+        self.home = home
+        self.state = state
+        self.uses = 0
+        self.losses = 0
+        self.probe_streak = 0
+        self.probes_needed = 0
+        self.probe_seq: int | None = None
+        self.probe_sent_at = 0.0
+
+    @property
+    def active(self) -> bool:
+        """Whether this EV currently holds its slot (it may still be on probation)."""
+        return self.slot.current is self
+
+
+class EvSlot:
+    """A position in the rotation: its home EV, and the EV currently filling it."""
+
+    __slots__ = ("current", "home", "index", "plane")
+
+    def __init__(self, index: int, plane: int) -> None:
+        self.index = index
+        self.plane = plane
+        self.home: EvEntry
+        self.current: EvEntry
+
+
+class EvSet:
+    """The EV set of one connection and the background probing of retired EVs.
+
+    Time is passed in (float seconds); the set sends nothing itself: ``probes_due`` returns the
+    EVs to probe now and the connection sends the probes.
+    """
+
+    def __init__(self, config: MrcConfig, planes: int, ipv6: bool, rng: random.Random) -> None:
+        if planes < 1:
+            raise ValueError("an EV set needs at least one plane")
+        self._config = config
+        self._ipv6 = ipv6
+        self._rng = rng
+        self._plane_usable = [True] * planes
+        self._values_in_use: set[int] = set()
+        self._slots: list[EvSlot] = []
+        self._homes: dict[tuple[int, int], EvEntry] = {}
+        for index in range(config.ev_set_size):
+            slot = EvSlot(index, index % planes)
+            entry = EvEntry(slot, self._draw_value(), home=True, state=_GOOD)
+            slot.home = entry
+            slot.current = entry
+            self._slots.append(slot)
+            self._homes[(slot.plane, entry.value)] = entry
+        self._cursor = 0
+        self._probing: list[EvEntry] = []
+        self._probe_now: list[EvEntry] = []
+        self._by_seq: dict[int, EvEntry] = {}
+        self._next_seq = 0
+        self._next_round: float | None = None
+
+    # --- data path ------------------------------------------------------------------------
+
+    def next_for_data(self) -> EvEntry | None:
+        """The next EV in the rotation that may carry data, or None if none may right now.
+
+        SKIP EVs are passed over once (and become GOOD); two passes guarantee a GOOD EV is
+        found when every usable EV was SKIP.
+        """
+        slots = self._slots
+        count = len(slots)
+        usable = self._plane_usable
+        index = self._cursor
+        for _ in range(2 * count):
+            slot = slots[index]
+            index += 1
+            if index == count:
+                index = 0
+            entry = slot.current
+            state = entry.state
+            if state is _GOOD:
+                if usable[slot.plane]:
+                    self._cursor = index
+                    entry.uses += 1
+                    return entry
+            elif state is _SKIP and usable[slot.plane]:
+                entry.state = _GOOD
+        self._cursor = index
+        return None
+
+    def skip(self, entry: EvEntry) -> None:
+        """Pass over ``entry`` for one rotation (ECN echo, non-last-hop trim, SKIP_ONCE)."""
+        if entry.state is _GOOD and entry.active:
+            entry.state = _SKIP
+
+    def retire(self, entry: EvEntry, now: float) -> None:
+        """``entry`` lost a packet silently or timed out: ASSUMED_BAD, its slot refilled."""
+        if entry.state is not _GOOD and entry.state is not _SKIP:
+            return
+        if not entry.active:
+            return
+        entry.losses += 1
+        slot = entry.slot
+        if entry.home:
+            entry.state = _BAD
+            self._start_probing(entry, self._config.probes_to_revive, now, at_once=False)
+        else:
+            self._discard(entry)
+        self._fill_with_standin(slot, now)
+
+    # --- operator and port state ----------------------------------------------------------
+
+    def deny(self, plane: int, value: int, now: float) -> None:
+        """Operator: never use home EV ``value`` of ``plane``; a stand-in takes its slot."""
+        entry = self._home(plane, value)
+        if entry.state is _DENIED:
+            return
+        self._stop_probing(entry)
+        was_active = entry.active
+        entry.state = _DENIED
+        if was_active:
+            self._fill_with_standin(entry.slot, now)
+
+    def allow(self, plane: int, value: int, now: float) -> None:
+        """Operator: lift a denial; the EV must then earn its slot back through probes."""
+        entry = self._home(plane, value)
+        if entry.state is not _DENIED:
+            return
+        entry.state = _BAD
+        self._start_probing(entry, self._config.probes_to_revive, now, at_once=True)
+
+    def set_plane_usable(self, plane: int, usable: bool) -> None:
+        """Use (or stop using) every EV of ``plane``: its port, or the peer's, went up or down."""
+        self._plane_usable[plane] = usable
+
+    def plane_usable(self, plane: int) -> bool:
+        """Whether EVs of ``plane`` may be used."""
+        return self._plane_usable[plane]
+
+    @property
+    def planes(self) -> int:
+        """Number of planes the set spans."""
+        return len(self._plane_usable)
+
+    # --- probing --------------------------------------------------------------------------
+
+    def probes_due(self, now: float, timeout: float) -> list[tuple[EvEntry, int]]:
+        """EVs to probe now, each with the probe's sequence number.
+
+        A probe unanswered for ``timeout`` counts as a failure: the EV's streak restarts (a
+        stand-in is replaced). Probes go out at once for new stand-ins and EVs just allowed,
+        and every ``probe_interval`` for all EVs under probation.
+        """
+        due: list[tuple[EvEntry, int]] = []
+        if self._probe_now:
+            waiting, self._probe_now = self._probe_now, []
+            for entry in waiting:
+                if entry.state is _BAD and entry.probe_seq is None and self._probable(entry):
+                    due.append((entry, self._send_probe(entry, now)))
+        if self._next_round is not None and now >= self._next_round:
+            for entry in list(self._probing):
+                if not self._probable(entry):
+                    continue
+                if entry.probe_seq is not None:
+                    if now - entry.probe_sent_at < timeout:
+                        continue
+                    self._probe_failed(entry, now)
+                    if entry.state is not _BAD:
+                        continue
+                due.append((entry, self._send_probe(entry, now)))
+            self._next_round = now + self._config.probe_interval if self._probing else None
+        return due
+
+    def on_probe_answered(self, seq: int, value: int) -> bool:
+        """A probe response arrived; False if it answers no outstanding probe of ours."""
+        entry = self._by_seq.get(seq)
+        if entry is None or entry.value != value:
+            return False
+        del self._by_seq[seq]
+        entry.probe_seq = None
+        if entry.state is not _BAD:
+            return True
+        entry.probe_streak += 1
+        if entry.probe_streak >= entry.probes_needed:
+            self._admit(entry)
+        return True
+
+    def next_probe_time(self) -> float | None:
+        """When ``probes_due`` next has work, or None when nothing is being probed."""
+        if self._probe_now:
+            return 0.0
+        return self._next_round
+
+    # --- reporting ------------------------------------------------------------------------
+
+    def report(self) -> tuple[EvReport, ...]:
+        """Every EV the set holds (slot occupants, then retired or denied home EVs)."""
+        seen: list[EvEntry] = []
+        for slot in self._slots:
+            seen.append(slot.current)
+        for slot in self._slots:
+            if slot.current is not slot.home:
+                seen.append(slot.home)
+        return tuple(EvReport(e.plane, e.value, e.state, e.home, e.uses, e.losses) for e in seen)
+
+    def active_entries(self) -> list[EvEntry]:
+        """The EV currently filling each slot, in rotation order."""
+        return [slot.current for slot in self._slots]
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _home(self, plane: int, value: int) -> EvEntry:
+        entry = self._homes.get((plane, value))
+        if entry is None:
+            raise KeyError(f"EV {value:#010x} is not a home EV of plane {plane}")
+        return entry
+
+    def _probable(self, entry: EvEntry) -> bool:
+        return self._plane_usable[entry.plane]
+
+    def _draw_value(self) -> int:
+        config = self._config
+        while True:
+            port = self._rng.randint(config.ev_port_min, config.ev_port_max)
+            label = self._rng.getrandbits(16) if self._ipv6 else 0
+            value = (port << 16) | label
+            if value not in self._values_in_use:
+                self._values_in_use.add(value)
+                return value
+
+    def _fill_with_standin(self, slot: EvSlot, now: float) -> None:
+        needed = self._config.probes_to_admit
+        standin = EvEntry(slot, self._draw_value(), home=False, state=_BAD if needed else _GOOD)
+        slot.current = standin
+        if needed:
+            self._start_probing(standin, needed, now, at_once=True)
+
+    def _start_probing(self, entry: EvEntry, needed: int, now: float, at_once: bool) -> None:
+        entry.probe_streak = 0
+        entry.probes_needed = needed
+        if entry not in self._probing:
+            self._probing.append(entry)
+        if at_once:
+            self._probe_now.append(entry)
+        if self._next_round is None:
+            self._next_round = now + self._config.probe_interval
+
+    def _stop_probing(self, entry: EvEntry) -> None:
+        if entry in self._probing:
+            self._probing.remove(entry)
+        if entry.probe_seq is not None:
+            self._by_seq.pop(entry.probe_seq, None)
+            entry.probe_seq = None
+
+    def _send_probe(self, entry: EvEntry, now: float) -> int:
+        seq = self._next_seq
+        self._next_seq = (seq + 1) & 0xFFFF
+        stale = self._by_seq.pop(seq, None)
+        if stale is not None:
+            stale.probe_seq = None
+        self._by_seq[seq] = entry
+        entry.probe_seq = seq
+        entry.probe_sent_at = now
+        return seq
+
+    def _probe_failed(self, entry: EvEntry, now: float) -> None:
+        if entry.probe_seq is not None:
+            self._by_seq.pop(entry.probe_seq, None)
+            entry.probe_seq = None
+        entry.probe_streak = 0
+        if not entry.home:
+            slot = entry.slot
+            self._discard(entry)
+            self._fill_with_standin(slot, now)
+
+    def _admit(self, entry: EvEntry) -> None:
+        self._stop_probing(entry)
+        entry.state = _GOOD
+        slot = entry.slot
+        if slot.current is not entry:
+            displaced = slot.current
+            self._discard(displaced)
+            slot.current = entry
+
+    def _discard(self, entry: EvEntry) -> None:
+        """Drop a stand-in for good: it leaves the slot, probing and the value pool."""
+        self._stop_probing(entry)
+        entry.state = _BAD
+        self._values_in_use.discard(entry.value)

@@ -1,0 +1,251 @@
+"""The receiving half of a connection: place writes, track PSNs, answer every packet.
+
+* PSN tracking: ``cack`` (every PSN before it arrived) and a bitmask of PSNs that arrived above
+  it, bounded by ``max_psn_window``. A PSN behind ``cack`` or already in the mask is a
+  duplicate: nothing is placed twice, it is only answered again. A PSN beyond the window is
+  dropped (and counted by the caller).
+* Placement: RETH says where each packet's bytes go, so packets are written into the region as
+  they arrive, in any order, after the R_Key and bounds checks. A message completes once
+  ``dma_length`` bytes are accounted for; it is then reported (``MessageReceived``) and
+  confirmed to the sender with an ACK. A refused write still consumes its PSN (so the
+  connection keeps moving) but nothing is written; the message ends in a NAK
+  (REMOTE_ACCESS_ERROR) and a ``WriteRejected`` event.
+* Answers: a SACK for every data packet (on the EV it came on, echoing its timestamp and its
+  ECN mark), a NACK for every trimmed header (TRIMMED or TRIMMED_LASTHOP, from its DSCP), a
+  SACK with the probe bit for every reliability probe. A duplicate of a finished message also
+  repeats that message's ACK/NAK, because the sender only resends a finished message's last
+  packet when that ACK went missing.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+
+from agent.core.config import MrcConfig
+from agent.core.drops import DropReason
+from agent.core.events import Event, MessageReceived, WriteRejected
+from agent.core.memory import MemoryTable
+from agent.core.packets import (
+    AckPacket,
+    DataPacket,
+    NackPacket,
+    Packet,
+    ReliabilityProbe,
+    SackPacket,
+    TrimmedDataHeader,
+)
+from agent.core.psn import PSN_MASK, psn_diff
+from agent.core.stats import ConnectionCounters
+from agent.wire.constants import (
+    CC_FLAG_ECN_ECHO,
+    IMM_OPCODES,
+    AethSyndrome,
+    NackReason,
+    Opcode,
+    SackSkipMode,
+)
+
+_BITMAP_BITS = 64
+_BITMAP_MASK = (1 << _BITMAP_BITS) - 1
+_MAX_OFFSET = 0x7FFF
+_U24 = 0xFFFFFF
+_ONLY_OPCODES = frozenset({Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM})
+_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
+
+
+class _Assembly:
+    """A message being received."""
+
+    __slots__ = ("accounted", "immediate", "length", "refusal", "rkey", "start_va")
+
+    def __init__(self, length: int, rkey: int, va: int) -> None:
+        self.length = length
+        self.rkey = rkey
+        self.start_va = va
+        self.accounted = 0
+        self.immediate: int | None = None
+        self.refusal: DropReason | None = None
+
+
+class Receiver:
+    """Receiving half of one connection.
+
+    Each ``on_*`` method appends the packets to send back to ``replies`` and returns a
+    ``DropReason`` when the input is dropped instead of processed.
+    """
+
+    def __init__(
+        self,
+        config: MrcConfig,
+        qp: int,
+        remote_qp: int,
+        initial_psn: int,
+        memory: MemoryTable,
+        counters: ConnectionCounters,
+        events: deque[Event],
+    ) -> None:
+        self._qp = qp
+        self._remote_qp = remote_qp
+        self._window = config.max_psn_window
+        self._max_assemblies = config.max_unconfirmed_messages
+        self._history_size = config.completion_history
+        self._memory = memory
+        self._counters = counters
+        self._events = events
+        self.cack = initial_psn & PSN_MASK
+        self._mask = 0  # bit i: PSN cack + i arrived (bit 0 is never set)
+        self._received_bytes = 0
+        self._assemblies: dict[int, _Assembly] = {}
+        self._outcomes: OrderedDict[int, int] = OrderedDict()  # msn -> AETH syndrome
+
+    def on_data(
+        self, packet: DataPacket, ev: int, ce: bool, replies: list[Packet]
+    ) -> DropReason | None:
+        """A data packet arrived on EV ``ev``; ``ce``: it was CE-marked."""
+        counters = self._counters
+        offset = psn_diff(packet.psn, self.cack)
+        if offset < 0 or (offset < self._window and (self._mask >> offset) & 1):
+            return self._duplicate(packet, offset, ev, ce, replies)
+        if offset >= self._window:
+            return DropReason.OUT_OF_WINDOW
+        payload = packet.payload
+        size = len(payload)
+        length = packet.dma_length
+        if size > length or (packet.opcode in _ONLY_OPCODES and size != length):
+            return DropReason.BAD_FIELD
+        msn = packet.msn
+        assembly = self._assemblies.get(msn)
+        if assembly is None:
+            if msn in self._outcomes or len(self._assemblies) >= self._max_assemblies:
+                return DropReason.UNEXPECTED
+            assembly = _Assembly(length, packet.rkey, packet.va)
+            self._assemblies[msn] = assembly
+        elif assembly.length != length or assembly.rkey != packet.rkey:
+            return DropReason.BAD_FIELD
+        # The PSN is consumed from here on, whether the bytes are placed or refused.
+        self._mark(offset)
+        if ce:
+            counters.ecn_marks_received += 1
+        refusal = self._memory.write(packet.rkey, packet.va, payload) if size else None
+        if refusal is None:
+            counters.data_packets_received += 1
+            counters.data_bytes_received += size
+            self._received_bytes += size
+            if packet.va < assembly.start_va:
+                assembly.start_va = packet.va
+        else:
+            counters.writes_rejected += 1
+            assembly.refusal = refusal
+        if packet.opcode in _IMM_OPCODE_SET:
+            assembly.immediate = packet.immediate
+        assembly.accounted += size
+        replies.append(self._sack(packet.psn, ev, ce, packet.tx_timestamp or 0, probe=False))
+        if assembly.accounted >= assembly.length:
+            self._complete(msn, assembly, replies)
+        return refusal
+
+    def on_trimmed(
+        self, header: TrimmedDataHeader, ev: int, last_hop: bool, ce: bool, replies: list[Packet]
+    ) -> DropReason | None:
+        """A trimmed data header arrived: NACK it so the sender resends at once."""
+        offset = psn_diff(header.psn, self.cack)
+        if offset >= self._window:
+            return DropReason.OUT_OF_WINDOW
+        self._counters.trims_received += 1
+        if offset < 0 or (self._mask >> offset) & 1:
+            # A copy already arrived whole: tell the sender so instead of asking for another.
+            if offset < -_MAX_OFFSET:
+                return DropReason.OUT_OF_WINDOW
+            replies.append(self._sack(header.psn, ev, ce, header.tx_timestamp or 0, probe=False))
+            return None
+        replies.append(
+            NackPacket(
+                dest_qp=self._remote_qp,
+                psn=self.cack,
+                reason=NackReason.TRIMMED_LASTHOP if last_hop else NackReason.TRIMMED,
+                nack_psn=header.psn,
+                entropy=ev,
+                src_pdc=self._qp & 0xFFFF,
+                dst_pdc=self._remote_qp & 0xFFFF,
+                cc_flags=CC_FLAG_ECN_ECHO if ce else 0,
+                tx_timestamp=header.tx_timestamp or 0,
+            )
+        )
+        return None
+
+    def on_probe(
+        self, probe: ReliabilityProbe, ev: int, replies: list[Packet]
+    ) -> DropReason | None:
+        """A reliability probe: answer with the current SACK state, marked as a probe answer."""
+        offset = psn_diff(probe.psn, self.cack)
+        if not -_MAX_OFFSET <= offset < self._window:
+            return DropReason.OUT_OF_WINDOW
+        replies.append(self._sack(probe.psn, ev, False, 0, probe=True))
+        return None
+
+    def _duplicate(
+        self, packet: DataPacket, offset: int, ev: int, ce: bool, replies: list[Packet]
+    ) -> DropReason | None:
+        if offset < -_MAX_OFFSET:
+            return DropReason.OUT_OF_WINDOW
+        self._counters.duplicates_received += 1
+        replies.append(self._sack(packet.psn, ev, ce, packet.tx_timestamp or 0, probe=False))
+        syndrome = self._outcomes.get(packet.msn)
+        if syndrome is not None:
+            replies.append(AckPacket(self._remote_qp, self.cack, syndrome, packet.msn))
+        return None
+
+    def _mark(self, offset: int) -> None:
+        mask = self._mask | (1 << offset)
+        if offset == 0:
+            inverted = ~mask
+            run = (inverted & -inverted).bit_length() - 1  # trailing ones
+            mask >>= run
+            self.cack = (self.cack + run) & PSN_MASK
+        self._mask = mask
+
+    def _sack(self, psn: int, ev: int, ce: bool, timestamp: int, probe: bool) -> SackPacket:
+        offset = psn_diff(psn, self.cack)
+        base = offset - (_BITMAP_BITS - 1) if offset >= _BITMAP_BITS else 0
+        mask = self._mask
+        return SackPacket(
+            dest_qp=self._remote_qp,
+            psn=self.cack,
+            cack_psn=self.cack,
+            ack_psn_offset=offset,
+            entropy=ev,
+            bitmap=(mask >> base) & _BITMAP_MASK,
+            sack_offset=base,
+            skip_mode=SackSkipMode.SKIP_ONCE if ce else SackSkipMode.NONE,
+            probe_response=probe,
+            src_pdc=self._qp & 0xFFFF,
+            dst_pdc=self._remote_qp & 0xFFFF,
+            cc_flags=CC_FLAG_ECN_ECHO if ce else 0,
+            echoed_timestamp=timestamp,
+            out_of_order_count=min(mask.bit_count(), _MAX_OFFSET),
+            received_bytes=self._received_bytes & _U24,
+        )
+
+    def _complete(self, msn: int, assembly: _Assembly, replies: list[Packet]) -> None:
+        del self._assemblies[msn]
+        if assembly.refusal is None:
+            syndrome = AethSyndrome.ACK
+            self._counters.messages_received += 1
+            self._events.append(
+                MessageReceived(
+                    self._qp,
+                    msn,
+                    assembly.rkey,
+                    assembly.start_va,
+                    assembly.length,
+                    assembly.immediate,
+                )
+            )
+        else:
+            syndrome = AethSyndrome.NAK_REMOTE_ACCESS_ERROR
+            self._events.append(WriteRejected(self._qp, msn, assembly.refusal.value))
+        outcomes = self._outcomes
+        outcomes[msn] = syndrome
+        if len(outcomes) > self._history_size:
+            outcomes.popitem(last=False)
+        replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))

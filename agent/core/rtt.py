@@ -1,0 +1,63 @@
+"""Round-trip-time estimation (RFC 6298) and the retransmission timeout derived from it.
+
+Spraying over many paths makes RTT samples come from paths of different delays, so rttvar here
+measures the spread across paths as much as jitter; the loss detector uses it to size its
+reordering window, the RTO to stay above the slowest working path.
+"""
+
+from __future__ import annotations
+
+from agent.core.config import MrcConfig
+
+_ALPHA = 1.0 / 8  # RFC 6298 smoothing gains
+_BETA = 1.0 / 4
+
+
+class RttEstimator:
+    """Smoothed RTT, RTT variation and minimum RTT of one connection."""
+
+    __slots__ = ("_config", "latest", "min_rtt", "rttvar", "srtt")
+
+    def __init__(self, config: MrcConfig) -> None:
+        self._config = config
+        self.srtt: float | None = None
+        self.rttvar: float = 0.0
+        self.min_rtt: float | None = None
+        self.latest: float | None = None
+
+    def update(self, sample: float) -> None:
+        """Fold in one RTT sample (seconds); non-positive samples are ignored."""
+        if sample <= 0:
+            return
+        self.latest = sample
+        if self.min_rtt is None or sample < self.min_rtt:
+            self.min_rtt = sample
+        if self.srtt is None:
+            self.srtt = sample
+            self.rttvar = sample / 2
+        else:
+            self.rttvar = (1 - _BETA) * self.rttvar + _BETA * abs(self.srtt - sample)
+            self.srtt = (1 - _ALPHA) * self.srtt + _ALPHA * sample
+
+    def rto(self, backoff_exponent: int = 0) -> float:
+        """The retransmission timeout after ``backoff_exponent`` consecutive timeouts."""
+        config = self._config
+        base = config.rto_initial if self.srtt is None else self.srtt + 4 * self.rttvar
+        base = min(max(base, config.rto_min), config.rto_max)
+        return float(min(base * config.rto_backoff**backoff_exponent, config.rto_max))
+
+    def reorder_window(self) -> float:
+        """How long a packet may trail later-sent packets before it is declared lost."""
+        config = self._config
+        if self.srtt is None or self.min_rtt is None:
+            return config.rto_initial
+        return max(
+            self.min_rtt * config.reorder_window_min_rtt_fraction,
+            self.rttvar * config.reorder_window_rttvar_factor,
+        )
+
+    def loss_delay(self) -> float:
+        """Age at which a packet overtaken by a delivered later one is declared lost."""
+        if self.srtt is None:
+            return self._config.rto_initial
+        return self.srtt + self.reorder_window()

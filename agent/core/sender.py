@@ -1,0 +1,644 @@
+"""The sending half of a connection: messages to packets, and getting every packet delivered.
+
+Reliability, in the order a packet meets it:
+
+* A message is an RDMA write of ``length`` bytes at ``remote_va``; it is cut into packets of
+  ``payload_size`` on demand (so the window, not the message size, decides what is built).
+  Each packet gets the next PSN and the next EV of the rotation; every copy is timestamped.
+* SACKs acknowledge cumulatively and by bitmap. RACK-style loss detection: a packet is lost
+  once a packet *sent after it* has been acknowledged and it is older than
+  ``srtt + reorder window`` (the window absorbs the spread of path delays). A lost packet's EV
+  is retired at once (a silent loss means a broken path) and the packet is resent on another.
+* A NACK for a trimmed packet (matched to its latest copy by the echoed timestamp) resends it
+  at the head of the queue, without waiting for anything; its EV is merely skipped once.
+* A reliability probe (0xDE) is sent when the tail of a flight goes unanswered for two smoothed
+  RTTs; its SACK gives loss detection the later-sent evidence a tail lacks.
+* The RTO is the last resort: nothing acknowledged for an RTO declares everything in flight
+  lost, retires the EVs involved and backs off exponentially until progress resumes.
+* A message is only *done* when the receiver's ACK (AETH) for it arrives: that ACK says every
+  byte was placed. If SACKs covered every packet but the ACK does not come within an RTO, the
+  message's last packet is sent again; the receiver answers a duplicate of a finished message
+  by repeating its ACK (or NAK).
+
+Time is float seconds, passed in; nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+from agent.core.cc.base import CongestionControl
+from agent.core.config import MrcConfig
+from agent.core.drops import DropReason
+from agent.core.ev import EvEntry, EvSet
+from agent.core.events import Event, MessageAcked, MessageFailed
+from agent.core.packets import AckPacket, DataPacket, NackPacket, ReliabilityProbe, SackPacket
+from agent.core.psn import MSN_MASK, PSN_MASK, psn_diff
+from agent.core.rtt import RttEstimator
+from agent.core.stats import ConnectionCounters, RetransmitCause
+from agent.wire.constants import AethSyndrome, NackReason, Opcode, SackSkipMode
+
+_MAX_MESSAGE = 0xFFFFFFFF  # RETH dma_length is 32 bits
+_MAX_VA = (1 << 64) - 1
+_US = 1_000_000
+
+
+class SendQueueFull(Exception):
+    """The connection already holds ``max_unconfirmed_messages`` unconfirmed messages."""
+
+
+class OutboundMessage:
+    """A posted RDMA write and its progress."""
+
+    __slots__ = (
+        "confirm_attempts",
+        "data",
+        "done",
+        "immediate",
+        "last_psn",
+        "length",
+        "msn",
+        "next_offset",
+        "remote_va",
+        "rkey",
+        "segmented",
+        "unacked",
+    )
+
+    def __init__(
+        self, msn: int, data: bytes, remote_va: int, rkey: int, immediate: int | None
+    ) -> None:
+        self.msn = msn
+        self.data = memoryview(data)
+        self.length = len(data)
+        self.remote_va = remote_va
+        self.rkey = rkey
+        self.immediate = immediate
+        self.next_offset = 0
+        self.last_psn = 0
+        self.segmented = False
+        self.unacked = 0
+        self.done = False
+        self.confirm_attempts = 0
+
+
+class SentPacket:
+    """One data packet (all its copies): where its bytes come from and its latest transmission."""
+
+    __slots__ = (
+        "acked",
+        "entry",
+        "in_flight",
+        "length",
+        "lost_cause",
+        "message",
+        "offset",
+        "opcode",
+        "order",
+        "psn",
+        "sent_time",
+        "transmissions",
+        "ts16",
+    )
+
+    def __init__(
+        self, psn: int, message: OutboundMessage, offset: int, length: int, opcode: int
+    ) -> None:
+        self.psn = psn
+        self.message = message
+        self.offset = offset
+        self.length = length
+        self.opcode = opcode
+        self.entry: EvEntry | None = None
+        self.sent_time = 0.0
+        self.ts16 = 0
+        self.order = 0
+        self.transmissions = 0
+        self.in_flight = False
+        self.acked = False
+        self.lost_cause = RetransmitCause.TIMEOUT
+
+
+def _opcode(first: bool, last: bool, immediate: bool) -> int:
+    if first and last:
+        return Opcode.WRITE_ONLY_IMM if immediate else Opcode.WRITE_ONLY
+    if first:
+        return Opcode.WRITE_FIRST
+    if last:
+        return Opcode.WRITE_LAST_IMM if immediate else Opcode.WRITE_LAST
+    return Opcode.WRITE_MIDDLE
+
+
+class Sender:
+    """Sending half of one connection."""
+
+    def __init__(
+        self,
+        config: MrcConfig,
+        qp: int,
+        remote_qp: int,
+        initial_psn: int,
+        ev_set: EvSet,
+        cc: CongestionControl,
+        rtt: RttEstimator,
+        counters: ConnectionCounters,
+        events: deque[Event],
+    ) -> None:
+        self._config = config
+        self._qp = qp
+        self._remote_qp = remote_qp
+        self._ev_set = ev_set
+        self.cc = cc
+        self._rtt = rtt
+        self._counters = counters
+        self._events = events
+        self._mss = config.payload_size
+        self._next_psn = initial_psn & PSN_MASK
+        self._una = self._next_psn
+        self._next_msn = 0
+        self._pending: deque[OutboundMessage] = deque()
+        self._unconfirmed: dict[int, OutboundMessage] = {}
+        self._records: dict[int, SentPacket] = {}
+        # bit i set: PSN una + i is sent and not yet acknowledged (a record exists)
+        self._outstanding = 0
+        self._in_flight: dict[int, SentPacket] = {}
+        self._retx: deque[SentPacket] = deque()
+        self.bytes_in_flight = 0
+        self._order = 0
+        self._rack_order = 0
+        self._loss_deadline: float | None = None
+        self._backoff = 0
+        self._last_progress = 0.0
+        self._last_ack_time = 0.0
+        self._last_send = 0.0
+        self._probe_outstanding = False
+        self._probe_psn = 0
+        self._probe_order = 0
+        self._confirm_heap: list[tuple[float, int, int, int]] = []
+        self._confirm_seq = 0
+        self._outbox: list[tuple[DataPacket | ReliabilityProbe, EvEntry]] = []
+
+    # --- posting --------------------------------------------------------------------------
+
+    def can_post(self) -> bool:
+        """Whether another message fits (see ``MrcConfig.max_unconfirmed_messages``)."""
+        return len(self._unconfirmed) < self._config.max_unconfirmed_messages
+
+    def post(self, data: bytes, remote_va: int, rkey: int, immediate: int | None) -> int:
+        """Queue an RDMA write of ``data`` to ``remote_va`` in the peer's region ``rkey``.
+
+        Returns the message's MSN. Raises ``ValueError`` for arguments that cannot go on the
+        wire and ``SendQueueFull`` when too many messages are unconfirmed.
+        """
+        if len(data) > _MAX_MESSAGE:
+            raise ValueError(f"a message is at most {_MAX_MESSAGE} bytes, got {len(data)}")
+        if not 0 <= remote_va <= _MAX_VA - len(data):
+            raise ValueError(f"remote address {remote_va:#x} + {len(data)} exceeds 64 bits")
+        if not 0 <= rkey <= 0xFFFFFFFF:
+            raise ValueError(f"R_Key {rkey} is not a 32-bit value")
+        if immediate is not None and not 0 <= immediate <= 0xFFFFFFFF:
+            raise ValueError(f"immediate {immediate} is not a 32-bit value")
+        if not self.can_post():
+            raise SendQueueFull(
+                f"{len(self._unconfirmed)} messages unconfirmed "
+                f"(max_unconfirmed_messages={self._config.max_unconfirmed_messages})"
+            )
+        msn = self._next_msn
+        self._next_msn = (msn + 1) & MSN_MASK
+        message = OutboundMessage(msn, bytes(data), remote_va, rkey, immediate)
+        self._pending.append(message)
+        self._unconfirmed[msn] = message
+        self._counters.messages_posted += 1
+        return msn
+
+    @property
+    def has_unconfirmed(self) -> bool:
+        """Whether any posted message still awaits the receiver's confirmation."""
+        return bool(self._unconfirmed)
+
+    @property
+    def wants_to_send(self) -> bool:
+        """Whether data (new or retransmitted) is waiting for window, pacing or an EV."""
+        return bool(self._retx or self._pending)
+
+    # --- data path ------------------------------------------------------------------------
+
+    def next_data_packet(self, now: float) -> tuple[DataPacket, EvEntry] | None:
+        """The next data packet to send now (retransmissions first), or None if the window,
+        the PSN window or the lack of a usable EV holds everything back."""
+        window = self.cc.window
+        retx = self._retx
+        while retx:
+            rec = retx[0]
+            if rec.acked or rec.in_flight:
+                retx.popleft()
+                continue
+            if self.bytes_in_flight and self.bytes_in_flight + rec.length > window:
+                return None
+            entry = self._ev_set.next_for_data()
+            if entry is None:
+                return None
+            retx.popleft()
+            self._counters.retransmits[rec.lost_cause] += 1
+            return self._transmit(rec, entry, now, retransmit=True)
+        pending = self._pending
+        if not pending:
+            return None
+        if psn_diff(self._next_psn, self._una) >= self._config.max_psn_window:
+            return None
+        message = pending[0]
+        offset = message.next_offset
+        length = min(self._mss, message.length - offset)
+        if self.bytes_in_flight and self.bytes_in_flight + length > window:
+            return None
+        entry = self._ev_set.next_for_data()
+        if entry is None:
+            return None
+        last = offset + length >= message.length
+        opcode = _opcode(offset == 0, last, message.immediate is not None)
+        psn = self._next_psn
+        self._next_psn = (psn + 1) & PSN_MASK
+        rec = SentPacket(psn, message, offset, length, opcode)
+        self._records[psn] = rec
+        if not self._outstanding:
+            self._una = psn
+        self._outstanding |= 1 << psn_diff(psn, self._una)
+        message.unacked += 1
+        message.next_offset = offset + length
+        if last:
+            message.segmented = True
+            message.last_psn = psn
+            pending.popleft()
+        return self._transmit(rec, entry, now, retransmit=False)
+
+    def take_outbox(self) -> list[tuple[DataPacket | ReliabilityProbe, EvEntry]]:
+        """Probes and completion re-sends the timers produced, to go out now."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def _transmit(
+        self, rec: SentPacket, entry: EvEntry, now: float, retransmit: bool
+    ) -> tuple[DataPacket, EvEntry]:
+        if not self._in_flight:
+            self._last_progress = now
+        rec.entry = entry
+        rec.sent_time = now
+        rec.ts16 = int(now * _US) & 0xFFFF
+        self._order += 1
+        rec.order = self._order
+        rec.transmissions += 1
+        rec.in_flight = True
+        self._in_flight[rec.psn] = rec
+        self.bytes_in_flight += rec.length
+        self._last_send = now
+        counters = self._counters
+        counters.data_packets_sent += 1
+        counters.data_bytes_sent += rec.length
+        self.cc.on_sent(now, rec.length)
+        return self._build(rec, retransmit), entry
+
+    def _build(self, rec: SentPacket, retransmit: bool) -> DataPacket:
+        message = rec.message
+        opcode = rec.opcode
+        immediate = (
+            message.immediate if opcode in (Opcode.WRITE_ONLY_IMM, Opcode.WRITE_LAST_IMM) else None
+        )
+        return DataPacket(
+            opcode=opcode,
+            dest_qp=self._remote_qp,
+            psn=rec.psn,
+            msn=message.msn,
+            rqmsn=self._rqmsn(),
+            va=message.remote_va + rec.offset,
+            rkey=message.rkey,
+            dma_length=message.length,
+            payload=bytes(message.data[rec.offset : rec.offset + rec.length]),
+            immediate=immediate,
+            tx_timestamp=rec.ts16,
+            ack_req=rec.offset + rec.length >= message.length,
+            retransmit=retransmit,
+        )
+
+    def _rqmsn(self) -> int:
+        """Oldest unconfirmed MSN (the receiver may forget outcomes of older messages)."""
+        for msn in self._unconfirmed:
+            return msn
+        return self._next_msn
+
+    # --- feedback -------------------------------------------------------------------------
+
+    def on_sack(self, sack: SackPacket, now: float) -> DropReason | None:
+        """Process a SACK; returns a drop reason if it cannot be ours."""
+        cack = sack.cack_psn
+        if psn_diff(cack, self._next_psn) > 0:
+            return DropReason.UNEXPECTED
+        answered_psn = (cack + sack.ack_psn_offset) & PSN_MASK
+        # PSNs this SACK reports, as bits relative to una: the cumulative part, then the bitmap.
+        span = psn_diff(cack, self._una)
+        reported = (1 << span) - 1 if span > 0 else 0
+        shift = psn_diff((cack + sack.sack_offset) & PSN_MASK, self._una)
+        bitmap = sack.bitmap
+        if shift >= 0:
+            reported |= bitmap << shift
+        elif shift > -64:
+            reported |= bitmap >> -shift
+        newly = reported & self._outstanding
+        answered: SentPacket | None = None
+        acked_bytes = 0
+        rack = self._rack_order
+        if newly:
+            self._outstanding &= ~newly
+            records = self._records
+            una = self._una
+            while newly:
+                low = newly & -newly
+                newly ^= low
+                rec = records.pop((una + low.bit_length() - 1) & PSN_MASK)
+                acked_bytes += self._acknowledge(rec, now)
+                if rec.psn == answered_psn:
+                    answered = rec
+                elif rec.transmissions == 1 and rec.order > rack:
+                    rack = rec.order
+            self._advance_una()
+        rtt_sample: float | None = None
+        if sack.probe_response:
+            if self._probe_outstanding and answered_psn == self._probe_psn:
+                self._probe_outstanding = False
+                rack = max(rack, self._probe_order)
+        elif answered is not None:
+            entry = answered.entry
+            if sack.echoed_timestamp == answered.ts16:
+                rtt_sample = now - answered.sent_time
+                self._rtt.update(rtt_sample)
+                rack = max(rack, answered.order)
+            elif answered.transmissions == 1:
+                rack = max(rack, answered.order)
+            if entry is not None:
+                if sack.skip_mode == SackSkipMode.SKIP_ONCE:
+                    self._ev_set.skip(entry)
+                elif sack.skip_mode == SackSkipMode.ALWAYS_SKIP:
+                    self._ev_set.retire(entry, now)
+        self._rack_order = rack
+        ecn = sack.ecn_echo
+        if ecn:
+            self._counters.ecn_echoes += 1
+        if acked_bytes or ecn:
+            self.cc.on_ack(now, acked_bytes, rtt_sample, self._rtt.min_rtt, ecn)
+        if acked_bytes:
+            self._progress(now)
+        self._last_ack_time = now
+        self._detect_losses(now)
+        return None
+
+    def on_nack(self, nack: NackPacket, now: float) -> DropReason | None:
+        """Process a NACK: a trimmed packet is resent at once."""
+        reason = nack.reason
+        if reason not in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+            self._counters.nacks_other += 1
+            return None
+        last_hop = reason == NackReason.TRIMMED_LASTHOP
+        if last_hop:
+            self._counters.trims_lasthop_seen += 1
+        else:
+            self._counters.trims_seen += 1
+        rec = self._records.get(nack.nack_psn)
+        if rec is None or not rec.in_flight or nack.tx_timestamp != rec.ts16:
+            return None  # already acked, already being resent, or about an older copy
+        self._declare_lost(rec, RetransmitCause.NACK, now, front=True)
+        if not last_hop and rec.entry is not None:
+            self._ev_set.skip(rec.entry)
+        self.cc.on_trim(now, last_hop, self._rtt.min_rtt)
+        self._last_ack_time = now
+        return None
+
+    def on_ack(self, ack: AckPacket, now: float) -> DropReason | None:
+        """Process the receiver's completion report (ACK or NAK) for one message."""
+        cumulative = ack.psn
+        if psn_diff(cumulative, self._next_psn) > 0 or ack.msn > MSN_MASK:
+            return DropReason.UNEXPECTED
+        message = self._unconfirmed.get(ack.msn)
+        if message is not None and not message.segmented:
+            return DropReason.UNEXPECTED
+        span = psn_diff(cumulative, self._una)
+        reported = (1 << span) - 1 if span > 0 else 0
+        if message is not None:
+            # The receiver has every byte: whatever of the message is outstanding was delivered.
+            last = psn_diff(message.last_psn, self._una)
+            if last >= 0:
+                reported |= (1 << (last + 1)) - 1
+        newly = reported & self._outstanding
+        acked_bytes = 0
+        records = self._records
+        una = self._una
+        while newly:
+            low = newly & -newly
+            newly ^= low
+            rec = records[(una + low.bit_length() - 1) & PSN_MASK]
+            if psn_diff(rec.psn, una) < span or rec.message is message:
+                del records[rec.psn]
+                self._outstanding &= ~low
+                acked_bytes += self._acknowledge(rec, now)
+        self._advance_una()
+        if message is not None:
+            self._finish(message, ack.syndrome)
+        if acked_bytes:
+            self._progress(now)
+        self._last_ack_time = now
+        return None
+
+    def _acknowledge(self, rec: SentPacket, now: float) -> int:
+        rec.acked = True
+        if rec.in_flight:
+            rec.in_flight = False
+            del self._in_flight[rec.psn]
+            self.bytes_in_flight -= rec.length
+        counters = self._counters
+        counters.packets_acked += 1
+        counters.bytes_acked += rec.length
+        message = rec.message
+        message.unacked -= 1
+        if message.unacked == 0 and message.segmented and not message.done:
+            self._schedule_confirmation(message, now)
+        return rec.length
+
+    def _progress(self, now: float) -> None:
+        self._last_progress = now
+        self._backoff = 0
+        self._probe_outstanding = False
+
+    def _advance_una(self) -> None:
+        """Move una to the oldest unacknowledged PSN (or next_psn when none is)."""
+        outstanding = self._outstanding
+        if not outstanding:
+            self._una = self._next_psn
+            return
+        run = (outstanding & -outstanding).bit_length() - 1
+        if run:
+            self._outstanding = outstanding >> run
+            self._una = (self._una + run) & PSN_MASK
+
+    def _finish(self, message: OutboundMessage, syndrome: int) -> None:
+        message.done = True
+        self._unconfirmed.pop(message.msn, None)
+        if syndrome == AethSyndrome.ACK:
+            self._counters.messages_acked += 1
+            self._events.append(MessageAcked(self._qp, message.msn, message.length))
+        else:
+            self._counters.messages_failed += 1
+            try:
+                name = AethSyndrome(syndrome).name
+            except ValueError:
+                name = f"syndrome {syndrome:#04x}"
+            self._events.append(
+                MessageFailed(self._qp, message.msn, f"receiver refused the write ({name})")
+            )
+
+    # --- loss detection -------------------------------------------------------------------
+
+    def _detect_losses(self, now: float) -> None:
+        self._loss_deadline = None
+        if not self._config.sack_loss_detection:
+            return
+        rack = self._rack_order
+        delay = self._rtt.loss_delay()
+        lost: list[SentPacket] = []
+        for rec in self._in_flight.values():
+            if rec.order >= rack:
+                break
+            deadline = rec.sent_time + delay
+            if now >= deadline:
+                lost.append(rec)
+            else:
+                self._loss_deadline = deadline
+                break
+        for rec in lost:
+            self._declare_lost(rec, RetransmitCause.SACK_GAP, now, front=False)
+
+    def _declare_lost(
+        self, rec: SentPacket, cause: RetransmitCause, now: float, front: bool
+    ) -> None:
+        del self._in_flight[rec.psn]
+        rec.in_flight = False
+        self.bytes_in_flight -= rec.length
+        rec.lost_cause = cause
+        self._counters.losses[cause] += 1
+        if front:
+            self._retx.appendleft(rec)
+        else:
+            self._retx.append(rec)
+        if cause is not RetransmitCause.NACK and rec.entry is not None:
+            self._ev_set.retire(rec.entry, now)
+
+    # --- timers ---------------------------------------------------------------------------
+
+    def _rto_deadline(self) -> float | None:
+        if not self._in_flight:
+            return None
+        return self._last_progress + self._rtt.rto(self._backoff)
+
+    def _tail_probe_deadline(self) -> float | None:
+        srtt = self._rtt.srtt
+        if (
+            srtt is None
+            or not self._config.tail_loss_probe
+            or not self._in_flight
+            or self._probe_outstanding
+            or self._retx
+        ):
+            return None
+        return max(self._last_ack_time, self._last_send) + 2 * srtt
+
+    def next_timer(self) -> float | None:
+        """The earliest time ``on_timer`` has work, or None."""
+        candidates = [
+            t
+            for t in (self._loss_deadline, self._rto_deadline(), self._tail_probe_deadline())
+            if t is not None
+        ]
+        if self._confirm_heap:
+            candidates.append(self._confirm_heap[0][0])
+        return min(candidates) if candidates else None
+
+    def on_timer(self, now: float) -> None:
+        """Run whatever timers are due at ``now``."""
+        if self._loss_deadline is not None and now >= self._loss_deadline:
+            self._detect_losses(now)
+        rto = self._rto_deadline()
+        if rto is not None and now >= rto:
+            self._on_rto(now)
+        tail = self._tail_probe_deadline()
+        if tail is not None and now >= tail:
+            self._send_tail_probe()
+        while self._confirm_heap and self._confirm_heap[0][0] <= now:
+            _deadline, _seq, msn, attempt = heapq.heappop(self._confirm_heap)
+            message = self._unconfirmed.get(msn)
+            if message is None or message.confirm_attempts != attempt or message.unacked:
+                continue
+            self._resend_completion(message, now)
+
+    def _on_rto(self, now: float) -> None:
+        self._counters.timeouts += 1
+        for rec in list(self._in_flight.values()):
+            self._declare_lost(rec, RetransmitCause.TIMEOUT, now, front=False)
+        self._backoff += 1
+        self._probe_outstanding = False
+        self._last_progress = now
+        self.cc.on_timeout(now)
+
+    def _send_tail_probe(self) -> None:
+        self._probe_outstanding = True
+        entry = self._ev_set.next_for_data()
+        if entry is None:
+            return  # no usable EV: leave the tail to the RTO
+        self._probe_psn = next(reversed(self._in_flight))
+        self._order += 1
+        self._probe_order = self._order
+        self._counters.tail_probes += 1
+        self._outbox.append((ReliabilityProbe(self._remote_qp, self._probe_psn), entry))
+
+    def _schedule_confirmation(self, message: OutboundMessage, now: float) -> None:
+        deadline = now + self._rtt.rto(message.confirm_attempts)
+        self._confirm_seq += 1
+        heapq.heappush(
+            self._confirm_heap,
+            (deadline, self._confirm_seq, message.msn, message.confirm_attempts),
+        )
+
+    def _resend_completion(self, message: OutboundMessage, now: float) -> None:
+        """The receiver's ACK is overdue: resend the message's last packet to ask again."""
+        message.confirm_attempts += 1
+        entry = self._ev_set.next_for_data()
+        if entry is not None:
+            length = message.length
+            offset = ((length - 1) // self._mss) * self._mss if length else 0
+            rec = SentPacket(
+                message.last_psn,
+                message,
+                offset,
+                length - offset,
+                _opcode(offset == 0, True, message.immediate is not None),
+            )
+            rec.ts16 = int(now * _US) & 0xFFFF
+            self._counters.completion_probes += 1
+            self._outbox.append((self._build(rec, retransmit=True), entry))
+        self._schedule_confirmation(message, now)
+
+    # --- teardown -------------------------------------------------------------------------
+
+    def fail_all(self, reason: str) -> None:
+        """The connection died: every unconfirmed message fails with ``reason``."""
+        for message in list(self._unconfirmed.values()):
+            message.done = True
+            self._counters.messages_failed += 1
+            self._events.append(MessageFailed(self._qp, message.msn, reason))
+        self._unconfirmed.clear()
+        self._pending.clear()
+        self._records.clear()
+        self._outstanding = 0
+        self._una = self._next_psn
+        self._in_flight.clear()
+        self._retx.clear()
+        self._confirm_heap.clear()
+        self.bytes_in_flight = 0
+        self._loss_deadline = None

@@ -1,0 +1,89 @@
+"""A simulated host: one ``Endpoint`` driven exactly the way the socket runtime drives it.
+
+After every input (a datagram delivered, a timer due) the host sends everything the endpoint
+returns, collects its events with their simulated time, and re-arms a single timer at
+``endpoint.next_timer()``. A timer that keeps firing at the same instant without the endpoint
+moving it is a livelock bug in the core: the host raises instead of spinning forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent.core.datagram import OutgoingDatagram
+from agent.core.endpoint import Endpoint
+from agent.core.events import Event
+from agent.sim.packet import SimPacket
+from agent.sim.scheduler import Scheduler
+
+#: Consecutive timer firings at one instant that count as a livelock.
+_LIVELOCK_LIMIT = 1000
+
+
+class SimHost:
+    """An endpoint attached to the simulated network."""
+
+    def __init__(
+        self,
+        name: str,
+        endpoint: Endpoint,
+        scheduler: Scheduler,
+        transmit: Callable[[SimHost, OutgoingDatagram], None],
+    ) -> None:
+        self.name = name
+        self.endpoint = endpoint
+        self.events: list[tuple[float, Event]] = []
+        #: Datagrams the endpoint was handed and datagrams it produced (core work done).
+        self.datagrams_in = 0
+        self.datagrams_out = 0
+        self._scheduler = scheduler
+        self._transmit = transmit
+        self._timer_at: float | None = None
+        self._timer_token = 0
+        self._same_instant = 0
+        self._last_fire = -1.0
+
+    def receive(self, packet: SimPacket) -> None:
+        """A datagram reached this host's NIC."""
+        self.datagrams_in += 1
+        self.endpoint.receive_datagram(packet.received(), self._scheduler.now)
+        self.pump()
+
+    def pump(self) -> None:
+        """Send what the endpoint has, collect its events, re-arm its timer."""
+        now = self._scheduler.now
+        endpoint = self.endpoint
+        datagrams = endpoint.datagrams_to_send(now)
+        self.datagrams_out += len(datagrams)
+        for datagram in datagrams:
+            self._transmit(self, datagram)
+        event = endpoint.next_event()
+        while event is not None:
+            self.events.append((now, event))
+            event = endpoint.next_event()
+        deadline = endpoint.next_timer()
+        if deadline is None:
+            self._timer_at = None
+            return
+        deadline = max(deadline, now)
+        if deadline == self._timer_at:
+            return
+        self._timer_at = deadline
+        self._timer_token += 1
+        token = self._timer_token
+        self._scheduler.at(deadline, lambda: self._fire(token))
+
+    def _fire(self, token: int) -> None:
+        if token != self._timer_token:
+            return
+        now = self._scheduler.now
+        if now == self._last_fire:
+            self._same_instant += 1
+            if self._same_instant > _LIVELOCK_LIMIT:
+                raise RuntimeError(f"{self.name}: endpoint timer livelock at t={now}")
+        else:
+            self._same_instant = 0
+            self._last_fire = now
+        self._timer_at = None
+        self.endpoint.handle_timer(now)
+        self.pump()
