@@ -6,14 +6,6 @@ from __future__ import annotations
 import struct
 
 import pytest
-from agent_strategies import (
-    any_packets,
-    data_packets,
-    ip_contexts,
-    ipv4_contexts,
-    ipv6_contexts,
-    u16,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.contrib.roce import BTH
@@ -26,6 +18,14 @@ from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
 from agent.core.packets import DataPacket, SackPacket, TrimmedDataHeader
 from agent.wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
+from tests.unit.agent.agent_strategies import (
+    any_packets,
+    data_packets,
+    ip_contexts,
+    ipv4_contexts,
+    ipv6_contexts,
+    u16,
+)
 
 V4 = IpContext(src=bytes([10, 0, 0, 1]), dst=bytes([10, 0, 0, 2]))
 
