@@ -1,0 +1,210 @@
+"""EV set and EV health: rotation, SKIP, ASSUMED_BAD with stand-ins, probing back, DENIED,
+per-plane split and unusable planes."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from agent.core.config import MrcConfig
+from agent.core.ev import EvEntry, EvSet
+from agent.wire.constants import EvState
+
+INTERVAL = 1e-3
+
+
+def _set(size: int = 8, planes: int = 1, ipv6: bool = False, **overrides) -> EvSet:
+    config = MrcConfig(ev_set_size=size, probe_interval=INTERVAL, **overrides)
+    return EvSet(config, planes, ipv6, random.Random(3))
+
+
+def _rotation(evs: EvSet, count: int) -> list[EvEntry]:
+    picked = []
+    for _ in range(count):
+        entry = evs.next_for_data()
+        assert entry is not None
+        picked.append(entry)
+    return picked
+
+
+def _answer_all(evs: EvSet, now: float) -> list[EvEntry]:
+    """Send the due probes at ``now`` and answer every one; returns the probed EVs."""
+    due = evs.probes_due(now, timeout=INTERVAL)
+    for entry, seq in due:
+        assert evs.on_probe_answered(seq, entry.value)
+    return [entry for entry, _seq in due]
+
+
+def test_set_is_split_evenly_across_planes_with_unique_values_in_the_entropy_range():
+    evs = _set(size=256, planes=4)
+    entries = evs.active_entries()
+    assert Counter(e.plane for e in entries) == {0: 64, 1: 64, 2: 64, 3: 64}
+    assert len({e.value for e in entries}) == 256
+    for entry in entries:
+        assert 0xC000 <= entry.value >> 16 <= 0xFFFF
+        assert entry.value & 0xFFFF == 0  # IPv4: only the UDP source port carries entropy
+        assert entry.state is EvState.GOOD and entry.home
+
+
+def test_ipv6_evs_also_use_the_flow_label_half():
+    evs = _set(size=64, ipv6=True)
+    assert any(e.value & 0xFFFF for e in evs.active_entries())
+
+
+def test_each_packet_gets_a_different_ev_until_the_rotation_wraps():
+    evs = _set(size=8)
+    first = _rotation(evs, 8)
+    assert len({id(e) for e in first}) == 8
+    assert _rotation(evs, 8) == first
+    assert all(e.uses == 2 for e in first)
+
+
+def test_skip_passes_an_ev_over_for_one_rotation_only():
+    evs = _set(size=4)
+    a, b, c, d = _rotation(evs, 4)
+    evs.skip(b)
+    assert b.state is EvState.SKIP
+    assert _rotation(evs, 3) == [a, c, d]
+    assert b.state is EvState.GOOD
+    assert _rotation(evs, 4) == [a, b, c, d]
+
+
+def test_when_every_ev_is_skipped_the_rotation_still_finds_one():
+    evs = _set(size=3)
+    entries = _rotation(evs, 3)
+    for entry in entries:
+        evs.skip(entry)
+    assert evs.next_for_data() is not None
+
+
+def test_a_silent_loss_retires_the_ev_and_a_fresh_one_of_the_same_plane_takes_its_slot():
+    evs = _set(size=4, planes=2)
+    victim = _rotation(evs, 4)[1]
+    evs.retire(victim, now=0.0)
+    assert victim.state is EvState.ASSUMED_BAD
+    standin = victim.slot.current
+    assert standin is not victim and not standin.home
+    assert standin.plane == victim.plane and standin.value != victim.value
+    # the stand-in is on probation: it carries nothing until its first probe is answered
+    assert standin.state is EvState.ASSUMED_BAD
+    assert standin not in _rotation(evs, 6)
+
+
+def test_a_stand_in_carries_data_once_its_admission_probe_is_answered():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[0]
+    evs.retire(victim, now=0.0)
+    standin = victim.slot.current
+    assert evs.next_probe_time() == 0.0  # probed at once
+    assert _answer_all(evs, now=0.0) == [standin]
+    assert standin.state is EvState.GOOD
+    assert standin in _rotation(evs, 4)
+
+
+def test_a_stand_in_that_fails_its_probe_is_replaced_by_another():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[0]
+    evs.retire(victim, now=0.0)
+    first = victim.slot.current
+    evs.probes_due(0.0, timeout=INTERVAL)  # probe sent, never answered
+    evs.probes_due(INTERVAL, timeout=INTERVAL)  # round: judged failed
+    second = victim.slot.current
+    assert second is not first and not second.home
+    assert not first.active
+
+
+def test_a_retired_ev_returns_after_three_consecutive_answered_probes():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[2]
+    evs.retire(victim, now=0.0)
+    _answer_all(evs, now=0.0)  # admits the stand-in
+    standin = victim.slot.current
+    answered_rounds = 0
+    now = 0.0
+    while victim.state is not EvState.GOOD:
+        now += INTERVAL
+        probed = _answer_all(evs, now)
+        assert victim in probed
+        answered_rounds += 1
+        assert answered_rounds <= 3
+    assert answered_rounds == 3
+    assert victim.slot.current is victim  # took its slot back
+    assert not standin.active
+    assert victim in _rotation(evs, 4)
+
+
+def test_a_missed_probe_restarts_the_count():
+    evs = _set(size=2)
+    victim = _rotation(evs, 2)[0]
+    evs.retire(victim, now=0.0)
+    _answer_all(evs, now=0.0)
+    _answer_all(evs, now=INTERVAL)
+    _answer_all(evs, now=2 * INTERVAL)
+    assert victim.probe_streak == 2
+    evs.probes_due(3 * INTERVAL, timeout=INTERVAL)  # sent, lost
+    evs.probes_due(4 * INTERVAL, timeout=INTERVAL)  # judged failed, sent again
+    assert victim.probe_streak == 0
+    assert victim.state is EvState.ASSUMED_BAD
+
+
+def test_a_late_or_forged_probe_answer_is_not_counted():
+    evs = _set(size=2)
+    victim = _rotation(evs, 2)[0]
+    evs.retire(victim, now=0.0)
+    due = evs.probes_due(0.0, timeout=INTERVAL)
+    entry, seq = due[0]
+    assert not evs.on_probe_answered(seq, entry.value ^ 0x10000)
+    assert not evs.on_probe_answered((seq + 100) & 0xFFFF, entry.value)
+
+
+def test_a_stand_in_that_loses_a_packet_is_dropped_not_probed():
+    evs = _set(size=2)
+    victim = _rotation(evs, 2)[0]
+    evs.retire(victim, now=0.0)
+    _answer_all(evs, now=0.0)
+    standin = victim.slot.current
+    evs.retire(standin, now=0.5 * INTERVAL)
+    assert not standin.active
+    replacement = victim.slot.current
+    assert replacement is not standin and not replacement.home
+    probed = {entry.value for entry, _ in evs.probes_due(0.5 * INTERVAL, INTERVAL)}
+    assert standin.value not in probed
+
+
+def test_denied_evs_are_neither_used_nor_probed_until_allowed():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[1]
+    evs.deny(victim.plane, victim.value, now=0.0)
+    assert victim.state is EvState.DENIED
+    _answer_all(evs, now=0.0)
+    for step in range(1, 6):
+        assert victim not in _answer_all(evs, now=step * INTERVAL)
+        assert victim not in _rotation(evs, 4)
+    evs.allow(victim.plane, victim.value, now=10 * INTERVAL)
+    assert victim.state is EvState.ASSUMED_BAD
+    now = 10 * INTERVAL
+    for _ in range(4):
+        _answer_all(evs, now)
+        now += INTERVAL
+    assert victim.state is EvState.GOOD and victim.active
+
+
+def test_evs_of_an_unusable_plane_are_not_used():
+    evs = _set(size=8, planes=2)
+    evs.set_plane_usable(1, False)
+    assert {e.plane for e in _rotation(evs, 16)} == {0}
+    evs.set_plane_usable(0, False)
+    assert evs.next_for_data() is None
+    evs.set_plane_usable(1, True)
+    assert {e.plane for e in _rotation(evs, 8)} == {1}
+
+
+def test_report_lists_slot_holders_and_retired_home_evs():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[0]
+    evs.retire(victim, now=0.0)
+    report = evs.report()
+    assert len(report) == 5
+    retired = [r for r in report if r.ev == victim.value]
+    assert retired[0].state is EvState.ASSUMED_BAD and retired[0].losses == 1
+    assert sum(not r.home for r in report) == 1
