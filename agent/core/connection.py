@@ -396,7 +396,7 @@ class Connection:
             srtt=self.rtt.srtt,
             min_rtt=self.rtt.min_rtt,
             rttvar=self.rtt.rttvar,
-            rto=self.rtt.rto(),
+            rto=self.rtt.rto(self.sender.rto_backoff),
             cwnd=self.sender.cc.window,
             bytes_in_flight=self.sender.bytes_in_flight,
             evs=self.ev_set.report(),

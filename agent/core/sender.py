@@ -218,6 +218,11 @@ class Sender:
         return bool(self._unconfirmed)
 
     @property
+    def rto_backoff(self) -> int:
+        """Consecutive timeouts without progress (the RTO's backoff exponent)."""
+        return self._backoff
+
+    @property
     def wants_to_send(self) -> bool:
         """Whether data (new or retransmitted) is waiting for window, pacing or an EV."""
         return bool(self._retx or self._pending)

@@ -134,6 +134,7 @@ class ConnectionStats:
     srtt: float | None
     min_rtt: float | None
     rttvar: float
+    #: The RTO in force now, backoff included.
     rto: float
     cwnd: int
     bytes_in_flight: int

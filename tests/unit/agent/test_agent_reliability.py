@@ -1,0 +1,269 @@
+"""Reliability between two endpoints, packet by packet: placement and confirmation, duplicates,
+NACK-driven retransmission of trimmed packets, SACK-gap loss detection, tail probes, RTO
+backoff, lost completion ACKs, refused writes, unreachable peers and port-state updates."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+
+from agent.core import (
+    ConnectionFailed,
+    DropReason,
+    IncomingDatagram,
+    MessageAcked,
+    MessageFailed,
+    MessageReceived,
+    MrcConfig,
+    PeerPlaneStateChanged,
+    RetransmitCause,
+    WriteRejected,
+)
+from agent.core.codec import trimmed_length
+from agent.core.packets import AckPacket, DataPacket, NackPacket, ReliabilityProbe, SackPacket
+from agent.wire.constants import ECN_CE, DscpClass, EvState
+from tests.unit.agent.agent_loopback import Flight, Loopback
+
+DATA = bytes(random.Random(5).randbytes(5000))  # five packets of 1024 bytes, last one shorter
+
+
+def _is_data(flight: Flight) -> bool:
+    return isinstance(flight.packet(), DataPacket)
+
+
+def _data_psns(flights: list[Flight]) -> list[int]:
+    return [f.packet().psn for f in flights if isinstance(f.packet(), DataPacket)]
+
+
+def _trim(flight: Flight, incoming: IncomingDatagram, dscp: int) -> IncomingDatagram:
+    cut = trimmed_length(incoming.payload)
+    assert cut is not None
+    return replace(incoming, payload=incoming.payload[:cut], dscp=dscp)
+
+
+def test_a_write_is_placed_reported_and_confirmed_once():
+    link = Loopback.create()
+    msn = link.post(DATA, offset=100, immediate=0xABCD)
+    link.run(1e-3)
+    received = [e for e in link.events_b if isinstance(e, MessageReceived)]
+    assert received == [MessageReceived(link.qp_b, msn, link.rkey, link.va + 100, 5000, 0xABCD)]
+    assert link.b.memory.read(link.rkey, link.va + 100, 5000) == DATA
+    assert [e for e in link.events_a if isinstance(e, MessageAcked)] == [
+        MessageAcked(link.qp_a, msn, 5000)
+    ]
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.data_packets_sent == 5 and stats.total_retransmits == 0
+
+
+def test_data_leaves_on_a_different_ev_per_packet_with_the_data_class_and_ect():
+    link = Loopback.create()
+    link.post(DATA)
+    data = [f.datagram for f in link.in_flight if _is_data(f)]
+    assert len({d.src_port for d in data}) == 5
+    assert {d.dscp for d in data} == {DscpClass.TRIMMABLE}
+    assert {d.ecn for d in data} == {2}
+
+
+def test_control_answers_go_back_on_the_ev_of_the_packet_they_answer():
+    link = Loopback.create()
+    link.post(DATA[:100])
+    data = link.in_flight[0].datagram
+    link.exchange()
+    answers = [f.datagram for f in link.in_flight if f.source is link.b]
+    assert answers and all(d.src_port == data.src_port for d in answers)
+    assert {d.dscp for d in answers} == {DscpClass.CONTROL}
+
+
+def test_duplicated_packets_are_placed_and_reported_once():
+    link = Loopback.create()
+    link.post(DATA)
+    link.in_flight = link.in_flight + list(link.in_flight)
+    link.run(1e-3)
+    assert sum(isinstance(e, MessageReceived) for e in link.events_b) == 1
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 1
+    assert link.b.connection_stats(link.qp_b).duplicates_received == 5
+
+
+def test_a_trimmed_packet_is_nacked_and_resent_at_once_on_the_retransmit_class():
+    link = Loopback.create()
+    link.post(DATA)
+    victim = link.in_flight[2]
+    link.exchange(
+        rewrite=lambda f, d: _trim(f, d, DscpClass.TRIMMED) if f is victim else d,
+    )
+    nacks = [f.packet() for f in link.in_flight if isinstance(f.packet(), NackPacket)]
+    assert [n.nack_psn for n in nacks] == [victim.packet().psn]
+    link.exchange()  # the NACK reaches the sender, which resends in the same instant
+    resent = [f for f in link.in_flight if _is_data(f)]
+    assert [f.packet().psn for f in resent] == [victim.packet().psn]
+    assert resent[0].packet().retransmit and resent[0].datagram.dscp == DscpClass.TRIMMABLE_RETX
+    link.run(1e-3)
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.retransmits[RetransmitCause.NACK] == 1 and stats.trims_seen == 1
+    assert link.b.memory.read(link.rkey, link.va, 5000) == DATA
+
+
+def _answers_other_than_nacks(flight: Flight) -> bool:
+    return isinstance(flight.packet(), SackPacket | AckPacket)
+
+
+def test_a_fabric_trim_skips_the_ev_once_but_a_last_hop_trim_does_not():
+    for dscp, skipped in ((DscpClass.TRIMMED, True), (DscpClass.TRIMMED_LASTHOP, False)):
+        link = Loopback.create()
+        link.post(DATA)
+        victim = link.in_flight[0]
+        link.exchange(rewrite=lambda f, d, v=victim, c=dscp: _trim(f, d, c) if f is v else d)
+        link.exchange(drop=_answers_other_than_nacks)
+        states = {r.ev: r.state for r in link.a.connection_stats(link.qp_a).evs}
+        assert (states[victim.datagram.ev] is EvState.SKIP) is skipped
+
+
+def test_a_silent_loss_is_found_by_later_sacks_and_retires_its_ev():
+    link = Loopback.create()
+    link.post(DATA)
+    victim = link.in_flight[1]
+    link.exchange(drop=lambda f: f is victim)
+    link.run(1e-3)
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.retransmits[RetransmitCause.SACK_GAP] == 1
+    assert stats.timeouts == 0
+    states = {r.ev: r.state for r in stats.evs}
+    assert states[victim.datagram.ev] is EvState.ASSUMED_BAD
+    assert any(isinstance(e, MessageAcked) for e in link.events_a)
+
+
+def test_a_lost_tail_is_found_by_a_reliability_probe_before_the_rto():
+    config = MrcConfig(ev_set_size=8, rto_min=0.05, rto_initial=0.05)
+    link = Loopback.create(config)
+    link.post(DATA[:1000])
+    link.run(1e-3)  # first message gives an RTT sample
+    link.post(DATA, offset=8192)
+    tail = link.in_flight[-1]
+    link.exchange(drop=lambda f: f is tail)
+    link.run(2e-3)
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.tail_probes >= 1
+    assert stats.retransmits[RetransmitCause.SACK_GAP] == 1 and stats.timeouts == 0
+    assert link.now < 0.05
+    assert any(isinstance(f.packet(), ReliabilityProbe) for f in link.delivered)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 2
+
+
+def test_the_rto_backs_off_exponentially_while_nothing_gets_through():
+    config = MrcConfig(
+        ev_set_size=8, rto_initial=1e-3, rto_min=1e-3, tail_loss_probe=False, peer_timeout=10.0
+    )
+    link = Loopback.create(config)
+    link.post(DATA[:100])
+    link.in_flight.clear()  # the only packet is lost
+    send_times = [0.0]
+    while len(send_times) < 4 and link.now < 1.0:
+        link.idle_until_timer()  # RTOs, and EV probe rounds in between
+        if any(_is_data(f) for f in link.in_flight):
+            send_times.append(link.now)
+        link.in_flight.clear()
+    gaps = [round(b - a, 6) for a, b in itertools.pairwise(send_times)]
+    assert gaps[:3] == [0.001, 0.002, 0.004]
+    assert link.a.connection_stats(link.qp_a).timeouts >= 3
+
+
+def test_the_rto_backoff_ends_once_packets_get_through_again():
+    config = MrcConfig(ev_set_size=8, rto_initial=1e-3, rto_min=1e-3, tail_loss_probe=False)
+    link = Loopback.create(config)
+    link.post(DATA[:100])
+    while link.a.connection_stats(link.qp_a).timeouts < 2:
+        link.in_flight.clear()
+        link.idle_until_timer()
+    assert link.a.connection_stats(link.qp_a).rto == 4e-3
+    link.run(10e-3)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 1
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.retransmits[RetransmitCause.TIMEOUT] == 2
+    assert stats.rto == 1e-3
+
+
+def test_a_lost_completion_ack_is_asked_for_again_and_confirmed_once():
+    link = Loopback.create()
+    link.post(DATA)
+    link.exchange()
+    link.exchange(drop=lambda f: isinstance(f.packet(), AckPacket))
+    assert not any(isinstance(e, MessageAcked) for e in link.events_a)
+    link.run(5e-3)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 1
+    assert link.a.connection_stats(link.qp_a).completion_probes >= 1
+    assert sum(isinstance(e, MessageReceived) for e in link.events_b) == 1
+
+
+def test_a_write_with_a_wrong_key_is_refused_counted_and_failed_at_the_sender():
+    link = Loopback.create()
+    msn = link.a.post_write(link.qp_a, DATA, link.va, link.rkey ^ 0x5A5A)
+    link.collect()
+    link.run(1e-3)
+    assert [e for e in link.events_b if isinstance(e, WriteRejected)] == [
+        WriteRejected(link.qp_b, msn, DropReason.BAD_RKEY.value)
+    ]
+    assert link.b.stats.drops[DropReason.BAD_RKEY] == 5
+    failed = [e for e in link.events_a if isinstance(e, MessageFailed)]
+    assert [e.msn for e in failed] == [msn] and "REMOTE_ACCESS" in failed[0].reason
+    assert not any(isinstance(e, MessageReceived) for e in link.events_b)
+
+
+def test_a_write_past_the_end_of_the_region_is_refused():
+    link = Loopback.create()
+    region_end = link.va + (1 << 20)
+    link.a.post_write(link.qp_a, DATA, region_end - 100, link.rkey)
+    link.collect()
+    link.run(1e-3)
+    assert link.b.stats.drops[DropReason.OUT_OF_BOUNDS] >= 1
+    assert any(isinstance(e, MessageFailed) for e in link.events_a)
+
+
+def test_a_silent_peer_fails_the_connection_after_the_peer_timeout():
+    config = MrcConfig(ev_set_size=8, peer_timeout=0.05, rto_max=0.01)
+    link = Loopback.create(config)
+    msn = link.post(DATA)
+    while link.now < 0.2 and not any(isinstance(e, ConnectionFailed) for e in link.events_a):
+        link.in_flight.clear()
+        link.idle_until_timer()
+    failed = [e for e in link.events_a if isinstance(e, ConnectionFailed)]
+    assert failed and "unreachable" in failed[0].reason
+    assert 0.05 <= link.now < 0.07
+    assert MessageFailed(link.qp_a, msn, failed[0].reason) in link.events_a
+
+
+def test_ecn_marks_are_echoed_and_steer_away_from_the_marked_ev():
+    link = Loopback.create()
+    link.post(DATA)
+    marked = link.in_flight[0]
+    link.exchange(rewrite=lambda f, d: replace(d, ecn=ECN_CE) if f is marked else d)
+    sacks = [f.packet() for f in link.in_flight if isinstance(f.packet(), SackPacket)]
+    assert sum(s.ecn_echo for s in sacks) == 1
+    link.exchange()
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.ecn_echoes == 1
+    assert link.b.connection_stats(link.qp_b).ecn_marks_received == 1
+    states = {r.ev: r.state for r in stats.evs}
+    assert states[marked.datagram.ev] is EvState.SKIP
+
+
+def test_a_port_going_down_is_announced_and_the_peer_stops_using_that_plane():
+    link = Loopback.create(MrcConfig(ev_set_size=8), planes=2)
+    link.b.set_plane_up(1, False)
+    link.collect()
+    link.run(0.5e-3)
+    assert PeerPlaneStateChanged(link.qp_a, 1, False) in link.events_a
+    link.post(DATA * 2)
+    planes = {f.datagram.plane for f in link.in_flight if _is_data(f)}
+    assert planes == {0}
+    link.run(1e-3)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 1
+
+
+def test_a_denied_ev_carries_no_data():
+    link = Loopback.create()
+    first = link.a.connection_stats(link.qp_a).evs[0]
+    link.a.deny_ev(link.qp_a, first.plane, first.ev, link.now)
+    link.post(DATA * 3)
+    link.run(2e-3)
+    assert all(f.datagram.ev != first.ev for f in link.delivered if _is_data(f))
