@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import finsy as fy
 
@@ -68,7 +68,9 @@ class SyncSwitch:
 
     def read(self, entity: Any) -> list[Any]:
         async def collect() -> list[Any]:
-            return [e async for e in self.switch.read(entity)]
+            # finsy declares read()'s overloads as coroutines; at run time it is an async generator.
+            entities = cast(AsyncIterator[Any], self.switch.read(entity))
+            return [e async for e in entities]
 
         return self._call(collect())
 
