@@ -320,7 +320,7 @@ class Connection:
 
     def _send_port_status(self, now: float) -> None:
         self._port_status_due = now + self._config.probe_interval
-        entry = self.ev_set.next_for_data()
+        entry = self.ev_set.next_for_control()
         if entry is None:
             return
         bitmap = sum(1 << plane for plane, up in enumerate(self._local_up) if up)

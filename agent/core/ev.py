@@ -18,6 +18,13 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
   of hashing onto it as the one it replaces, and an unproven EV would lose data again. A
   stand-in that fails a probe, or later loses a packet, is discarded and a new one drawn.
 * A plane can be unusable (the local port or the peer's port is down): its slots are skipped.
+* Ack-clocked choice (the testbed's refinement of the rotation): data prefers an EV whose
+  previous packet has been answered, taken from a free list refilled in the order answers
+  arrive; only when every usable EV has a packet outstanding does the plain round robin
+  decide. An EV whose last packet is unanswered is slow or broken: not reusing it until it
+  answers keeps new data off a dead path from its first loss on, before any timer fires, and
+  shifts load from slow paths to fast ones. Every packet still gets a different EV whenever
+  the set is larger than the window, as MRC asks.
 
 EV values are 32 bits: UDP source port in bits 31-16 (drawn from the configured entropy port
 range) and, over IPv6 only, a random flow label in bits 15-0.
@@ -26,6 +33,7 @@ range) and, over IPv6 only, a random flow label in bits 15-0.
 from __future__ import annotations
 
 import random
+from collections import deque
 
 from agent.core.config import MrcConfig
 from agent.core.stats import EvReport
@@ -44,11 +52,13 @@ class EvEntry:
     __slots__ = (
         "home",
         "losses",
+        "outstanding",
         "plane",
         "probe_sent_at",
         "probe_seq",
         "probe_streak",
         "probes_needed",
+        "queued",
         "slot",
         "state",
         "uses",
@@ -63,6 +73,8 @@ class EvEntry:
         self.state = state
         self.uses = 0
         self.losses = 0
+        self.outstanding = 0  # data packets sent on it and not yet answered or given up
+        self.queued = False  # on the free list
         self.probe_streak = 0
         self.probes_needed = 0
         self.probe_seq: int | None = None
@@ -111,6 +123,10 @@ class EvSet:
             self._slots.append(slot)
             self._homes[(slot.plane, entry.value)] = entry
         self._cursor = 0
+        self._free: deque[EvEntry] = deque()
+        for slot in self._slots:
+            slot.current.queued = True
+            self._free.append(slot.current)
         self._probing: list[EvEntry] = []
         self._probe_now: list[EvEntry] = []
         self._by_seq: dict[int, EvEntry] = {}
@@ -120,7 +136,54 @@ class EvSet:
     # --- data path ------------------------------------------------------------------------
 
     def next_for_data(self) -> EvEntry | None:
-        """The next EV in the rotation that may carry data, or None if none may right now.
+        """The EV for the next data packet, or None if no EV may carry data right now.
+
+        The caller must ``release`` it once that packet is answered or given up.
+        """
+        free = self._free
+        usable = self._plane_usable
+        while free:
+            entry = free.popleft()
+            entry.queued = False
+            if entry.outstanding or entry.slot.current is not entry:
+                continue  # stale: it returns to the list when released / if it comes back
+            state = entry.state
+            if state is _GOOD and usable[entry.plane]:
+                entry.uses += 1
+                entry.outstanding += 1
+                return entry
+            if state is _SKIP and usable[entry.plane]:
+                entry.state = _GOOD  # passed over once
+                entry.queued = True
+                free.append(entry)
+        entry_or_none = self._rotate()
+        if entry_or_none is not None:
+            entry_or_none.outstanding += 1
+        return entry_or_none
+
+    def next_for_control(self) -> EvEntry | None:
+        """An EV for a probe or re-sent completion request: the plain rotation, no accounting."""
+        return self._rotate()
+
+    def release(self, entry: EvEntry) -> None:
+        """A data packet sent on ``entry`` was answered, or declared lost."""
+        entry.outstanding -= 1
+        if entry.outstanding == 0:
+            self._offer(entry)
+
+    def _offer(self, entry: EvEntry) -> None:
+        """Put ``entry`` on the free list if it can carry data."""
+        if (
+            not entry.queued
+            and entry.outstanding == 0
+            and entry.slot.current is entry
+            and (entry.state is _GOOD or entry.state is _SKIP)
+        ):
+            entry.queued = True
+            self._free.append(entry)
+
+    def _rotate(self) -> EvEntry | None:
+        """Plain round robin over the slots.
 
         SKIP EVs are passed over once (and become GOOD); two passes guarantee a GOOD EV is
         found when every usable EV was SKIP.
@@ -190,6 +253,10 @@ class EvSet:
     def set_plane_usable(self, plane: int, usable: bool) -> None:
         """Use (or stop using) every EV of ``plane``: its port, or the peer's, went up or down."""
         self._plane_usable[plane] = usable
+        if usable:
+            for slot in self._slots:
+                if slot.plane == plane:
+                    self._offer(slot.current)
 
     def plane_usable(self, plane: int) -> bool:
         """Whether EVs of ``plane`` may be used."""
@@ -292,6 +359,8 @@ class EvSet:
         slot.current = standin
         if needed:
             self._start_probing(standin, needed, now, at_once=True)
+        else:
+            self._offer(standin)
 
     def _start_probing(self, entry: EvEntry, needed: int, now: float, at_once: bool) -> None:
         entry.probe_streak = 0
@@ -339,6 +408,7 @@ class EvSet:
             displaced = slot.current
             self._discard(displaced)
             slot.current = entry
+        self._offer(entry)
 
     def _discard(self, entry: EvEntry) -> None:
         """Drop a stand-in for good: it leaves the slot, probing and the value pool."""

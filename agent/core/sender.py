@@ -458,6 +458,8 @@ class Sender:
             rec.in_flight = False
             del self._in_flight[rec.psn]
             self.bytes_in_flight -= rec.length
+            if rec.entry is not None:
+                self._ev_set.release(rec.entry)
         counters = self._counters
         counters.packets_acked += 1
         counters.bytes_acked += rec.length
@@ -526,6 +528,8 @@ class Sender:
         del self._in_flight[rec.psn]
         rec.in_flight = False
         self.bytes_in_flight -= rec.length
+        if rec.entry is not None:
+            self._ev_set.release(rec.entry)
         rec.lost_cause = cause
         self._counters.losses[cause] += 1
         if front:
@@ -593,7 +597,7 @@ class Sender:
 
     def _send_tail_probe(self) -> None:
         self._probe_outstanding = True
-        entry = self._ev_set.next_for_data()
+        entry = self._ev_set.next_for_control()
         if entry is None:
             return  # no usable EV: leave the tail to the RTO
         self._probe_psn = next(reversed(self._in_flight))
@@ -613,7 +617,7 @@ class Sender:
     def _resend_completion(self, message: OutboundMessage, now: float) -> None:
         """The receiver's ACK is overdue: resend the message's last packet to ask again."""
         message.confirm_attempts += 1
-        entry = self._ev_set.next_for_data()
+        entry = self._ev_set.next_for_control()
         if entry is not None:
             length = message.length
             offset = ((length - 1) // self._mss) * self._mss if length else 0

@@ -208,3 +208,34 @@ def test_report_lists_slot_holders_and_retired_home_evs():
     retired = [r for r in report if r.ev == victim.value]
     assert retired[0].state is EvState.ASSUMED_BAD and retired[0].losses == 1
     assert sum(not r.home for r in report) == 1
+
+
+def test_an_ev_with_an_unanswered_packet_waits_while_answered_ones_are_free():
+    evs = _set(size=4)
+    a, b, c, d = _rotation(evs, 4)
+    for entry in (c, a):
+        evs.release(entry)  # answers arrive for c, then a
+    assert _rotation(evs, 2) == [c, a]  # answered EVs first, in the order answers came
+    assert b.outstanding == 1 and d.outstanding == 1
+
+
+def test_when_every_ev_has_a_packet_outstanding_the_plain_rotation_decides():
+    evs = _set(size=3)
+    first = _rotation(evs, 3)
+    assert _rotation(evs, 3) == first
+    assert all(e.outstanding == 2 for e in first)
+
+
+def test_a_released_ev_that_was_retired_meanwhile_does_not_return():
+    evs = _set(size=2)
+    a, b = _rotation(evs, 2)
+    evs.retire(a, now=0.0)
+    evs.release(a)
+    evs.release(b)
+    assert evs.next_for_data() is b
+
+
+def test_control_picks_do_not_hold_an_ev():
+    evs = _set(size=2)
+    entry = evs.next_for_control()
+    assert entry is not None and entry.outstanding == 0
