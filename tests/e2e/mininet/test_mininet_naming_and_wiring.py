@@ -1,0 +1,158 @@
+"""The wiring plan and names of a Mininet run: pure computations, no root or Mininet needed.
+
+These pin down the properties bring-up relies on before it touches the machine: every
+root-namespace name is unique, fits Linux's 15 characters and carries the run prefix (so a
+crashed run is found by it), every switch-to-switch link is patched, and every host NIC sends
+to the MAC of the switch port it is plugged into.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from topologies import LinkId, Topology, load_topology, load_topology_text
+from topologies.mininet.link_lookup import LinkNotFound, find_link
+from topologies.mininet.naming import (
+    MAX_IFNAME_LEN,
+    NamingError,
+    check_run_prefix,
+    random_run_prefix,
+    run_of,
+    switch_ifname,
+)
+from topologies.mininet.wiring import plan_wiring
+
+PREFIX = "mn0a1b"
+
+
+@pytest.fixture(scope="module", params=["leaf-spine", "leaf-spine-4x4", "fat-tree", "two-plane"])
+def preset(request) -> Topology:
+    return load_topology(request.param)
+
+
+def test_random_prefixes_have_the_run_prefix_form():
+    for _ in range(20):
+        assert check_run_prefix(random_run_prefix())
+
+
+@pytest.mark.parametrize("bad", ["mrc12345", "mn12", "MN0a1b", "mn0a1bx", "mn0a1g"])
+def test_a_malformed_prefix_is_rejected(bad):
+    with pytest.raises(NamingError):
+        check_run_prefix(bad)
+
+
+def test_names_are_traced_back_to_their_run_and_foreign_names_to_none():
+    assert run_of("mn0a1b-h1") == "mn0a1b"
+    assert run_of("mn0a1b-l1-3") == "mn0a1b"
+    # PTF and benchmark namespaces (tools/netns.py) and ordinary interfaces are not runs.
+    for foreign in ("mrc1a2b3-ptf", "eth0", "mn0a1b", "mnxyz1-h1", "br0"):
+        assert run_of(foreign) is None
+
+
+def test_switch_interfaces_are_readable_when_they_fit_and_compact_otherwise():
+    assert switch_ifname(PREFIX, "l1", 1, 3) == "mn0a1b-l1-3"
+    long_name = switch_ifname(PREFIX, "spine12345", 17, 510)
+    assert long_name == "mn0a1b-17-510"
+    assert len(long_name) <= MAX_IFNAME_LEN
+
+
+def test_an_interface_name_that_cannot_fit_is_an_error():
+    with pytest.raises(NamingError):
+        switch_ifname(PREFIX, "spine12345", 123456, 510)
+
+
+def test_every_root_interface_is_unique_short_and_carries_the_prefix(preset):
+    wiring = plan_wiring(preset, PREFIX)
+    names = [name for ports in wiring.switch_ports.values() for name in ports.values()]
+    assert len(names) == len(set(names))
+    assert all(len(name) <= MAX_IFNAME_LEN for name in names)
+    assert all(run_of(name) == PREFIX for name in names)
+    assert run_of(wiring.patch_panel_netns) == PREFIX
+    assert all(run_of(wiring.host_netns(host.name)) == PREFIX for host in preset.hosts)
+
+
+def test_bmv2_binds_exactly_the_ports_the_topology_uses(preset):
+    wiring = plan_wiring(preset, PREFIX)
+    for switch in preset.switches:
+        assert tuple(sorted(wiring.switch_ports[switch.name])) == preset.switch_ports(switch.name)
+
+
+def test_every_switch_link_is_patched_through_its_own_bridge_and_no_host_link_is(preset):
+    wiring = plan_wiring(preset, PREFIX)
+    assert {patch.link.id for patch in wiring.patches} == {link.id for link in preset.links}
+    assert len({patch.bridge for patch in wiring.patches}) == len(wiring.patches)
+    assert wiring.host_link_ids == {link.id for link in preset.host_links}
+    for patch in wiring.patches:
+        ends = {(end.switch, end.port) for end in patch.ends}
+        assert ends == {(end.node, end.port) for end in (patch.link.a, patch.link.b)}
+        for end in patch.ends:
+            assert end.switch_ifname == wiring.switch_ports[end.switch][end.port]
+            assert len(end.panel_ifname) <= MAX_IFNAME_LEN
+
+
+def test_each_nic_sends_to_the_mac_of_the_switch_port_it_is_plugged_into(preset):
+    wiring = plan_wiring(preset, PREFIX)
+    assert len(wiring.host_nics) == sum(len(host.nics) for host in preset.hosts)
+    for nic_wiring in wiring.host_nics:
+        nic = nic_wiring.nic
+        switch = preset.switch(nic.switch)
+        assert nic_wiring.gateway_mac == switch.port_mac(nic.switch_port)
+        assert nic_wiring.switch_ifname == wiring.switch_ports[nic.switch][nic.switch_port]
+        assert nic.ipv4.ip in nic_wiring.plane.ipv4_prefix
+        assert nic.ipv6.ip in nic_wiring.plane.ipv6_prefix
+
+
+def test_a_multi_nic_host_gets_one_routing_table_per_nic():
+    two_plane = load_topology("two-plane")
+    wiring = plan_wiring(two_plane, PREFIX)
+    for host in two_plane.hosts:
+        nics = wiring.nics_of(host.name)
+        assert [nic.nic.name for nic in nics] == [nic.name for nic in host.nics]
+        assert len({nic.table for nic in nics}) == len(nics)
+        assert {nic.plane.id for nic in nics} == {0, 1}
+
+
+_PARALLEL = """\
+name: parallel
+switches:
+  - {name: l1, role: leaf, device_id: 1}
+  - {name: s1, role: spine, device_id: 2}
+hosts:
+  - name: h1
+    nics:
+      - {switch: l1, port: 1}
+links:
+  - {a: "l1:2", b: "s1:1"}
+  - {a: "l1:3", b: "s1:2"}
+"""
+
+
+def test_a_link_is_found_by_node_names_in_either_order():
+    topology = load_topology("leaf-spine")
+    link = find_link(topology, "s1", "l1")
+    assert link.id == find_link(topology, "l1", "s1").id
+    assert {link.a.node, link.b.node} == {"l1", "s1"}
+    assert find_link(topology, "h1", "l1").id in {nic_link.id for nic_link in topology.host_links}
+
+
+def test_parallel_links_need_a_port_and_the_error_lists_them():
+    topology = load_topology_text(_PARALLEL)
+    with pytest.raises(LinkNotFound, match=r"2 links between l1 and s1.*l1:2.*l1:3"):
+        find_link(topology, "l1", "s1")
+    link = find_link(topology, "l1:3", "s1")
+    assert link.id == LinkId.between(link.a, link.b)
+    assert {(end.node, end.port) for end in (link.a, link.b)} == {("l1", 3), ("s1", 2)}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "message"),
+    [
+        ("l1", "l2", "no link between l1 and l2"),
+        ("l1", "x9", "'x9' is neither a switch nor a host"),
+        ("l1:x", "s1", "must be a number"),
+        ("l1:7", "s1", "no link between l1:7 and s1"),
+    ],
+)
+def test_a_link_that_does_not_exist_is_a_clear_error(a, b, message):
+    with pytest.raises(LinkNotFound, match=message):
+        find_link(load_topology("leaf-spine"), a, b)

@@ -1,0 +1,5 @@
+"""``python -m topologies.mininet``: see ``topologies.mininet.cli``."""
+
+from topologies.mininet.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,391 @@
+"""Bring a topology up in Mininet with one BMv2 per switch, operate it, and tear it all down.
+
+    with running_network(load_topology("leaf-spine")) as net:
+        net.cut("l1", "s1")            # patch ends down: both BMv2s see carrier loss
+        net.restore("l1", "s1")
+        net.restart_switch("s2")       # kill -9, start again with the same options
+        net.set_queue("l1", 3, rate_pps=500, depth=32)
+
+What comes up: every switch as a ``simple_switch_grpc`` in the root namespace with no program
+(the controller pushes it), every host in a named namespace with the topology's NICs
+configured, every switch-to-switch link patched through a bridge in the patch-panel namespace
+(see ``patch_panel``). Offloads are off on both ends of every veth. Mininet's TCLink shaping is
+not used (it needs netem, which some kernels lack): the bottleneck for ECN and trimming is
+BMv2's own egress queue, set with :meth:`TestbedNetwork.set_queue`.
+
+Teardown runs on every exit: normal, exception, Ctrl-C, SIGTERM/SIGHUP (turned into
+KeyboardInterrupt by :func:`running_network`), and interpreter exit (atexit) for a network
+that was never closed. It ends with a sweep of everything named after the run's prefix, which
+is also what ``python -m topologies.mininet clean`` does for runs whose owner was killed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from mininet.net import Mininet
+
+from tools.bmv2 import Bmv2Options, thrift_cli
+from tools.netns import terminate_on_signals
+from tools.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
+from topologies.mininet.bmv2_switch import Bmv2Switch, port_in_use
+from topologies.mininet.cleanup import Leftovers, sweep
+from topologies.mininet.host_config import offloads_off, sysctl
+from topologies.mininet.link_lookup import find_link
+from topologies.mininet.naming import PATCH_PANEL_NODE
+from topologies.mininet.patch_panel import PatchPanel
+from topologies.mininet.runs import allocate_prefix, remove_record, runs_root, write_record
+from topologies.mininet.system import run_all_in
+from topologies.mininet.testbed_host import TestbedHost
+from topologies.mininet.wiring import Wiring, plan_wiring
+from topologies.model import LinkId, Topology
+
+log = logging.getLogger(__name__)
+
+#: Commands the bring-up runs besides BMv2 and Mininet's own.
+REQUIRED_COMMANDS = ("ip", "ethtool", "sysctl", "mnexec")
+
+
+class BringUpError(RuntimeError):
+    """The network cannot come up here; raised before anything is created."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("cannot bring the topology up:\n  - " + "\n  - ".join(problems))
+        self.problems = problems
+
+
+def preflight_problems(topology: Topology) -> list[str]:
+    """What prevents ``topology`` from coming up on this machine (empty when nothing does)."""
+    problems = []
+    if not is_root():
+        problems.append("needs root (network namespaces, veths, BMv2 on raw interfaces)")
+    binary = find_tool(SIMPLE_SWITCH_GRPC)
+    if binary is None:
+        problems.append(f"simple_switch_grpc not found: {SIMPLE_SWITCH_GRPC.how_to_get}")
+    elif not bmv2_has_thrift(binary):
+        problems.append(f"{binary} has no Thrift server (queue settings need it): rebuild it")
+    for command in REQUIRED_COMMANDS:
+        if shutil.which(command) is None:
+            problems.append(f"command {command!r} not found (`make setup` installs it)")
+    for switch in topology.switches:
+        for what, port in (("gRPC", switch.grpc_port), ("Thrift", switch.thrift_port)):
+            if port_in_use(port):
+                problems.append(
+                    f"switch {switch.name}: {what} port {port} is in use (another run still up? "
+                    "`python -m topologies.mininet clean` removes dead runs)"
+                )
+    return problems
+
+
+class TestbedNetwork:
+    """One topology running in Mininet; construct, :meth:`start`, and always :meth:`close`."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        keep_logs: bool = False,
+        startup_timeout: float = 30.0,
+        runs_dir: Path | None = None,
+    ) -> None:
+        """Plan the run (prefix, names); nothing on the machine changes until :meth:`start`."""
+        self.topology = topology
+        self.keep_logs = keep_logs
+        self.startup_timeout = startup_timeout
+        root = runs_dir or runs_root()
+        self.prefix = allocate_prefix(root)
+        self.run_dir = root / self.prefix
+        self.wiring: Wiring = plan_wiring(topology, self.prefix)
+        self.mininet: Mininet | None = None
+        self.patch_panel: PatchPanel | None = None
+        self.leftovers: Leftovers | None = None
+        self._cut: set[LinkId] = set()
+        self._started = False
+        self._closed = False
+
+    # -- life cycle --------------------------------------------------------------------------
+    def start(self) -> TestbedNetwork:
+        """Create everything and start every switch; on any failure, tear down and re-raise."""
+        if self._started:
+            raise RuntimeError(f"run {self.prefix} was already started")
+        problems = preflight_problems(self.topology)
+        if problems:
+            raise BringUpError(problems)
+        self.run_dir.mkdir(parents=True)
+        write_record(self.run_dir, self.topology.name)
+        self._started = True
+        atexit.register(self.close)
+        try:
+            self._create_nodes()
+            self._create_links()
+            assert self.mininet is not None
+            self.mininet.build()  # configures the hosts (TestbedHost.config)
+            self.mininet.start()  # launches BMv2 everywhere, then waits for each
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> Leftovers:
+        """Stop every switch and node and sweep the run's prefix; returns what is left (empty
+        unless something refused to go, which is also logged). Safe to call more than once."""
+        if self._closed or not self._started:
+            return self.leftovers or Leftovers((), (), ())
+        self._closed = True
+        atexit.unregister(self.close)
+        for switch in self._switch_nodes():
+            _logged(f"stopping {switch.name}", switch.stop_process)
+        if self.mininet is not None:
+            nodes = [*self.mininet.hosts, *self.mininet.switches]
+            if self.patch_panel is not None:
+                nodes.append(self.patch_panel)
+            for node in nodes:
+                _logged(f"terminating {node.name}", node.terminate)
+        self.leftovers = sweep(self.prefix)
+        if not self.leftovers.empty:
+            log.warning("run %s: teardown left %s", self.prefix, self.leftovers)
+        remove_record(self.run_dir)
+        if not self.keep_logs:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        return self.leftovers
+
+    def __enter__(self) -> TestbedNetwork:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- access ------------------------------------------------------------------------------
+    def host(self, name: str) -> TestbedHost:
+        """The Mininet host ``name``."""
+        node = self._net()[name]
+        if not isinstance(node, TestbedHost):
+            raise KeyError(f"{name!r} is not a host")
+        return node
+
+    def switch(self, name: str) -> Bmv2Switch:
+        """The Mininet switch ``name``."""
+        node = self._net()[name]
+        if not isinstance(node, Bmv2Switch):
+            raise KeyError(f"{name!r} is not a switch")
+        return node
+
+    def grpc_address(self, switch: str) -> str:
+        """Where the switch's P4Runtime server listens."""
+        return self.switch(switch).bmv2.grpc_addr
+
+    @property
+    def cut_links(self) -> frozenset[LinkId]:
+        """Links cut through this object and not restored (the controller's link state)."""
+        return frozenset(self._cut)
+
+    # -- operations --------------------------------------------------------------------------
+    def cut(self, a: str, b: str) -> LinkId:
+        """Cut the link between ``a`` and ``b`` (names, or ``node:port``) without ever setting
+        a BMv2-bound interface down: a host link from the host's side, a switch link at the
+        patch panel."""
+        link_id = find_link(self.topology, a, b).id
+        if link_id in self.wiring.host_link_ids:
+            nic = self.wiring.nic_for(link_id)
+            self.host(nic.host).cut_nic(nic.nic.name)
+        else:
+            self._panel().cut(self.wiring.patch_for(link_id))
+        self._cut.add(link_id)
+        return link_id
+
+    def restore(self, a: str, b: str) -> LinkId:
+        """Undo :meth:`cut` (a host NIC gets its addresses, neighbours and routes back)."""
+        link_id = find_link(self.topology, a, b).id
+        if link_id in self.wiring.host_link_ids:
+            nic = self.wiring.nic_for(link_id)
+            self.host(nic.host).restore_nic(nic.nic.name)
+        else:
+            self._panel().restore(self.wiring.patch_for(link_id))
+        self._cut.discard(link_id)
+        return link_id
+
+    def restart_switch(self, name: str) -> int:
+        """kill -9 the switch's BMv2 and start it again with the same options; returns the new
+        pid once it serves again. It comes back empty: its controller reprograms it."""
+        return self.switch(name).restart(self.startup_timeout)
+
+    def set_queue(
+        self, switch: str, port: int, rate_pps: int, depth: int, priority: int = 0
+    ) -> None:
+        """Set the rate (packets/s, 0 = unlimited) and depth (packets) of one egress priority
+        queue of one port over Thrift (BMv2 has no P4Runtime call for it).
+
+        Priority 0 is the normal queue (the bottleneck for ECN and trimming); 1 is the
+        high-priority queue of trimmed headers and control packets, limited separately.
+        """
+        node = self.switch(switch)
+        if port not in self.wiring.switch_ports[switch]:
+            raise ValueError(f"{switch} has no port {port} in topology {self.topology.name!r}")
+        if rate_pps < 0:
+            raise ValueError(f"queue rate must be >= 0 packets/s (0 = unlimited), not {rate_pps}")
+        if depth < 1:
+            raise ValueError(f"queue depth must be at least 1 packet, not {depth}")
+        if not 0 <= priority < node.bmv2.priority_queues:
+            raise ValueError(
+                f"priority must be in 0..{node.bmv2.priority_queues - 1}, not {priority}"
+            )
+        thrift_cli(
+            [
+                f"set_queue_rate {rate_pps} {port} {priority}",
+                f"set_queue_depth {depth} {port} {priority}",
+            ],
+            node.bmv2.thrift_port,
+        )
+
+    def summary(self) -> str:
+        """What is running, in a few lines per node (the CLI prints this)."""
+        lines = [f"topology {self.topology.name} up as run {self.prefix} (logs: {self.run_dir})"]
+        for switch in self.topology.switches:
+            node = self.switch(switch.name)
+            ports = ", ".join(
+                f"{port}@{ifname}" for port, ifname in self.wiring.switch_ports[switch.name].items()
+            )
+            lines.append(
+                f"  {switch.name:<10} device {switch.device_id} pid {node.bmv2_pid} "
+                f"gRPC {node.bmv2.grpc_addr} Thrift {switch.thrift_port}  ports {ports}"
+            )
+        for host in self.topology.hosts:
+            nics = "; ".join(
+                f"{nic.name} {nic.ipv4} {nic.ipv6} -> {nic.switch}:{nic.switch_port}"
+                for nic in host.nics
+            )
+            lines.append(f"  {host.name:<10} netns {self.wiring.host_netns(host.name)}  {nics}")
+        if self.wiring.patches:
+            lines.append(f"  switch links patched in netns {self.wiring.patch_panel_netns}")
+        return "\n".join(lines)
+
+    # -- building ------------------------------------------------------------------------------
+    def _create_nodes(self) -> None:
+        net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False)
+        self.mininet = net
+        settings = self.topology.settings
+        for switch in self.topology.switches:
+            net.addSwitch(
+                switch.name,
+                cls=Bmv2Switch,
+                bmv2=Bmv2Options(
+                    ports=self.wiring.switch_ports[switch.name],
+                    device_id=switch.device_id,
+                    grpc_port=switch.grpc_port,
+                    thrift_port=switch.thrift_port,
+                    cpu_port=settings.cpu_port,
+                    log_dir=self.run_dir,
+                ),
+                startup_timeout=self.startup_timeout,
+            )
+        for host in self.topology.hosts:
+            net.addHost(
+                host.name,
+                cls=TestbedHost,
+                netns=self.wiring.host_netns(host.name),
+                nics=self.wiring.nics_of(host.name),
+                ip=None,
+            )
+        if self.wiring.patches:
+            self.patch_panel = PatchPanel(PATCH_PANEL_NODE, netns=self.wiring.patch_panel_netns)
+            # Reachable by name in the Mininet CLI (`patch-panel ip link`), but not a host.
+            net.nameToNode[PATCH_PANEL_NODE] = self.patch_panel
+
+    def _create_links(self) -> None:
+        net = self._net()
+        for nic in self.wiring.host_nics:
+            switch = self.topology.switch(nic.nic.switch)
+            net.addLink(
+                self.switch(switch.name),
+                self.host(nic.host),
+                port1=nic.nic.switch_port,
+                port2=nic.nic.index,
+                intfName1=nic.switch_ifname,
+                intfName2=nic.nic.name,
+                addr1=nic.gateway_mac,
+                addr2=nic.nic.mac,
+                up=False,
+            )
+        panel = self.patch_panel
+        patch_ends = [end for patch in self.wiring.patches for end in patch.ends]
+        for panel_port, end in enumerate(patch_ends, start=1):
+            assert panel is not None
+            net.addLink(
+                self.switch(end.switch),
+                panel,
+                port1=end.port,
+                port2=panel_port,
+                intfName1=end.switch_ifname,
+                intfName2=end.panel_ifname,
+                addr1=self.topology.switch(end.switch).port_mac(end.port),
+                up=False,
+            )
+        for ports in self.wiring.switch_ports.values():
+            for ifname in ports.values():
+                run_all_in(
+                    None,
+                    [
+                        sysctl(f"net.ipv6.conf.{ifname}.disable_ipv6", 1),
+                        offloads_off(ifname),
+                        ("ip", "link", "set", "dev", ifname, "up"),
+                    ],
+                )
+        for patch in self.wiring.patches:
+            assert panel is not None
+            panel.join(patch)
+
+    def _net(self) -> Mininet:
+        if self.mininet is None:
+            raise RuntimeError(f"run {self.prefix} is not started")
+        return self.mininet
+
+    def _panel(self) -> PatchPanel:
+        if self.patch_panel is None:
+            raise RuntimeError(f"run {self.prefix} has no patch panel")
+        return self.patch_panel
+
+    def _switch_nodes(self) -> list[Bmv2Switch]:
+        if self.mininet is None:
+            return []
+        return [node for node in self.mininet.switches if isinstance(node, Bmv2Switch)]
+
+
+@contextlib.contextmanager
+def running_network(
+    topology: Topology,
+    *,
+    keep_logs: bool = False,
+    startup_timeout: float = 30.0,
+    runs_dir: Path | None = None,
+) -> Iterator[TestbedNetwork]:
+    """Bring ``topology`` up for the ``with`` block; tear it down however the block ends.
+
+    In the main thread, SIGTERM and SIGHUP become KeyboardInterrupt for the duration, so a
+    killed test run or a closed terminal unwinds through the teardown as Ctrl-C does.
+    """
+    network = TestbedNetwork(
+        topology, keep_logs=keep_logs, startup_timeout=startup_timeout, runs_dir=runs_dir
+    )
+    in_main = threading.current_thread() is threading.main_thread()
+    with terminate_on_signals() if in_main else contextlib.nullcontext():
+        network.start()
+        try:
+            yield network
+        finally:
+            network.close()
+
+
+def _logged(what: str, action: Callable[[], object]) -> None:
+    """Run one teardown step; a failure is logged and the teardown goes on."""
+    try:
+        action()
+    except Exception:
+        log.exception("teardown: %s failed", what)

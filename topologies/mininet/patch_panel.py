@@ -1,0 +1,90 @@
+"""The patch panel: one namespace where every switch-to-switch link is patched through a bridge.
+
+A direct veth between two BMv2 switches cannot be cut safely: setting either end down freezes
+the BMv2 bound to it (behavioral-model issue 1215), and Mininet's ``link s1 s2 down`` sets both.
+Each switch's veth therefore ends here, the two panel ends of a link joined by a bridge; a cut
+sets the panel ends down, so both switches see only carrier loss and their ``watch_port``s react.
+
+Each bridge is a plain two-port hub: no STP (ports forward at once), no learning (a frame a
+controller sends with any source MAC never teaches it to drop the next one), no multicast
+snooping, and LLDP forwarded (``group_fwd_mask``: bridges drop 01:80:c2:00:00:0e by default,
+and the controller's link discovery runs on LLDP). IPv6 is off in the panel, so the kernel adds
+no chatter of its own to the links.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mininet.node import Node
+
+from topologies.mininet.host_config import offloads_off, sysctl
+from topologies.mininet.system import attach_netns, run_all_in
+from topologies.mininet.wiring import PatchWiring
+
+#: Bit 14 of the group forwarding mask: 01:80:c2:00:00:0e, the LLDP destination.
+LLDP_GROUP_FWD_MASK = 1 << 14
+
+
+class PatchPanel(Node):  # type: ignore[misc]  # Mininet has no type hints
+    """The namespace holding every patched link's bridge."""
+
+    def __init__(self, name: str, netns: str, **params: Any) -> None:
+        super().__init__(name, inNamespace=True, **params)
+        self.netns = netns
+        attach_netns(netns, self.pid)
+        # Interfaces made from now on inherit "default": no IPv6 on any panel port.
+        run_all_in(
+            netns,
+            [
+                ("ip", "link", "set", "dev", "lo", "up"),
+                sysctl("net.ipv6.conf.all.disable_ipv6", 1),
+                sysctl("net.ipv6.conf.default.disable_ipv6", 1),
+            ],
+        )
+
+    def join(self, patch: PatchWiring) -> None:
+        """Bridge the two panel ends of a link and bring the link up."""
+        commands = [
+            (
+                "ip",
+                "link",
+                "add",
+                "name",
+                patch.bridge,
+                "type",
+                "bridge",
+                "stp_state",
+                "0",
+                "mcast_snooping",
+                "0",
+                "group_fwd_mask",
+                str(LLDP_GROUP_FWD_MASK),
+            ),
+            ("ip", "link", "set", "dev", patch.bridge, "up"),
+        ]
+        for end in patch.ends:
+            commands += [
+                offloads_off(end.panel_ifname),
+                ("ip", "link", "set", "dev", end.panel_ifname, "master", patch.bridge),
+                (
+                    *("ip", "link", "set", "dev", end.panel_ifname),
+                    *("type", "bridge_slave", "learning", "off"),
+                ),
+            ]
+        run_all_in(self.netns, commands)
+        self.restore(patch)
+
+    def cut(self, patch: PatchWiring) -> None:
+        """Set both panel ends down: each switch's own end reads carrier loss."""
+        run_all_in(
+            self.netns,
+            [("ip", "link", "set", "dev", end.panel_ifname, "down") for end in patch.ends],
+        )
+
+    def restore(self, patch: PatchWiring) -> None:
+        """Bring both panel ends up again: carrier returns on both switches."""
+        run_all_in(
+            self.netns,
+            [("ip", "link", "set", "dev", end.panel_ifname, "up") for end in patch.ends],
+        )
