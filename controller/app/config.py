@@ -1,0 +1,237 @@
+"""The controller's configuration: a YAML file, command-line overrides, and defaults.
+
+Everything has a default, so ``mrc-controller run leaf-spine`` needs no file. The file (all
+keys optional)::
+
+    election_id: 10              # P4Runtime arbitration; the highest live id is primary
+    grpc_host: 127.0.0.1         # where the switches' gRPC and Thrift servers listen
+    switch_hosts: {s1: 10.0.0.1} # per-switch override of grpc_host
+    tls:                         # gRPC over TLS (paths relative to the file)
+      ca_cert: certs/ca.pem
+      cert: certs/controller.pem # client certificate and key (mutual TLS), optional
+      key: certs/controller.key
+      target_name_override: ""   # name the switch certificate is checked against
+    pipeline: {p4info: p4src/build/mrc.p4info.txtpb, json: p4src/build/mrc.json}
+    discovery: true              # LLDP link discovery (false: links are as the topology says)
+    probe_interval_ms: 10        # default: the topology's settings.lldp.interval_ms
+    miss_limit: 3                # default: the topology's settings.lldp.miss_limit
+    probe_host_ports: true       # probe host-facing ports too (finds miswired links)
+    queues: true                 # set queue depth and rate over Thrift
+    max_batch: 1000              # updates per P4Runtime write request
+    status_socket: /tmp/mrc-controller.sock
+    event_log: null              # a file for the JSON-lines event log; null: stdout
+
+A wrong key or value is a :class:`ConfigError` naming the file and the key, raised before the
+controller touches any switch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.southbound import p4_program
+from controller.southbound.writer import DEFAULT_MAX_BATCH
+
+DEFAULT_STATUS_SOCKET = Path("/tmp/mrc-controller.sock")
+MAX_ELECTION_ID = (1 << 128) - 1
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the source and the key."""
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """Certificates for gRPC over TLS; ``cert`` and ``key`` only for mutual TLS."""
+
+    ca_cert: Path
+    cert: Path | None = None
+    key: Path | None = None
+    target_name_override: str = ""
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """Every setting of a controller run (see the module docs for their meaning)."""
+
+    election_id: int = 10
+    grpc_host: str = "127.0.0.1"
+    switch_hosts: dict[str, str] = field(default_factory=dict)
+    tls: TlsConfig | None = None
+    p4info: Path = p4_program.P4INFO_PATH
+    p4blob: Path = p4_program.P4BLOB_PATH
+    discovery: bool = True
+    probe_interval_ms: int | None = None
+    miss_limit: int | None = None
+    probe_host_ports: bool = True
+    queues: bool = True
+    max_batch: int = DEFAULT_MAX_BATCH
+    status_socket: Path = DEFAULT_STATUS_SOCKET
+    event_log: Path | None = None
+
+    def host_of(self, switch: str) -> str:
+        """Where ``switch``'s servers listen."""
+        return self.switch_hosts.get(switch, self.grpc_host)
+
+    def with_overrides(self, **overrides: Any) -> ControllerConfig:
+        """A copy with the given settings replaced; None values are ignored (flag not given)."""
+        known = {f.name for f in fields(self)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")
+        changes = {key: value for key, value in overrides.items() if value is not None}
+        config = replace(self, **changes)
+        config.validate("command line")
+        return config
+
+    def validate(self, source: str) -> None:
+        """Raise ConfigError for values out of range."""
+        if not 1 <= self.election_id <= MAX_ELECTION_ID:
+            raise ConfigError(f"{source}: election_id must be 1..2^128-1, not {self.election_id}")
+        if self.probe_interval_ms is not None and self.probe_interval_ms < 1:
+            raise ConfigError(f"{source}: probe_interval_ms must be at least 1")
+        if self.miss_limit is not None and self.miss_limit < 1:
+            raise ConfigError(f"{source}: miss_limit must be at least 1")
+        if self.max_batch < 1:
+            raise ConfigError(f"{source}: max_batch must be at least 1")
+
+
+def load_config(path: Path | None) -> ControllerConfig:
+    """The configuration in ``path`` (defaults for what it leaves out); defaults when None."""
+    if path is None:
+        return ControllerConfig()
+    source = str(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{source}: cannot read: {error}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source}: not valid YAML: {error}") from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings at the top")
+    config = _parse(document, source, path.parent)
+    config.validate(source)
+    return config
+
+
+_TOP_KEYS = {
+    "election_id",
+    "grpc_host",
+    "switch_hosts",
+    "tls",
+    "pipeline",
+    "discovery",
+    "probe_interval_ms",
+    "miss_limit",
+    "probe_host_ports",
+    "queues",
+    "max_batch",
+    "status_socket",
+    "event_log",
+}
+
+
+def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfig:
+    unknown = set(document) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{source}: unknown keys: {', '.join(sorted(map(str, unknown)))}")
+    default = ControllerConfig()
+    values: dict[str, Any] = {}
+    reader = _Reader(document, source, base)
+    values["election_id"] = reader.integer("election_id", default.election_id)
+    values["grpc_host"] = reader.text("grpc_host", default.grpc_host)
+    values["switch_hosts"] = reader.text_map("switch_hosts")
+    values["discovery"] = reader.boolean("discovery", default.discovery)
+    values["probe_interval_ms"] = reader.optional_integer("probe_interval_ms")
+    values["miss_limit"] = reader.optional_integer("miss_limit")
+    values["probe_host_ports"] = reader.boolean("probe_host_ports", default.probe_host_ports)
+    values["queues"] = reader.boolean("queues", default.queues)
+    values["max_batch"] = reader.integer("max_batch", default.max_batch)
+    values["status_socket"] = reader.path("status_socket") or default.status_socket
+    values["event_log"] = reader.path("event_log")
+    values["tls"] = _parse_tls(document.get("tls"), source, base)
+    pipeline = document.get("pipeline")
+    if pipeline is not None:
+        if not isinstance(pipeline, dict) or set(pipeline) - {"p4info", "json"}:
+            raise ConfigError(f"{source}: pipeline takes only the keys p4info and json")
+        pipe = _Reader(pipeline, f"{source}: pipeline", base)
+        values["p4info"] = pipe.path("p4info") or default.p4info
+        values["p4blob"] = pipe.path("json") or default.p4blob
+    return ControllerConfig(**values)
+
+
+def _parse_tls(section: object, source: str, base: Path) -> TlsConfig | None:
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: tls must be a mapping")
+    unknown = set(section) - {"ca_cert", "cert", "key", "target_name_override"}
+    if unknown:
+        raise ConfigError(f"{source}: tls: unknown keys: {', '.join(sorted(map(str, unknown)))}")
+    reader = _Reader(section, f"{source}: tls", base)
+    ca_cert = reader.path("ca_cert")
+    if ca_cert is None:
+        raise ConfigError(f"{source}: tls needs ca_cert")
+    cert, key = reader.path("cert"), reader.path("key")
+    if (cert is None) != (key is None):
+        raise ConfigError(f"{source}: tls needs both cert and key, or neither")
+    return TlsConfig(ca_cert, cert, key, reader.text("target_name_override", ""))
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """Typed access to one mapping of the file, with errors naming the key."""
+
+    data: dict[str, Any]
+    source: str
+    base: Path
+
+    def _fail(self, key: str, expected: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {key} must be {expected}, not {self.data[key]!r}")
+
+    def integer(self, key: str, default: int) -> int:
+        value = self.optional_integer(key)
+        return default if value is None else value
+
+    def optional_integer(self, key: str) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, "an integer")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise self._fail(key, "true or false")
+        return value
+
+    def text(self, key: str, default: str) -> str:
+        value = self.data.get(key, default)
+        if not isinstance(value, str):
+            raise self._fail(key, "a string")
+        return value
+
+    def text_map(self, key: str) -> dict[str, str]:
+        value = self.data.get(key) or {}
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self._fail(key, "a mapping of switch names to hosts")
+        return dict(value)
+
+    def path(self, key: str) -> Path | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self._fail(key, "a path")
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else self.base / path

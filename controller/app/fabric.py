@@ -1,0 +1,442 @@
+"""The running controller: intent from topology and link state, kept on every switch.
+
+It ties the pieces together and owns the decisions:
+
+* a switch where we become primary is *reconciled*: read back, diffed against the intent,
+  the difference written (never wiped), then it is *in service*;
+* link probes go out of every in-service switch each interval and are read back at the
+  neighbour (:mod:`controller.app.lldp`, :mod:`controller.app.liveness`); probes seen at a port
+  the topology does not join to the sender are reported, never used;
+* on a link change the whole fabric's intent is recomputed and only the switches whose intent
+  changed are programmed, each with only its difference; the time from the first lost probe to
+  the last acknowledged write is recorded as the failover;
+* every event goes to the structured event log, and no switch-side error ends the loop.
+
+A switch is only probed, and only takes probes, while in service: a restarted switch's links
+therefore count as down until it has been reprogrammed, so its neighbours do not route into a
+switch with empty tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import secrets
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.app.clock import Clock, SystemClock
+from controller.app.eventlog import EventLog
+from controller.app.failover import Failover
+from controller.app.liveness import LinkChange, LinkMonitor, LinkState, LinkStatus
+from controller.app.lldp import ForeignLldp, Probe, ProbeDecodeError, decode_probe, encode_probe
+from controller.app.programmer import IntentSource, RetryPolicy, SwitchProgrammer
+from controller.intent import FabricIntent, compute_intent, diff_intents
+from controller.intent.model import SwitchIntent
+from controller.southbound.interface import ProgramResult, Southbound, SwitchRole
+from topologies.model import Endpoint, LinkId, Topology
+
+#: A failover whose switches are not all programmed by then is recorded as incomplete.
+FAILOVER_WAIT_S = 30.0
+#: At most one log line per switch about malformed probes in this many seconds.
+MALFORMED_LOG_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class DiscoverySettings:
+    """Link discovery: probe interval, misses that mean down, and whom to probe."""
+
+    enabled: bool = True
+    interval_s: float = 0.010
+    miss_limit: int = 3
+    #: How long a probe may take to arrive before it counts as missed.
+    flight_allowance_s: float = 0.010
+    probe_host_ports: bool = True
+
+    @property
+    def probe_ttl_s(self) -> int:
+        """LLDP TTL advertised in probes: how long the information stays valid."""
+        return max(1, math.ceil(self.interval_s * self.miss_limit))
+
+
+@dataclass
+class SwitchView:
+    """What the controller knows about one switch."""
+
+    role: SwitchRole | None = None
+    in_service: bool = False
+    last_result: ProgramResult | None = None
+    last_ok_result: ProgramResult | None = None
+
+
+@dataclass
+class UnlistedLink:
+    """Probes seen between two ports that the topology does not join."""
+
+    sender: Endpoint
+    receiver: Endpoint
+    first_seen: float
+    last_seen: float
+    probes: int = 1
+
+
+@dataclass
+class ProbeStats:
+    """Probe counts since the controller started."""
+
+    sent: int = 0
+    received: int = 0
+    malformed: int = 0
+    foreign: int = 0
+    other_controller: int = 0
+    ignored: int = 0
+
+
+@dataclass
+class _MalformedLog:
+    last_logged: float = -math.inf
+    suppressed: int = 0
+
+
+@dataclass
+class FabricController:
+    """Keeps a fabric programmed with the intent of its topology and live links."""
+
+    topology: Topology
+    southbound: Southbound
+    log: EventLog
+    discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
+    clock: Clock = field(default_factory=SystemClock)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: Identifies this controller instance's probes (another instance's are ignored).
+    nonce: int = field(default_factory=lambda: secrets.randbits(32))
+    views: dict[str, SwitchView] = field(init=False)
+    intent: FabricIntent = field(init=False)
+    generation: int = field(init=False, default=0)
+    probe_stats: ProbeStats = field(init=False, default_factory=ProbeStats)
+    unlisted_links: dict[LinkId, UnlistedLink] = field(init=False, default_factory=dict)
+    last_failover: Failover | None = field(init=False, default=None)
+    started_at: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started_at = self.clock.monotonic()
+        self.views = {switch.name: SwitchView() for switch in self.topology.switches}
+        self.intent = compute_intent(self.topology)
+        self._down: set[LinkId] = set()
+        self._monitor = LinkMonitor(
+            self.topology.links, self.discovery.miss_limit, self.discovery.flight_allowance_s
+        )
+        self._probe_ports = {
+            switch.name: tuple(
+                port
+                for port in self.topology.switch_ports(switch.name)
+                if self.discovery.probe_host_ports
+                or self._monitor.monitors(Endpoint(switch.name, port))
+            )
+            for switch in self.topology.switches
+        }
+        self._sequence = 0
+        self._programmers = {
+            name: SwitchProgrammer(
+                name,
+                self._intent_source(name),
+                self._program_call,
+                self._on_result,
+                self.retry,
+            )
+            for name in self.views
+        }
+        self._malformed: dict[str, _MalformedLog] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- running -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Run until cancelled: the southbound, one programmer per switch, the probe loop."""
+        self.log.emit(
+            "controller_started",
+            topology=self.topology.name,
+            switches=list(self.views),
+            discovery=self.discovery.enabled,
+            probe_interval_ms=round(self.discovery.interval_s * 1000, 3),
+            miss_limit=self.discovery.miss_limit,
+            nonce=self.nonce,
+        )
+        workers: list[Coroutine[Any, Any, None]] = [self.southbound.run(self)]
+        workers += [programmer.run() for programmer in self._programmers.values()]
+        if self.discovery.enabled:
+            workers.append(self._probe_loop())
+        tasks = [asyncio.create_task(worker) for worker in workers]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in (*tasks, *self._background):
+                task.cancel()
+            await asyncio.gather(*tasks, *self._background, return_exceptions=True)
+            self.log.emit("controller_stopped")
+
+    def link_status(self) -> Mapping[LinkId, LinkStatus]:
+        """Every switch-to-switch link of the topology with its liveness."""
+        return self._monitor.status()
+
+    def down_links(self) -> frozenset[LinkId]:
+        """The links the current intent routes around."""
+        return frozenset(self._down)
+
+    # -- southbound events ---------------------------------------------------------------------
+    def switch_connected(self, switch: str, role: SwitchRole) -> None:
+        """Our channel to ``switch`` is up with ``role``: reconcile it when primary."""
+        view = self.views.get(switch)
+        if view is None:
+            return
+        self.log.emit("switch_connected", switch=switch, role=str(role))
+        view.role = role
+        view.in_service = False
+        programmer = self._programmers[switch]
+        programmer.reset()
+        if role is SwitchRole.PRIMARY:
+            programmer.request(read_back=True)
+
+    def switch_disconnected(self, switch: str) -> None:
+        """Our channel to ``switch`` is down; the southbound reconnects on its own."""
+        view = self.views.get(switch)
+        if view is None:
+            return
+        self.log.emit("switch_disconnected", switch=switch)
+        view.role = None
+        view.in_service = False
+        self._programmers[switch].reset()
+
+    def frame_received(self, switch: str, port: int, frame: bytes) -> None:
+        """A probe came up from ``port`` of ``switch``: feed liveness, or count why not."""
+        stats = self.probe_stats
+        view = self.views.get(switch)
+        if view is None or not view.in_service:
+            stats.ignored += 1
+            return
+        try:
+            probe = decode_probe(frame)
+        except ForeignLldp:
+            stats.foreign += 1
+            return
+        except ProbeDecodeError as error:
+            stats.malformed += 1
+            self._log_malformed(switch, port, str(error))
+            return
+        if probe.nonce != self.nonce:
+            stats.other_controller += 1
+            return
+        stats.received += 1
+        sender = Endpoint(probe.switch, probe.port)
+        receiver = Endpoint(switch, port)
+        now = self.clock.monotonic()
+        if not self._monitor.probe_received(sender, receiver, probe.sequence, now):
+            self._note_unlisted(sender, receiver, now)
+
+    # -- probing -------------------------------------------------------------------------------
+    async def probe_tick(self) -> list[LinkChange]:
+        """One probe round: send from every in-service switch, then apply due misses."""
+        self._sequence += 1
+        senders = [
+            name
+            for name, view in self.views.items()
+            if view.in_service and view.role is SwitchRole.PRIMARY
+        ]
+        await asyncio.gather(*(self._send_probes(name, self._sequence) for name in senders))
+        changes = self._monitor.evaluate(self.clock.monotonic())
+        if changes:
+            self._apply_link_changes(changes)
+        return changes
+
+    async def _probe_loop(self) -> None:
+        interval = self.discovery.interval_s
+        deadline = self.clock.monotonic()
+        while True:
+            try:
+                await self.probe_tick()
+            except Exception as error:  # a bug here must not stop liveness for good
+                self.log.emit("internal_error", where="probe_tick", error=repr(error))
+            deadline += interval
+            now = self.clock.monotonic()
+            if deadline < now:  # fell behind: skip the missed rounds rather than burst
+                deadline = now
+            await asyncio.sleep(deadline - now)
+
+    async def _send_probes(self, switch: str, sequence: int) -> None:
+        ports = self._probe_ports[switch]
+        handle = self.topology.switch(switch)
+        ttl = self.discovery.probe_ttl_s
+        frames = [
+            (
+                port,
+                encode_probe(Probe(switch, port, self.nonce, sequence), handle.port_mac(port), ttl),
+            )
+            for port in ports
+        ]
+        at = self.clock.monotonic()
+        sent = await self.southbound.send_frames(switch, frames)
+        self.probe_stats.sent += sent
+        if sent == len(frames):
+            for port in ports:
+                self._monitor.probe_sent(Endpoint(switch, port), sequence, at)
+
+    def _note_unlisted(self, sender: Endpoint, receiver: Endpoint, now: float) -> None:
+        key = LinkId.between(sender, receiver)
+        seen = self.unlisted_links.get(key)
+        if seen is not None:
+            seen.last_seen = now
+            seen.probes += 1
+            return
+        self.unlisted_links[key] = UnlistedLink(sender, receiver, now, now)
+        listed = self.topology.link_at(receiver.node, receiver.port)
+        self.log.emit(
+            "unlisted_link",
+            sender=str(sender),
+            receiver=str(receiver),
+            listed_at_receiver=None if listed is None else str(listed.id),
+        )
+
+    def _log_malformed(self, switch: str, port: int, reason: str) -> None:
+        entry = self._malformed.setdefault(switch, _MalformedLog())
+        now = self.clock.monotonic()
+        if now - entry.last_logged < MALFORMED_LOG_INTERVAL_S:
+            entry.suppressed += 1
+            return
+        self.log.emit(
+            "malformed_probe",
+            switch=switch,
+            port=port,
+            reason=reason,
+            suppressed_since_last=entry.suppressed,
+        )
+        entry.last_logged = now
+        entry.suppressed = 0
+
+    # -- reacting to link changes --------------------------------------------------------------
+    def _apply_link_changes(self, changes: list[LinkChange]) -> None:
+        detected_at = self.clock.monotonic()
+        for change in changes:
+            if change.state is LinkState.DOWN:
+                self._down.add(change.link)
+            else:
+                self._down.discard(change.link)
+            self.log.emit(
+                f"link_{change.state}",
+                link=str(change.link),
+                since_ms=round((detected_at - change.since) * 1000, 3),
+            )
+        new_intent = compute_intent(self.topology, self._down)
+        changed = tuple(
+            intent.switch
+            for intent in new_intent.switches
+            if intent != self.intent.switch(intent.switch)
+        )
+        diff = diff_intents(self.intent, new_intent)
+        self.intent = new_intent
+        self.generation += 1
+        self.log.emit(
+            "intent_changed",
+            generation=self.generation,
+            switches=list(changed),
+            changes=diff.change_count,
+            down_links=sorted(str(link) for link in self._down),
+        )
+        for name in changed:
+            self._programmers[name].request()
+        targets = tuple(name for name in changed if self.views[name].in_service)
+        downs = [c.since for c in changes if c.state is LinkState.DOWN]
+        started_at = min(downs) if downs else max(c.since for c in changes)
+        trigger = tuple(f"{change.link} {change.state}" for change in changes)
+        self._spawn(self._time_failover(trigger, started_at, detected_at, targets))
+
+    async def _time_failover(
+        self,
+        trigger: tuple[str, ...],
+        started_at: float,
+        detected_at: float,
+        targets: tuple[str, ...],
+    ) -> None:
+        generation = self.generation
+        waits = [self._programmers[name].wait_applied(generation) for name in targets]
+        complete = True
+        try:
+            await asyncio.wait_for(asyncio.gather(*waits), FAILOVER_WAIT_S)
+        except TimeoutError:
+            complete = False
+        programmed_at = self.clock.monotonic()
+        writes = 0
+        for name in targets:
+            result = self.views[name].last_ok_result
+            writes += result.writes if result is not None else 0
+        record = Failover(
+            trigger, started_at, detected_at, programmed_at, targets, writes, complete
+        )
+        self.last_failover = record
+        self.log.emit("failover", generation=generation, **record.to_json())
+
+    # -- programming ---------------------------------------------------------------------------
+    def _intent_source(self, name: str) -> IntentSource:
+        def source() -> tuple[int, SwitchIntent]:
+            return self.generation, self.intent.switch(name)
+
+        return source
+
+    async def _program_call(self, intent: SwitchIntent, read_back: bool) -> ProgramResult:
+        return await self.southbound.program(intent, read_back=read_back)
+
+    def _on_result(self, result: ProgramResult, generation: int) -> None:
+        view = self.views[result.switch]
+        view.last_result = result
+        self.log.emit(
+            "program",
+            switch=result.switch,
+            generation=generation,
+            ok=result.ok,
+            read_back=result.read_back,
+            inserts=result.inserts,
+            modifies=result.modifies,
+            deletes=result.deletes,
+            requests=result.requests,
+            queue_commands=result.queue_commands,
+            elapsed_ms=round(result.elapsed_s * 1000, 3),
+            error=result.error,
+        )
+        for failure in result.failures:
+            self.log.emit(
+                "write_failed", switch=result.switch, entity=failure.entity, error=failure.error
+            )
+        for warning in result.warnings:
+            self.log.emit("program_warning", switch=result.switch, warning=warning)
+        if not result.ok:
+            return
+        view.last_ok_result = result
+        if view.role is SwitchRole.PRIMARY and not view.in_service:
+            view.in_service = True
+            self.log.emit("switch_in_service", switch=result.switch, generation=generation)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def discovery_settings(
+    topology: Topology,
+    *,
+    enabled: bool = True,
+    interval_ms: int | None = None,
+    miss_limit: int | None = None,
+    probe_host_ports: bool = True,
+) -> DiscoverySettings:
+    """Discovery settings: explicit values, else the topology's ``settings.lldp``.
+
+    A probe may take one interval to arrive before it counts as missed.
+    """
+    interval_s = (interval_ms or topology.settings.lldp.interval_ms) / 1000
+    return DiscoverySettings(
+        enabled=enabled,
+        interval_s=interval_s,
+        miss_limit=miss_limit or topology.settings.lldp.miss_limit,
+        flight_allowance_s=interval_s,
+        probe_host_ports=probe_host_ports,
+    )

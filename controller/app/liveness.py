@@ -1,0 +1,179 @@
+"""Link liveness from probes: a link that misses ``miss_limit`` probes in a row is down.
+
+Sans-IO and clock-free: the caller says when each probe was sent and received, and asks for
+the changes at a given time. That keeps the state machine testable with a fake clock, and makes
+misses count *probes that were sent*, not intervals that passed: when the controller itself
+stalls (a long write, a GC pause) no probe goes out and no link is wrongly declared down.
+
+Each listed switch-to-switch link has two directions (one per sending end). A probe counts as
+missed once ``flight_allowance`` has passed since it was sent without it (or a later probe of
+the same direction) arriving. A direction with ``miss_limit`` missed probes is down; any probe
+of it that arrives brings it back up. A link is up when both of its directions are.
+
+Every link starts up: the fabric is assumed to be as the topology lists it until probes say
+otherwise, so the first intent uses every link, and a dead one is dropped after a few probes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from topologies.model import Endpoint, Link, LinkId
+
+
+class LinkState(StrEnum):
+    """A link's liveness."""
+
+    UP = "up"
+    DOWN = "down"
+
+
+@dataclass(frozen=True)
+class LinkChange:
+    """A link went up or down.
+
+    ``at`` is when the monitor noticed; ``since`` is the best estimate of when it happened: for
+    DOWN the send time of the first missed probe (the cut happened no later), for UP the arrival
+    of the probe that brought it back.
+    """
+
+    link: LinkId
+    state: LinkState
+    at: float
+    since: float
+
+
+@dataclass(frozen=True)
+class LinkStatus:
+    """A link's current state and when it last changed (None: never, it is as assumed)."""
+
+    state: LinkState
+    changed_at: float | None
+
+
+@dataclass
+class _Direction:
+    """Probes from one end of a link to the other."""
+
+    sender: Endpoint
+    receiver: Endpoint
+    link: LinkId
+    pending: deque[tuple[int, float]]
+    up: bool = True
+    #: For a direction that went down: the send time of its first missed probe.
+    first_missed_at: float | None = None
+    #: For a direction that came back: when its probe arrived.
+    recovered_at: float | None = None
+
+
+@dataclass
+class _LinkRecord:
+    directions: tuple[_Direction, _Direction]
+    state: LinkState = LinkState.UP
+    changed_at: float | None = None
+
+
+@dataclass
+class LinkMonitor:
+    """Liveness of the listed switch-to-switch links (see the module docs)."""
+
+    links: Iterable[Link]
+    miss_limit: int
+    flight_allowance: float
+    _links: dict[LinkId, _LinkRecord] = field(init=False, default_factory=dict)
+    _by_sender: dict[Endpoint, _Direction] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.miss_limit < 1:
+            raise ValueError(f"miss_limit must be at least 1, not {self.miss_limit}")
+        if self.flight_allowance < 0:
+            raise ValueError(f"flight_allowance must not be negative: {self.flight_allowance}")
+        capacity = self.miss_limit + 8
+        for link in self.links:
+            if link.id in self._links:
+                raise ValueError(f"link {link.id} listed twice")
+            forward = _Direction(link.a, link.b, link.id, deque(maxlen=capacity))
+            backward = _Direction(link.b, link.a, link.id, deque(maxlen=capacity))
+            for direction in (forward, backward):
+                if direction.sender in self._by_sender:
+                    raise ValueError(f"port {direction.sender} is an end of two links")
+                self._by_sender[direction.sender] = direction
+            self._links[link.id] = _LinkRecord((forward, backward))
+
+    def monitors(self, sender: Endpoint) -> bool:
+        """Whether probes sent from ``sender`` are tracked (it is an end of a listed link)."""
+        return sender in self._by_sender
+
+    def probe_sent(self, sender: Endpoint, sequence: int, at: float) -> None:
+        """A probe left ``sender``; ignored for ports that are no end of a listed link."""
+        direction = self._by_sender.get(sender)
+        if direction is not None:
+            direction.pending.append((sequence, at))
+
+    def probe_received(
+        self, sender: Endpoint, receiver: Endpoint, sequence: int, at: float
+    ) -> bool:
+        """A probe from ``sender`` arrived at ``receiver``.
+
+        Returns False when no listed link joins the two ports (an unlisted or miswired link:
+        the caller reports it; the monitor ignores it).
+        """
+        direction = self._by_sender.get(sender)
+        if direction is None or direction.receiver != receiver:
+            return False
+        while direction.pending and direction.pending[0][0] <= sequence:
+            direction.pending.popleft()
+        if not direction.up:
+            direction.up = True
+            direction.first_missed_at = None
+            direction.recovered_at = at
+        return True
+
+    def evaluate(self, now: float) -> list[LinkChange]:
+        """Apply the misses due by ``now``; the links whose state changed since the last call."""
+        changes: list[LinkChange] = []
+        for link_id, record in self._links.items():
+            for direction in record.directions:
+                self._count_misses(direction, now)
+            state = LinkState.UP if all(d.up for d in record.directions) else LinkState.DOWN
+            if state is record.state:
+                continue
+            record.state = state
+            record.changed_at = now
+            changes.append(LinkChange(link_id, state, now, self._since(record, state, now)))
+        return changes
+
+    def status(self) -> Mapping[LinkId, LinkStatus]:
+        """Every monitored link with its state."""
+        return {
+            link_id: LinkStatus(record.state, record.changed_at)
+            for link_id, record in self._links.items()
+        }
+
+    def down_links(self) -> frozenset[LinkId]:
+        """The links currently down."""
+        return frozenset(
+            link_id for link_id, record in self._links.items() if record.state is LinkState.DOWN
+        )
+
+    def _count_misses(self, direction: _Direction, now: float) -> None:
+        if not direction.up:
+            return
+        missed = [sent for _, sent in direction.pending if sent + self.flight_allowance <= now]
+        if len(missed) >= self.miss_limit:
+            direction.up = False
+            direction.first_missed_at = missed[0]
+            direction.recovered_at = None
+
+    @staticmethod
+    def _since(record: _LinkRecord, state: LinkState, now: float) -> float:
+        if state is LinkState.DOWN:
+            times = [d.first_missed_at for d in record.directions if d.first_missed_at is not None]
+        else:
+            times = [d.recovered_at for d in record.directions if d.recovered_at is not None]
+        if not times:
+            return now
+        return min(times) if state is LinkState.DOWN else max(times)

@@ -1,0 +1,113 @@
+"""``mrc-controller``: run the fabric controller, or ask a running one for its status.
+
+    mrc-controller run leaf-spine                      # a preset name, or a topology file
+    mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
+    mrc-controller status [--socket PATH] [--json]
+
+``run`` stays in the foreground and writes its structured event log (JSON lines) to stdout, or
+to ``--event-log FILE``; Ctrl-C or SIGTERM stop it cleanly. A bad topology, configuration or
+pipeline path is reported on stderr with exit status 2 before any switch is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from controller.app.config import ConfigError, ControllerConfig, load_config
+from controller.app.eventlog import EventLog
+from controller.app.runtime import check_compatible, run_controller
+from controller.app.status import format_status
+from controller.app.status_socket import StatusSocketBusy, StatusUnavailable, request_status
+from topologies import TopologyError, load_topology
+
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``mrc-controller`` script."""
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    return _status(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mrc-controller", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the controller in the foreground")
+    run.add_argument("topology", help="a preset name (e.g. leaf-spine) or a topology file")
+    run.add_argument("--config", type=Path, help="controller configuration (YAML)")
+    run.add_argument("--election-id", type=int, help="P4Runtime election id (default 10)")
+    run.add_argument("--grpc-host", help="host of every switch's gRPC/Thrift server")
+    run.add_argument("--socket", type=Path, dest="status_socket", help="status socket path")
+    run.add_argument("--event-log", type=Path, help="write the event log here (default stdout)")
+    run.add_argument("--probe-interval-ms", type=int, help="LLDP probe interval")
+    run.add_argument(
+        "--no-discovery",
+        action="store_false",
+        dest="discovery",
+        default=None,
+        help="no LLDP: links are as the topology lists them",
+    )
+    run.add_argument(
+        "--no-queues", action="store_false", dest="queues", default=None, help="leave queues"
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="finsy's own log on stderr")
+    status = commands.add_parser("status", help="ask a running controller")
+    status.add_argument("--socket", type=Path, default=ControllerConfig().status_socket)
+    status.add_argument("--json", action="store_true", help="print the raw JSON")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        topology = load_topology(args.topology)
+        config = load_config(args.config).with_overrides(
+            election_id=args.election_id,
+            grpc_host=args.grpc_host,
+            status_socket=args.status_socket,
+            event_log=args.event_log,
+            probe_interval_ms=args.probe_interval_ms,
+            discovery=args.discovery,
+            queues=args.queues,
+        )
+        check_compatible(topology, config)
+    except (TopologyError, ConfigError) as error:
+        print(f"mrc-controller: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    log = EventLog.open(config.event_log)
+    try:
+        asyncio.run(run_controller(topology, config, log))
+    except StatusSocketBusy as error:
+        print(f"mrc-controller: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        pass
+    finally:
+        log.close()
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        status = request_status(args.socket)
+    except StatusUnavailable as error:
+        print(f"mrc-controller: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""The controller's southbound: how intents reach switches, and what switches report back.
+
+``interface`` defines the target-neutral contract (:class:`Southbound`, :class:`SouthboundEvents`);
+``p4runtime`` implements it for P4Runtime targets (BMv2's simple_switch_grpc) with finsy, using
+``mapping`` (intent -> mrc.p4 entities), ``plan`` (diff and safe write order), ``writer``
+(batched execution), ``finsy_codec`` (records <-> finsy entities) and ``queues`` (BMv2's
+Thrift-only queue settings).
+"""
+
+from controller.southbound.interface import (
+    EntityFailure,
+    MemberCounters,
+    PortCounters,
+    ProgramResult,
+    Southbound,
+    SouthboundError,
+    SouthboundEvents,
+    SwitchCounters,
+    SwitchRole,
+)
+
+__all__ = [
+    "EntityFailure",
+    "MemberCounters",
+    "PortCounters",
+    "ProgramResult",
+    "Southbound",
+    "SouthboundError",
+    "SouthboundEvents",
+    "SwitchCounters",
+    "SwitchRole",
+]

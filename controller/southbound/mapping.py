@@ -1,0 +1,157 @@
+"""From a switch's intent to the mrc.p4 entities that implement it.
+
+The one place that knows how intent concepts become P4 state:
+
+* a member is an action-profile member running ``routing_hashed`` (port, MACs, counter index);
+* a group is an action-profile group (``watch_port`` on every member, so BMv2 drops a member as
+  soon as its port's carrier goes) plus the ``next.hashed`` entry that selects it by next-hop id
+  (a route's ``next_id`` is its group's id);
+* a route is an LPM entry setting that next-hop id;
+* a port is a ``trim_config`` entry and a ``port_ecn`` entry (thresholds, or marking off
+  toward hosts); queue depth and rate are not P4 state (:mod:`controller.southbound.queues`);
+* DSCP rules are ``dscp_classes`` entries, and the TRIMMED / TRIMMED_LASTHOP values also set
+  the default action of the keyless ``trim_dscp`` table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from ipaddress import IPv4Network, IPv6Network
+
+from agent.wire.constants import DscpClass
+from controller.intent import DscpRule, NextHopGroup, NextHopMember, PortIntent, Route
+from controller.intent.model import SwitchIntent
+from controller.southbound import p4_program as p4
+from controller.southbound.records import (
+    ActionCall,
+    GroupMemberRef,
+    GroupRecord,
+    MemberRecord,
+    Record,
+    RecordSet,
+    TableEntryRecord,
+)
+
+
+def desired_records(intent: SwitchIntent) -> RecordSet:
+    """Every P4 entity the switch must hold to implement ``intent``."""
+    return RecordSet(_records(intent))
+
+
+def mac_to_int(mac: str) -> int:
+    """A colon-separated MAC as the integer P4Runtime carries."""
+    octets = mac.split(":")
+    if len(octets) != 6:
+        raise ValueError(f"malformed MAC address {mac!r}")
+    return int("".join(octets), 16)
+
+
+def member_record(member: NextHopMember) -> MemberRecord:
+    """The action-profile member of one next hop."""
+    return MemberRecord(
+        p4.HASHED_SELECTOR,
+        p4.member_id(member.member_index),
+        ActionCall.of(
+            p4.ROUTING_HASHED,
+            port=member.egress_port,
+            smac=mac_to_int(member.src_mac),
+            dmac=mac_to_int(member.dst_mac),
+            member_index=member.member_index,
+        ),
+    )
+
+
+def group_records(group: NextHopGroup) -> tuple[GroupRecord, TableEntryRecord]:
+    """The action-profile group of a next-hop group, and the entry that selects it."""
+    record = GroupRecord.of(
+        p4.HASHED_SELECTOR,
+        group.group_id,
+        (
+            GroupMemberRef(p4.member_id(member.member_index), 1, member.watch_port)
+            for member in group.members
+        ),
+    )
+    selector = TableEntryRecord(
+        p4.NEXT_HASHED, (("next_id", group.group_id),), group_id=group.group_id
+    )
+    return record, selector
+
+
+def route_record(route: Route) -> TableEntryRecord:
+    """The LPM entry of one route."""
+    prefix = route.prefix
+    if isinstance(prefix, IPv4Network):
+        table, field = p4.ROUTES_V4, "ipv4_dst"
+    elif isinstance(prefix, IPv6Network):
+        table, field = p4.ROUTES_V6, "ipv6_dst"
+    else:  # pragma: no cover - Route only holds the two network types
+        raise TypeError(f"unsupported prefix {prefix!r}")
+    value = (int(prefix.network_address), prefix.prefixlen)
+    return TableEntryRecord(
+        table, ((field, value),), ActionCall.of(p4.SET_NEXT_ID, next_id=route.next_id)
+    )
+
+
+def port_records(port: PortIntent) -> tuple[TableEntryRecord, TableEntryRecord]:
+    """The trimming and the ECN entries of one port."""
+    trim = TableEntryRecord(
+        p4.TRIM_CONFIG,
+        (("egress_port", port.port),),
+        ActionCall.of(
+            p4.SET_TRIM_CONFIG,
+            threshold=port.trim_threshold,
+            host_facing=int(port.host_facing),
+        ),
+    )
+    ecn_action = (
+        ActionCall.of(
+            p4.SET_ECN_THRESHOLDS,
+            min_qdepth=port.ecn_min_threshold,
+            max_qdepth=port.ecn_max_threshold,
+        )
+        if port.ecn_enabled
+        else ActionCall.of(p4.ECN_DISABLED)
+    )
+    ecn = TableEntryRecord(p4.PORT_ECN, (("egress_port", port.port),), ecn_action)
+    return trim, ecn
+
+
+def dscp_record(rule: DscpRule) -> TableEntryRecord:
+    """The classification entry of one DSCP value."""
+    return TableEntryRecord(
+        p4.DSCP_CLASSES,
+        (("dscp", rule.dscp),),
+        ActionCall.of(p4.SET_CLASS, mrc_class=p4.P4_CLASS_OF[rule.traffic_class]),
+    )
+
+
+def trim_dscp_record(rules: tuple[DscpRule, ...]) -> TableEntryRecord | None:
+    """The default action of ``trim_dscp`` (what a trimmed header is re-marked with), or None
+    when the rules do not name both trimmed classes."""
+    by_class = {rule.traffic_class: rule.dscp for rule in rules}
+    trimmed = by_class.get(DscpClass.TRIMMED)
+    lasthop = by_class.get(DscpClass.TRIMMED_LASTHOP)
+    if trimmed is None or lasthop is None:
+        return None
+    return TableEntryRecord(
+        p4.TRIM_DSCP,
+        (),
+        ActionCall.of(p4.SET_TRIM_DSCP, trimmed=trimmed, trimmed_lasthop=lasthop),
+        is_default=True,
+    )
+
+
+def _records(intent: SwitchIntent) -> Iterator[Record]:
+    for member in intent.members:
+        yield member_record(member)
+    for group in intent.groups:
+        yield from group_records(group)
+    for route in (*intent.routes_v4, *intent.routes_v6):
+        yield route_record(route)
+    for port in intent.ports:
+        yield from port_records(port)
+    for rule in intent.dscp_rules:
+        yield dscp_record(rule)
+    default = trim_dscp_record(intent.dscp_rules)
+    if default is not None:
+        yield default

@@ -1,0 +1,74 @@
+"""The P4Runtime names and numbers of ``p4src/mrc.p4`` that the P4Runtime southbound writes.
+
+Every name is pinned in the P4 source with an absolute ``@name``, so these strings only change
+when the program's interface does; the unit tests check each of them against the compiled P4Info.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.wire.constants import DscpClass
+
+#: The compiled artifacts the controller pushes when a switch lacks them.
+BUILD_DIR = Path(__file__).resolve().parents[2] / "p4src" / "build"
+P4INFO_PATH = BUILD_DIR / "mrc.p4info.txtpb"
+P4BLOB_PATH = BUILD_DIR / "mrc.json"
+
+#: ``CPU_PORT`` in p4src/include/defines.p4: compiled in, so a topology must agree with it.
+COMPILED_CPU_PORT = 255
+
+# Tables, actions and the action selector.
+ROUTES_V4 = "MrcIngress.routing.routes_v4"
+ROUTES_V6 = "MrcIngress.routing.routes_v6"
+SET_NEXT_ID = "MrcIngress.routing.set_next_id"
+NEXT_HASHED = "MrcIngress.next.hashed"
+HASHED_SELECTOR = "MrcIngress.next.hashed_selector"
+ROUTING_HASHED = "MrcIngress.next.routing_hashed"
+TRIM_CONFIG = "MrcIngress.trim.trim_config"
+SET_TRIM_CONFIG = "MrcIngress.trim.set_trim_config"
+TRIM_DSCP = "MrcIngress.trim.trim_dscp"
+SET_TRIM_DSCP = "MrcIngress.trim.set_trim_dscp"
+PORT_ECN = "MrcEgress.ecn.port_ecn"
+SET_ECN_THRESHOLDS = "MrcEgress.ecn.set_ecn_thresholds"
+ECN_DISABLED = "MrcEgress.ecn.ecn_disabled"
+DSCP_CLASSES = "MrcIngress.classify.dscp_classes"
+SET_CLASS = "MrcIngress.classify.set_class"
+
+#: Tables the controller owns entirely: what a read-back finds there and the intent lacks is
+#: deleted. (trim_dscp is keyless: only its default entry is written.)
+MANAGED_TABLES = (ROUTES_V4, ROUTES_V6, NEXT_HASHED, TRIM_CONFIG, PORT_ECN, DSCP_CLASSES)
+#: Keyless tables whose default action the controller sets.
+MANAGED_DEFAULT_TABLES = (TRIM_DSCP,)
+
+# Counters (indexed by port, or by member index for member_packets).
+PORT_RX = "MrcIngress.port_rx"
+PORT_TX = "MrcEgress.port_tx"
+PORT_DROPS = "MrcIngress.port_drops"
+TRIMS = "MrcIngress.trim.trims"
+ECN_MARKS = "MrcEgress.ecn.ecn_marks"
+MEMBER_PACKETS = "MrcIngress.next.member_packets"
+
+# Packet I/O metadata.
+PACKET_IN_PORT = "ingress_port"
+PACKET_OUT_PORT = "egress_port"
+PACKET_OUT_PAD = "_pad"
+
+#: Internal class numbers of p4src/include/defines.p4 (CLASS_*), by MRC traffic class.
+P4_CLASS_OF: dict[DscpClass, int] = {
+    DscpClass.TRIMMABLE: 1,
+    DscpClass.TRIMMABLE_RETX: 2,
+    DscpClass.NO_TRIM: 3,
+    DscpClass.TRIMMED: 4,
+    DscpClass.TRIMMED_LASTHOP: 5,
+    DscpClass.CONTROL: 6,
+}
+
+
+def member_id(member_index: int) -> int:
+    """The action-profile member id of an intent member.
+
+    ``member_index`` starts at 0; member ids start at 1 so that no entity uses id 0, which
+    several P4Runtime servers treat as "unset".
+    """
+    return member_index + 1
