@@ -1,0 +1,1 @@
+"""Command-line tools of the host agent: ``mrc-agent`` (serve, send, status) and ``mrc-perf``."""

@@ -1,0 +1,231 @@
+"""``mrc-agent``: the host's MRC endpoint (``serve``), and sending files with it (``send``).
+
+``serve`` is to this host what a RoCE NIC is: it owns UDP 4791, sprays every connection over
+its EVs, answers peers on the TCP side channel (default port 18515) and takes work from local
+clients on a Unix socket. ``send`` hands a file to that agent, or, when none runs, starts an
+endpoint of its own for the duration of the command. ``status`` shows what the agent holds.
+Exit codes: see ``agent.io.errors.ExitCode``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agent.cli.common import (
+    add_config_options,
+    add_plane_option,
+    add_socket_option,
+    add_verbosity_options,
+    config_from_args,
+    configure_logging,
+    parse_size,
+    planes_from_args,
+    run_command,
+)
+from agent.cli.report import send_report
+from agent.io.addresses import format_address, parse_peer
+from agent.io.control_client import connect_to_agent
+from agent.io.control_protocol import SendRequest, StatusRequest
+from agent.io.control_server import ControlServer, default_socket_path
+from agent.io.errors import PeerUnreachableError, UsageError
+from agent.io.file_transfer import (
+    DEFAULT_FILE_MESSAGE_SIZE,
+    FileTransfer,
+    check_file_for_sending,
+    read_file_for_sending,
+)
+from agent.io.inbound import DEFAULT_MAX_REGION, InboundPolicy, SideChannelServer
+from agent.io.out_dir import check_file_name, prepare_out_dir
+from agent.io.runtime import AgentRuntime
+from agent.io.side_channel import SIDE_CHANNEL_PORT
+
+PROG = "mrc-agent"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mrc-agent`` command line."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="MRC host agent: multipath RDMA writes over UDP 4791 (RoCEv2).",
+        epilog="exit codes: 0 ok, 1 internal error, 2 bad arguments, 3 port in use, "
+        "4 peer unreachable, 5 transfer failed, 6 permission denied, 7 protocol error, "
+        "130 interrupted",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run this host's MRC endpoint")
+    add_plane_option(serve, "at least one is required")
+    serve.add_argument(
+        "--listen",
+        metavar="HOST[:PORT]",
+        help=f"side-channel address for peers (default all addresses, port {SIDE_CHANNEL_PORT})",
+    )
+    add_socket_option(serve)
+    serve.add_argument(
+        "--no-socket", action="store_true", help="do not open a control socket for local clients"
+    )
+    serve.add_argument("--out-dir", metavar="DIR", help="store every completed incoming file here")
+    serve.add_argument(
+        "--max-region",
+        type=parse_size,
+        default=DEFAULT_MAX_REGION,
+        metavar="BYTES",
+        help="largest transfer a peer may make this host allocate (default 1G)",
+    )
+    add_config_options(serve)
+    add_verbosity_options(serve)
+    serve.set_defaults(handler=serve_command)
+
+    send = commands.add_parser(
+        "send", help="send a file; exit 0 only when the receiver confirmed every byte"
+    )
+    send.add_argument("file", metavar="FILE")
+    send.add_argument(
+        "--to", required=True, metavar="HOST[:PORT]", help="the receiving agent's side channel"
+    )
+    send.add_argument("--name", help="name to store the file under (default: its basename)")
+    send.add_argument(
+        "--message-size",
+        type=parse_size,
+        default=DEFAULT_FILE_MESSAGE_SIZE,
+        metavar="BYTES",
+        help="bytes per RDMA write (default 1M)",
+    )
+    add_socket_option(send)
+    send.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="always run an endpoint of this command's own, even if an agent is running",
+    )
+    add_plane_option(send, "only without a running agent (default: the route to the peer)")
+    add_config_options(send)
+    send.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_verbosity_options(send)
+    send.set_defaults(handler=send_command)
+
+    status = commands.add_parser("status", help="show the running agent's planes and connections")
+    add_socket_option(status)
+    add_verbosity_options(status)
+    status.set_defaults(handler=status_command)
+    return parser
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run the agent until SIGINT/SIGTERM; exit 0 on such a stop."""
+    planes = planes_from_args(args.plane, None)
+    config = config_from_args(args)
+    out_dir = prepare_out_dir(args.out_dir) if args.out_dir else None
+    ipv6 = len(planes[0]) == 16
+    listen = parse_peer(args.listen or ("::" if ipv6 else "0.0.0.0"), SIDE_CHANNEL_PORT)
+    runtime = AgentRuntime(planes, config)
+    try:
+        side = SideChannelServer(runtime, listen, InboundPolicy(out_dir, args.max_region))
+        socket_path = None
+        if not args.no_socket:
+            socket_path = args.socket or default_socket_path()
+            ControlServer(runtime, socket_path)
+        print(
+            f"{PROG}: ready: planes {', '.join(format_address(p) for p in planes)}; "
+            f"UDP 4791; side channel {side.address}; control socket {socket_path or 'none'}; "
+            f"out dir {out_dir or 'none'}",
+            flush=True,
+        )
+        try:
+            runtime.run(lambda: False)
+        except KeyboardInterrupt:
+            print(f"{PROG}: stopping", file=sys.stderr)
+    finally:
+        runtime.close()
+    return 0
+
+
+def send_command(args: argparse.Namespace) -> int:
+    """Send one file, through the running agent if there is one."""
+    path = Path(args.file)
+    name = check_file_name(args.name or path.name)
+    peer = parse_peer(args.to, SIDE_CHANNEL_PORT)
+    check_file_for_sending(args.file)
+    result: dict[str, Any] | None = None
+    if not args.no_agent:
+        client = connect_to_agent(args.socket or default_socket_path())
+        if client is not None:
+            own_settings = [
+                option
+                for option, value in (
+                    ("--plane", args.plane),
+                    ("--evs", args.evs),
+                    ("--cc", args.cc),
+                    ("--payload", args.payload),
+                )
+                if value
+            ]
+            if own_settings:
+                client.close()
+                raise UsageError(
+                    f"{', '.join(own_settings)} configure an endpoint of this command's own, "
+                    f"but the agent at {client.path} is running and owns UDP 4791: drop them"
+                )
+            with client:
+                logging.getLogger(__name__).info("sending through the agent at %s", client.path)
+                result = client.request(
+                    SendRequest(str(path.resolve()), args.to, name, args.message_size)
+                )
+    if result is None:
+        data = read_file_for_sending(args.file)
+        result = _send_with_own_endpoint(args, peer_host=peer.host, data=data, name=name)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(send_report(args.file, result))
+    return 0
+
+
+def _send_with_own_endpoint(
+    args: argparse.Namespace, peer_host: str, data: bytes, name: str
+) -> dict[str, Any]:
+    planes = planes_from_args(args.plane, peer_host)
+    runtime = AgentRuntime(planes, config_from_args(args))
+    try:
+        transfer = FileTransfer(
+            runtime,
+            parse_peer(args.to, SIDE_CHANNEL_PORT),
+            data,
+            name,
+            message_size=args.message_size,
+        )
+        transfer.start()
+        runtime.run(lambda: transfer.finished)
+    finally:
+        runtime.close()
+    if transfer.error is not None:
+        raise transfer.error
+    assert transfer.result is not None
+    return transfer.result
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """Print the running agent's status as JSON."""
+    path = args.socket or default_socket_path()
+    client = connect_to_agent(path)
+    if client is None:
+        raise PeerUnreachableError(f"no agent is running at {path}")
+    with client:
+        print(json.dumps(client.request(StatusRequest()), indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mrc-agent``."""
+    args = build_parser().parse_args(argv)
+    configure_logging(args.verbose)
+    return run_command(PROG, lambda: int(args.handler(args)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

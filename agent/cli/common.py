@@ -1,0 +1,153 @@
+"""What ``mrc-agent`` and ``mrc-perf`` share: options, sizes, logging, and how they exit.
+
+Every command ends through ``run_command``: an ``AgentError`` becomes one ``prog: error: ...``
+line on stderr and its exit code (see ``agent.io.errors.ExitCode``); Ctrl-C or SIGTERM
+becomes exit 130 after the ``finally`` blocks closed every socket; anything else is a bug,
+shown with its traceback and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from agent.core import MrcConfig
+from agent.io.addresses import local_address_towards, parse_planes, resolve
+from agent.io.config_overrides import CONGESTION_CONTROLS, with_overrides
+from agent.io.control_server import SOCKET_ENV, default_socket_path
+from agent.io.errors import AgentError, ExitCode, UsageError
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """A byte count: ``1048576``, ``64K``, ``1M``, ``2GiB`` (binary units, as iperf3)."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 4096, 64K, 1M, 2G)")
+    value = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer > 0."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_plane_option(parser: argparse.ArgumentParser, required_hint: str) -> None:
+    """``--plane ADDR``, repeatable, in plane order."""
+    parser.add_argument(
+        "--plane",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help=f"this host's address on the next plane (repeat per NIC port); {required_hint}",
+    )
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """``--evs``, ``--cc``, ``--payload``: the core settings a user may change."""
+    parser.add_argument(
+        "--evs", type=positive_int, metavar="K", help="EVs per connection (default 256)"
+    )
+    parser.add_argument(
+        "--cc", choices=CONGESTION_CONTROLS, help="congestion control (default nscc)"
+    )
+    parser.add_argument(
+        "--payload",
+        type=positive_int,
+        metavar="BYTES",
+        help="RDMA payload per packet (default 1024; up to 9000 with jumbo frames)",
+    )
+
+
+def add_socket_option(parser: argparse.ArgumentParser) -> None:
+    """``--socket PATH``: the agent's control socket."""
+    parser.add_argument(
+        "--socket",
+        default=None,
+        metavar="PATH",
+        help=f"the agent's control socket (default ${SOCKET_ENV} or {default_socket_path()})",
+    )
+
+
+def add_verbosity_options(parser: argparse.ArgumentParser) -> None:
+    """``-v``: log what the agent does (connections, stored files, failures)."""
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more log output (repeatable)"
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> MrcConfig:
+    """The core configuration the options ask for."""
+    return with_overrides(MrcConfig(), evs=args.evs, cc=args.cc, payload=args.payload)
+
+
+def planes_from_args(planes: list[str], peer_host: str | None) -> tuple[bytes, ...]:
+    """``--plane`` addresses, or (with a peer and none given) the one that routes to it."""
+    if planes:
+        return parse_planes(planes)
+    if peer_host is None:
+        raise UsageError("give this host's plane address(es) with --plane ADDR")
+    _family, address = resolve(peer_host, 1)
+    return (local_address_towards(address[0]),)
+
+
+def configure_logging(verbosity: int) -> None:
+    """Warnings by default, info with -v, debug with -vv; to stderr."""
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+@contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, like Ctrl-C, so cleanup always runs."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def run_command(prog: str, command: Callable[[], int]) -> int:
+    """Run ``command`` and turn its failure into a message and an exit code."""
+    try:
+        with interrupt_on_signals():
+            return command()
+    except AgentError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)

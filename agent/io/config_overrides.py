@@ -1,0 +1,45 @@
+"""Per-command settings on top of the core's defaults (``--evs``, ``--cc``, ``--payload``).
+
+The core validates its configuration and raises ``ValueError``; here that becomes a
+``UsageError`` naming the option, so ``mrc-perf --evs 0`` exits 2 with a sentence a user can
+act on rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agent.core import MrcConfig
+from agent.io.errors import UsageError
+
+#: Congestion controllers the core offers (``MrcConfig.congestion_control``).
+CONGESTION_CONTROLS = ("nscc", "dcqcn", "fixed")
+
+
+def with_overrides(
+    base: MrcConfig,
+    *,
+    evs: int | None = None,
+    cc: str | None = None,
+    payload: int | None = None,
+) -> MrcConfig:
+    """``base`` with the given fields replaced (None keeps the base value)."""
+    changes: dict[str, object] = {}
+    if evs is not None:
+        changes["ev_set_size"] = evs
+    if cc is not None:
+        if cc not in CONGESTION_CONTROLS:
+            raise UsageError(
+                f"unknown congestion control {cc!r}: choose {', '.join(CONGESTION_CONTROLS)}"
+            )
+        changes["congestion_control"] = cc
+    if payload is not None:
+        changes["payload_size"] = payload
+    if not changes:
+        return base
+    try:
+        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+    except ValueError as exc:
+        option = {"ev_set_size": "--evs", "payload_size": "--payload"}
+        names = ", ".join(option.get(name, name) for name in changes)
+        raise UsageError(f"invalid {names}: {exc}") from None

@@ -1,0 +1,212 @@
+"""The agent's Unix control socket: local clients hand it sends and measurements.
+
+The socket is created with mode 0600 by default: the agent runs as root and reads the files
+a ``send`` names, so only its owner may ask. A socket file left by a crashed agent is
+replaced; one that a live agent still answers on is a clear "already running" error.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from agent.io.addresses import format_address, parse_peer
+from agent.io.config_overrides import with_overrides
+from agent.io.control_protocol import (
+    PerfRequest,
+    SendRequest,
+    StatusRequest,
+    error_reply,
+    ok_reply,
+    parse_request,
+    progress_reply,
+    request_id,
+)
+from agent.io.errors import AgentError, PortInUseError, UsageError
+from agent.io.file_transfer import DEFAULT_FILE_MESSAGE_SIZE, FileTransfer, read_file_for_sending
+from agent.io.json_lines import LineChannel, Message
+from agent.io.outbound import OutboundTransfer
+from agent.io.perf_transfer import DEFAULT_PERF_MESSAGE_SIZE, PerfSample, PerfTransfer
+from agent.io.reactor import READ
+from agent.io.runtime import AgentRuntime
+from agent.io.side_channel import SIDE_CHANNEL_PORT
+from agent.io.stats_json import connection_stats_to_json
+
+log = logging.getLogger(__name__)
+
+#: Where the host's agent listens unless told otherwise (``--socket``, ``MRC_AGENT_SOCKET``).
+DEFAULT_SOCKET_PATH = "/run/mrc-agent.sock"
+SOCKET_ENV = "MRC_AGENT_SOCKET"
+
+
+def default_socket_path() -> str:
+    """``$MRC_AGENT_SOCKET`` or ``/run/mrc-agent.sock``."""
+    return os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET_PATH
+
+
+def _agent_answers(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+        return True
+
+
+class ControlServer:
+    """Listens on the Unix socket and serves each client's requests."""
+
+    def __init__(self, runtime: AgentRuntime, path: str, mode: int = 0o600) -> None:
+        self.runtime = runtime
+        self.path = path
+        self.sessions: set[ControlSession] = set()
+        if os.path.exists(path):
+            if _agent_answers(path):
+                raise PortInUseError(
+                    f"an agent already answers on {path}: stop it, or pick another --socket"
+                )
+            os.unlink(path)  # left over from an agent that did not shut down cleanly
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            os.chmod(path, mode)
+            sock.listen(16)
+        except OSError as exc:
+            sock.close()
+            raise UsageError(f"cannot create control socket {path}: {exc.strerror}") from None
+        sock.setblocking(False)
+        self.sock = sock
+        runtime.reactor.watch(sock, READ, self._accept)
+        runtime.on_close(self.close)
+
+    def _accept(self, _mask: int) -> None:
+        while True:
+            try:
+                conn, _address = self.sock.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                log.warning("control socket: accept failed: %s", exc)
+                return
+            self.sessions.add(ControlSession(self, conn))
+
+    def close(self) -> None:
+        """Stop listening, cancel what clients asked for, remove the socket file."""
+        for session in list(self.sessions):
+            session.close()
+        self.runtime.reactor.unwatch(self.sock)
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                log.warning("cannot remove %s: %s", self.path, exc)
+
+
+class ControlSession:
+    """One local client: its requests and the transfers they started."""
+
+    def __init__(self, server: ControlServer, sock: socket.socket) -> None:
+        self.server = server
+        self.runtime = server.runtime
+        self.transfers: dict[int, OutboundTransfer] = {}
+        self._closed = False
+        self.channel = LineChannel(sock, self.runtime.reactor, self._on_line, self._on_closed)
+
+    def _on_line(self, message: Message) -> None:
+        request: int | None = None
+        try:
+            request = request_id(message)
+            if request in self.transfers:
+                raise UsageError(f"request id {request} is already in progress")
+            parsed = parse_request(message)
+            if isinstance(parsed, StatusRequest):
+                self.channel.send(ok_reply(request, self.status()))
+            elif isinstance(parsed, SendRequest):
+                self._start(request, self._file_transfer(parsed))
+            else:
+                self._start(request, self._perf_transfer(request, parsed))
+        except AgentError as exc:
+            self.channel.send(error_reply(request, exc))
+
+    def _file_transfer(self, request: SendRequest) -> FileTransfer:
+        data = read_file_for_sending(request.path)
+        return FileTransfer(
+            self.runtime,
+            parse_peer(request.to, SIDE_CHANNEL_PORT),
+            data,
+            request.name or Path(request.path).name,
+            message_size=request.message_size or DEFAULT_FILE_MESSAGE_SIZE,
+        )
+
+    def _perf_transfer(self, request_number: int, request: PerfRequest) -> PerfTransfer:
+        base = self.runtime.pool.default.config
+        config = with_overrides(base, evs=request.evs, cc=request.cc)
+
+        def progress(sample: PerfSample) -> None:
+            self.channel.send(progress_reply(request_number, sample.to_json()))
+
+        return PerfTransfer(
+            self.runtime,
+            parse_peer(request.to, SIDE_CHANNEL_PORT),
+            message_size=request.message_size or DEFAULT_PERF_MESSAGE_SIZE,
+            duration=request.duration,
+            total_bytes=request.total_bytes,
+            config=config if config != base else None,
+            interval=request.interval or 1.0,
+            on_progress=progress,
+        )
+
+    def _start(self, request: int, transfer: OutboundTransfer) -> None:
+        self.transfers[request] = transfer
+
+        def finished(done: OutboundTransfer) -> None:
+            self.transfers.pop(request, None)
+            if self._closed:
+                return
+            if done.error is not None:
+                self.channel.send(error_reply(request, done.error))
+            else:
+                self.channel.send(ok_reply(request, done.result or {}))
+
+        transfer.on_finished.append(finished)
+        transfer.start()
+
+    def status(self) -> dict[str, Any]:
+        """Planes, open connections (without per-EV tables) and counters."""
+        runtime = self.runtime
+        connections = []
+        for endpoint in runtime.pool.endpoints:
+            for qp in endpoint.connections:
+                stats = endpoint.connection_stats(qp)
+                connections.append(connection_stats_to_json(stats, with_evs=False))
+        receiver = runtime.receiver
+        return {
+            "planes": [format_address(a) for a in runtime.local_addresses],
+            "udp_port": receiver.port if receiver else None,
+            "connections": connections,
+            "datagrams_received": receiver.received if receiver else 0,
+            "datagrams_sent": runtime.sender.sent,
+            "core_drops": runtime.pool.drops(),
+            "receive_drops": dict(receiver.drops) if receiver else {},
+            "send_errors": dict(runtime.sender.send_errors),
+        }
+
+    def _on_closed(self, _reason: str | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Cancel this client's transfers and drop the session."""
+        if self._closed:
+            return
+        self._closed = True
+        for transfer in list(self.transfers.values()):
+            transfer.cancel("the control client went away")
+        self.transfers.clear()
+        self.channel.close(None)
+        self.server.sessions.discard(self)

@@ -1,0 +1,345 @@
+"""The sending side of a transfer: side-channel handshake, then RDMA writes until confirmed.
+
+``OutboundTransfer`` does what every client does (non-blocking TCP connect with a timeout,
+``hello`` -> ``welcome``, opening the MRC connection, following its events, tearing it all
+down exactly once); ``agent.io.file_transfer`` and ``agent.io.perf_transfer`` say what to
+write and when they are done. A transfer ends in ``result`` (a JSON-ready dict) or ``error``
+(an ``AgentError`` whose code says what failed), and calls its ``on_finished`` callbacks.
+
+It runs inside an ``AgentRuntime``: the host's agent (for requests arriving on the control
+socket) or one a command started for itself. Either way the loop calls in; nothing blocks.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import os
+import secrets
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from agent.core import (
+    ConnectionClosed,
+    ConnectionFailed,
+    ConnectionSpec,
+    ConnectionStats,
+    Endpoint,
+    Event,
+    MessageAcked,
+    MessageFailed,
+    MrcConfig,
+    SendQueueFull,
+)
+from agent.io.addresses import PeerAddress, format_address, resolve
+from agent.io.errors import (
+    AgentError,
+    PeerUnreachableError,
+    ProtocolError,
+    TransferFailedError,
+    error_from_code,
+)
+from agent.io.json_lines import LineChannel, Message
+from agent.io.reactor import WRITE, Timer
+from agent.io.runtime import AgentRuntime
+from agent.io.side_channel import (
+    Hello,
+    Purpose,
+    Refusal,
+    SideMessage,
+    Welcome,
+    parse_side_message,
+    peer_plane_addresses,
+)
+from agent.io.stats_json import connection_stats_to_json
+
+log = logging.getLogger(__name__)
+
+#: Seconds to wait for the peer's side channel to accept the TCP connection.
+CONNECT_TIMEOUT = 5.0
+#: Seconds to wait for any side-channel answer (welcome, committed, farewell): a receiver
+#: writing a large file to disk answers ``commit`` only once the file is synced.
+REPLY_TIMEOUT = 60.0
+_U24 = 0xFFFFFF
+
+
+def describe_connect_error(code: int, peer: PeerAddress) -> str:
+    """A user-facing sentence for a failed TCP connect to a peer's side channel."""
+    if code == errno.ECONNREFUSED:
+        return (
+            f"nothing listens at {peer} (connection refused): is `mrc-agent serve` "
+            f"(or `mrc-perf --server`) running there?"
+        )
+    return f"peer {peer} unreachable: {os.strerror(code)}"
+
+
+class OutboundTransfer(ABC):
+    """Client side of one transfer; subclasses post the writes and judge completion."""
+
+    purpose: Purpose
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        peer: PeerAddress,
+        *,
+        length: int,
+        message_size: int,
+        name: str | None = None,
+        config: MrcConfig | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        reply_timeout: float = REPLY_TIMEOUT,
+    ) -> None:
+        self.runtime = runtime
+        self.peer = peer
+        self.length = length
+        self.message_size = message_size
+        self.name = name
+        self.endpoint: Endpoint = runtime.pool.endpoint_for(config)
+        self.config = self.endpoint.config
+        self._connect_timeout = connect_timeout
+        self._reply_timeout = reply_timeout
+        self.qp = runtime.pool.allocate_qp(self.endpoint)
+        self._psn = secrets.randbelow(_U24 + 1)
+        self._sock: socket.socket | None = None
+        self._channel: LineChannel | None = None
+        self._timer: Timer | None = None
+        self._connected = False
+        self.welcome: Welcome | None = None
+        self.finished = False
+        self.result: dict[str, Any] | None = None
+        self.error: AgentError | None = None
+        self.stats: ConnectionStats | None = None
+        self.on_finished: list[Callable[[OutboundTransfer], None]] = []
+        #: Most messages posted and not yet confirmed: enough to cover the largest window.
+        self.max_outstanding = max(
+            2,
+            min(
+                self.config.max_unconfirmed_messages,
+                math.ceil(self.config.max_window / message_size) + 1,
+            ),
+        )
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Resolve the peer and start connecting; failures end the transfer."""
+        try:
+            family, address = resolve(self.peer.host, self.peer.port)
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except AgentError as exc:
+            self._fail(exc)
+            return
+        except OSError as exc:
+            self._fail(PeerUnreachableError(f"peer {self.peer}: {exc.strerror or exc}"))
+            return
+        sock.setblocking(False)
+        self._sock = sock
+        code = sock.connect_ex(address)
+        if code not in (0, errno.EINPROGRESS):
+            self._fail(PeerUnreachableError(describe_connect_error(code, self.peer)))
+            return
+        self.runtime.reactor.watch(sock, WRITE, self._on_connect_ready)
+        self._arm_timer(
+            self._connect_timeout,
+            lambda: PeerUnreachableError(
+                f"peer {self.peer} unreachable: no answer within {self._connect_timeout:g} s"
+            ),
+        )
+
+    def cancel(self, reason: str) -> None:
+        """Abandon the transfer (the client went away, or the user interrupted)."""
+        self._fail(TransferFailedError(f"cancelled: {reason}"))
+
+    def _on_connect_ready(self, _mask: int) -> None:
+        sock = self._sock
+        if sock is None or self.finished:
+            return
+        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._fail(PeerUnreachableError(describe_connect_error(code, self.peer)))
+            return
+        self.runtime.reactor.unwatch(sock)
+        self._channel = LineChannel(sock, self.runtime.reactor, self._on_line, self._on_closed)
+        hello = Hello(
+            qp=self.qp,
+            psn=self._psn,
+            planes=tuple(format_address(a) for a in self.runtime.local_addresses),
+            purpose=self.purpose,
+            length=self.length,
+            name=self.name,
+        )
+        self._channel.send(hello.to_json())
+        self._await_reply("welcome")
+
+    def _arm_timer(self, seconds: float, error: Callable[[], AgentError]) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.runtime.reactor.call_at(
+            self.runtime.clock() + seconds, lambda: self._fail(error())
+        )
+
+    def _await_reply(self, what: str) -> None:
+        self._arm_timer(
+            self._reply_timeout,
+            lambda: TransferFailedError(
+                f"peer {self.peer} did not send {what!r} within {self._reply_timeout:g} s"
+            ),
+        )
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # --- side channel ---------------------------------------------------------------------
+
+    def _on_line(self, line: Message) -> None:
+        if self.finished:
+            return
+        try:
+            message = parse_side_message(line)
+        except ProtocolError as exc:
+            self._fail(ProtocolError(f"peer {self.peer} sent a bad message: {exc}"))
+            return
+        if isinstance(message, Refusal):
+            self._fail(error_from_code(message.code, f"peer {self.peer}: {message.message}"))
+            return
+        if self.welcome is None:
+            if not isinstance(message, Welcome):
+                self._fail(ProtocolError(f"peer {self.peer} answered hello with {line!r}"))
+                return
+            self._disarm()
+            self._open(message)
+            return
+        self._disarm()
+        self._on_side_message(message)
+
+    def _on_closed(self, reason: str | None) -> None:
+        if not self.finished:
+            detail = reason or "closed by the peer"
+            self._fail(TransferFailedError(f"side channel to {self.peer} ended: {detail}"))
+
+    def _open(self, welcome: Welcome) -> None:
+        try:
+            remote = peer_plane_addresses(welcome.planes, self.runtime.local_addresses)
+        except ProtocolError as exc:
+            self._fail(exc)
+            return
+        if welcome.length < self.length:
+            self._fail(
+                ProtocolError(f"peer offered {welcome.length} bytes of region, {self.length} asked")
+            )
+            return
+        self.welcome = welcome
+        spec = ConnectionSpec(
+            local_qp=self.qp,
+            remote_qp=welcome.qp,
+            remote_addresses=remote,
+            send_psn=self._psn,
+            receive_psn=welcome.psn,
+        )
+        self.runtime.pool.connect(self.endpoint, spec)
+        self._connected = True
+        self.runtime.on_events(self.qp, self._on_event)
+        log.info(
+            "connected to %s: qp %#x -> %#x, %d plane(s), %d-byte region",
+            self.peer,
+            self.qp,
+            welcome.qp,
+            len(remote),
+            welcome.length,
+        )
+        self._begin()
+
+    def send_side(self, message: SideMessage, expect: str) -> None:
+        """Send a side-channel message and wait (with the reply timeout) for ``expect``."""
+        if self._channel is not None:
+            self._channel.send(message.to_json())
+            self._await_reply(expect)
+
+    # --- MRC ------------------------------------------------------------------------------
+
+    def post(self, data: bytes, offset: int) -> bool:
+        """RDMA-write ``data`` at ``offset`` of the peer's region; False if the send queue is
+        full (retry after the next acknowledgement)."""
+        welcome = self.welcome
+        assert welcome is not None
+        try:
+            self.endpoint.post_write(self.qp, data, welcome.va + offset, welcome.rkey)
+        except SendQueueFull:
+            return False
+        except ConnectionClosed as exc:
+            self._fail(TransferFailedError(f"connection closed: {exc}"))
+            return False
+        return True
+
+    def _on_event(self, event: Event) -> None:
+        if self.finished:
+            return
+        if isinstance(event, MessageAcked):
+            self._on_acked(event)
+        elif isinstance(event, MessageFailed):
+            self._fail(TransferFailedError(f"message {event.msn} failed: {event.reason}"))
+        elif isinstance(event, ConnectionFailed):
+            self._fail(TransferFailedError(f"connection to {self.peer} failed: {event.reason}"))
+        else:
+            log.info("qp %#x: %s", self.qp, event)
+
+    def connection_stats(self) -> ConnectionStats | None:
+        """The connection's statistics now (None before it opened)."""
+        if not self._connected:
+            return self.stats
+        return self.runtime.pool.connection_stats(self.qp)
+
+    # --- subclass hooks -------------------------------------------------------------------
+
+    @abstractmethod
+    def _begin(self) -> None:
+        """The connection is open: start posting."""
+
+    @abstractmethod
+    def _on_acked(self, event: MessageAcked) -> None:
+        """The receiver confirmed one message."""
+
+    @abstractmethod
+    def _on_side_message(self, message: SideMessage) -> None:
+        """A side-channel message after the welcome (committed, farewell)."""
+
+    # --- endings --------------------------------------------------------------------------
+
+    def finish(self, result: dict[str, Any]) -> None:
+        """Success: tear down and report ``result``."""
+        self._end(result, None)
+
+    def _fail(self, error: AgentError) -> None:
+        self._end(None, error)
+
+    def _end(self, result: dict[str, Any] | None, error: AgentError | None) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self.result = result
+        self.error = error
+        self._disarm()
+        if self._connected:
+            self.stats = self.runtime.pool.connection_stats(self.qp)
+            if result is not None:
+                result["connection"] = connection_stats_to_json(self.stats)
+            self.runtime.on_events(self.qp, None)
+            self.runtime.pool.close(self.qp)
+            self._connected = False
+        else:
+            self.runtime.pool.release_qp(self.qp)
+        if self._channel is not None:
+            self._channel.close_after_flush()
+        elif self._sock is not None:
+            self.runtime.reactor.unwatch(self._sock)
+            self._sock.close()
+        if error is not None:
+            log.warning("transfer to %s failed: %s", self.peer, error)
+        for callback in self.on_finished:
+            callback(self)

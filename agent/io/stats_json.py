@@ -1,0 +1,82 @@
+"""The core's statistics snapshots as plain JSON objects (for replies, reports and --json).
+
+The core hands out frozen dataclasses keyed by enums; tools, the control socket and the side
+channel need JSON. One conversion here keeps the field names identical everywhere, so a
+``--json`` report, a ``status`` reply and a receiver's ``farewell`` can be read the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.core import ConnectionStats, EvReport, RetransmitCause
+
+
+def ev_report_to_json(ev: EvReport) -> dict[str, Any]:
+    """One EV: plane, value, state name, whether it is the slot's home EV, uses, losses."""
+    return {
+        "plane": ev.plane,
+        "ev": ev.ev,
+        "source_port": ev.ev >> 16,
+        "flow_label": ev.ev & 0xFFFF,
+        "state": ev.state.name,
+        "home": ev.home,
+        "uses": ev.uses,
+        "losses": ev.losses,
+    }
+
+
+def causes_to_json(counts: dict[RetransmitCause, int]) -> dict[str, int]:
+    """Counts by retransmit cause, every cause present (0 when none)."""
+    return {cause.value: counts.get(cause, 0) for cause in RetransmitCause}
+
+
+def connection_stats_to_json(stats: ConnectionStats, with_evs: bool = True) -> dict[str, Any]:
+    """Every field of a connection snapshot; ``with_evs`` adds the per-EV table."""
+    result: dict[str, Any] = {
+        "qp": stats.qp,
+        "messages_posted": stats.messages_posted,
+        "messages_acked": stats.messages_acked,
+        "messages_failed": stats.messages_failed,
+        "messages_received": stats.messages_received,
+        "data_packets_sent": stats.data_packets_sent,
+        "data_bytes_sent": stats.data_bytes_sent,
+        "packets_acked": stats.packets_acked,
+        "bytes_acked": stats.bytes_acked,
+        "data_packets_received": stats.data_packets_received,
+        "data_bytes_received": stats.data_bytes_received,
+        "duplicates_received": stats.duplicates_received,
+        "retransmits": causes_to_json(stats.retransmits),
+        "retransmits_total": stats.total_retransmits,
+        "losses": causes_to_json(stats.losses),
+        "timeouts": stats.timeouts,
+        "tail_probes": stats.tail_probes,
+        "completion_probes": stats.completion_probes,
+        "trims_seen": stats.trims_seen,
+        "trims_lasthop_seen": stats.trims_lasthop_seen,
+        "trims_received": stats.trims_received,
+        "nacks_other": stats.nacks_other,
+        "ecn_echoes": stats.ecn_echoes,
+        "ecn_marks_received": stats.ecn_marks_received,
+        "writes_rejected": stats.writes_rejected,
+        "ev_probes_sent": stats.ev_probes_sent,
+        "ev_probes_answered": stats.ev_probes_answered,
+        "srtt_s": stats.srtt,
+        "min_rtt_s": stats.min_rtt,
+        "rttvar_s": stats.rttvar,
+        "rto_s": stats.rto,
+        "cwnd_bytes": stats.cwnd,
+        "bytes_in_flight": stats.bytes_in_flight,
+        "ev_states": ev_state_counts(stats.evs),
+    }
+    if with_evs:
+        result["evs"] = [ev_report_to_json(ev) for ev in stats.evs]
+    return result
+
+
+def ev_state_counts(evs: tuple[EvReport, ...]) -> dict[str, int]:
+    """How many EVs of the set are in each state."""
+    counts: dict[str, int] = {}
+    for ev in evs:
+        counts[ev.state.name] = counts.get(ev.state.name, 0) + 1
+    return counts

@@ -1,0 +1,197 @@
+"""Receiving MRC datagrams on UDP port 4791, with the IP header fields the core needs.
+
+The agent owns port 4791 like a NIC owns its RoCE port: one socket per address family, bound
+to the wildcard address, so a second agent (or anything else holding the port) is refused at
+start with EADDRINUSE rather than silently sharing the traffic (no SO_REUSEADDR/REUSEPORT).
+Which plane a datagram arrived for comes from its header destination (IP_PKTINFO /
+IPV6_PKTINFO); the core drops datagrams for addresses that are none of its planes.
+
+Each datagram is handed over with its DSCP and ECN (IP_RECVTOS / IPV6_RECVTCLASS: the DSCP
+says whether a switch trimmed it, the ECN bits whether one marked it) and, over IPv6, its flow
+label (IPV6_FLOWINFO), which carries the EV's low 16 bits. Over IPv4 the receiver assumes the
+header the agent's raw sender writes (ID 0, DF), the defaults of ``IpContext``: the ICRC covers
+those fields and a UDP socket cannot read them. A peer that sends anything else fails the
+ICRC check in the core and is counted there.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections.abc import Callable
+
+from agent.core.datagram import IncomingDatagram, IpContext
+from agent.io.errors import PortInUseError
+from agent.io.linux import (
+    IN6_PKTINFO_ADDR_OFFSET,
+    IN_PKTINFO_ADDR_OFFSET,
+    IP_PKTINFO,
+    IP_RECVTOS,
+    IP_TOS_CMSG,
+    IPV6_FLOWINFO,
+    IPV6_PKTINFO,
+    IPV6_RECVPKTINFO,
+    IPV6_RECVTCLASS,
+    IPV6_TCLASS,
+    SO_RCVBUFFORCE,
+)
+from agent.wire.constants import ROCEV2_UDP_PORT
+
+#: Largest datagram accepted: a 9000-byte jumbo payload plus every MRC header, rounded up.
+MAX_DATAGRAM = 9216
+#: Receive buffer asked for: a full window of 1 KiB packets (4096) can queue while the agent
+#: is busy sending, instead of being dropped by the kernel.
+RECEIVE_BUFFER_BYTES = 16 << 20
+_CMSG_SPACE = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(20) + socket.CMSG_SPACE(4) + 64
+_IPPROTO_IP = socket.IPPROTO_IP
+_IPPROTO_IPV6 = socket.IPPROTO_IPV6
+
+
+def parse_ancillary_v4(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, bytes | None]:
+    """(TOS byte, header destination address) from an IPv4 datagram's control messages."""
+    tos = 0
+    destination: bytes | None = None
+    for level, kind, data in ancdata:
+        if level == _IPPROTO_IP:
+            if kind == IP_TOS_CMSG and data:
+                tos = data[0]
+            elif kind == IP_PKTINFO and len(data) >= IN_PKTINFO_ADDR_OFFSET + 4:
+                destination = bytes(data[IN_PKTINFO_ADDR_OFFSET : IN_PKTINFO_ADDR_OFFSET + 4])
+    return tos, destination
+
+
+def parse_ancillary_v6(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, bytes | None, int]:
+    """(traffic class, header destination address, flow label) from an IPv6 datagram's control
+    messages. The traffic class arrives as a host-order int, the flow info as the header's
+    big-endian word; the kernel omits the flow info when it is zero."""
+    tclass = 0
+    destination: bytes | None = None
+    flow_label = 0
+    for level, kind, data in ancdata:
+        if level != _IPPROTO_IPV6:
+            continue
+        if kind == IPV6_TCLASS and len(data) >= 4:
+            tclass = int.from_bytes(data[:4], "little") & 0xFF
+        elif kind == IPV6_PKTINFO and len(data) >= IN6_PKTINFO_ADDR_OFFSET + 16:
+            destination = bytes(data[IN6_PKTINFO_ADDR_OFFSET : IN6_PKTINFO_ADDR_OFFSET + 16])
+        elif kind == IPV6_FLOWINFO and len(data) >= 4:
+            flow_label = int.from_bytes(data[:4], "big") & 0xFFFFF
+    return tclass, destination, flow_label
+
+
+class UdpReceiver:
+    """The agent's UDP 4791 socket(s): bound at construction, drained in batches."""
+
+    def __init__(self, ipv4: bool, ipv6: bool, port: int = ROCEV2_UDP_PORT) -> None:
+        self.port = port
+        self.sockets: list[socket.socket] = []
+        self._buffer = bytearray(MAX_DATAGRAM)
+        self._view = memoryview(self._buffer)
+        self._contexts: dict[tuple[str, bytes], IpContext] = {}
+        self._packed: dict[str, bytes] = {}
+        #: Datagrams dropped before the core saw them, by reason (too long, no destination).
+        self.drops: dict[str, int] = {}
+        self.received = 0
+        try:
+            if ipv4:
+                self.sockets.append(_bound_socket(socket.AF_INET, port))
+            if ipv6:
+                self.sockets.append(_bound_socket(socket.AF_INET6, port))
+        except BaseException:
+            self.close()
+            raise
+
+    def drain(
+        self, sock: socket.socket, handle: Callable[[IncomingDatagram], None], limit: int
+    ) -> int:
+        """Hand up to ``limit`` waiting datagrams of ``sock`` to ``handle``; returns how many."""
+        v4 = sock.family == socket.AF_INET
+        view = self._view
+        contexts = self._contexts
+        port = self.port
+        count = 0
+        while count < limit:
+            try:
+                size, ancdata, flags, address = sock.recvmsg_into((view,), _CMSG_SPACE)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                self._drop(errno.errorcode.get(exc.errno or 0, str(exc)))
+                break
+            count += 1
+            if flags & socket.MSG_TRUNC:
+                self._drop("longer than MAX_DATAGRAM")
+                continue
+            source = address[0]
+            if v4:
+                tos, destination = parse_ancillary_v4(ancdata)
+                flow_label = 0
+            else:
+                tos, destination, flow_label = parse_ancillary_v6(ancdata)
+            if destination is None:
+                self._drop("no destination address")
+                continue
+            context = contexts.get((source, destination))
+            if context is None:
+                context = IpContext(src=self._pack(source, v4), dst=destination)
+                contexts[(source, destination)] = context
+            self.received += 1
+            handle(
+                IncomingDatagram(
+                    bytes(view[:size]), context, address[1], tos >> 2, tos & 3, flow_label, port
+                )
+            )
+        return count
+
+    def _pack(self, address: str, v4: bool) -> bytes:
+        packed = self._packed.get(address)
+        if packed is None:
+            packed = socket.inet_pton(socket.AF_INET if v4 else socket.AF_INET6, address)
+            self._packed[address] = packed
+        return packed
+
+    def _drop(self, reason: str) -> None:
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+
+    def close(self) -> None:
+        """Release the port."""
+        for sock in self.sockets:
+            sock.close()
+        self.sockets.clear()
+
+
+def _bound_socket(family: socket.AddressFamily, port: int) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    try:
+        if family == socket.AF_INET:
+            sock.setsockopt(_IPPROTO_IP, IP_RECVTOS, 1)
+            sock.setsockopt(_IPPROTO_IP, IP_PKTINFO, 1)
+            address: tuple[str, int] | tuple[str, int, int, int] = ("0.0.0.0", port)
+        else:
+            sock.setsockopt(_IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.setsockopt(_IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+            sock.setsockopt(_IPPROTO_IPV6, IPV6_RECVPKTINFO, 1)
+            sock.setsockopt(_IPPROTO_IPV6, IPV6_FLOWINFO, 1)
+            address = ("::", port, 0, 0)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER_BYTES)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER_BYTES)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                family_name = "IPv4" if family == socket.AF_INET else "IPv6"
+                raise PortInUseError(
+                    f"UDP port {port} ({family_name}) is already in use: another mrc-agent "
+                    f"(or another RoCEv2 endpoint) owns it; stop it, or let this command use "
+                    f"it through its control socket (--socket)"
+                ) from exc
+            raise
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
