@@ -1,0 +1,55 @@
+"""Fixtures for the Mininet bring-up tests.
+
+Tests marked ``mininet`` need root, Mininet and ``simple_switch_grpc``; the forwarding tests
+also need the compiled program and ``simple_switch_CLI``. Elsewhere they skip with one line
+saying what is missing. The leaf-spine network is brought up once per session (six BMv2s take
+a while on a small machine) and every test that changes it (cut, restart, queue) puts it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.mininet.environment import (
+    TINY_TOPOLOGY,
+    bring_up_skip_reason,
+    forwarding_skip_reason,
+)
+from topologies import Topology, load_topology, load_topology_text
+
+
+@pytest.fixture
+def needs_bring_up() -> None:
+    """Skip unless a network can be brought up."""
+    reason = bring_up_skip_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def tiny_topology() -> Topology:
+    """Two leaves, one spine, one host per leaf, on service ports of its own."""
+    return load_topology_text(TINY_TOPOLOGY, source="tiny")
+
+
+@pytest.fixture
+def tiny_topology_file(tmp_path: Path) -> Path:
+    """The tiny topology as a file, for the command-line tests."""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY_TOPOLOGY, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def leaf_spine_network() -> Iterator[object]:
+    """The leaf-spine preset running in Mininet, for the whole session (unprogrammed)."""
+    reason = forwarding_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from topologies.mininet import running_network
+
+    with running_network(load_topology("leaf-spine")) as network:
+        yield network

@@ -1,0 +1,58 @@
+"""Where the Mininet tests can run, and the small topology the teardown tests use."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tools.toolchain import SIMPLE_SWITCH_CLI, SIMPLE_SWITCH_GRPC, find_tool, is_root
+
+REPO = Path(__file__).resolve().parents[3]
+P4_BUILD = REPO / "p4src" / "build"
+
+#: Two leaves, one spine, one host per leaf, on service ports of its own so that it never
+#: collides with the session's leaf-spine network (default ports 50051.., 9090..).
+TINY_TOPOLOGY = textwrap.dedent(
+    """\
+    name: tiny
+    switches:
+      - {name: l1, role: leaf, device_id: 1, grpc_port: 50151, thrift_port: 9190}
+      - {name: l2, role: leaf, device_id: 2, grpc_port: 50152, thrift_port: 9191}
+      - {name: s1, role: spine, device_id: 3, grpc_port: 50153, thrift_port: 9192}
+    hosts:
+      - name: h1
+        nics:
+          - {switch: l1, port: 1}
+      - name: h2
+        nics:
+          - {switch: l2, port: 1}
+    links:
+      - {a: "l1:2", b: "s1:1"}
+      - {a: "l2:2", b: "s1:2"}
+    """
+)
+
+
+def bring_up_skip_reason() -> str | None:
+    """Why a network cannot be brought up here, or None."""
+    if not is_root():
+        return "needs root (network namespaces, veths, BMv2 on raw interfaces)"
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        return "Mininet is not installed (`make setup` installs Debian's mininet)"
+    if find_tool(SIMPLE_SWITCH_GRPC) is None:
+        return "simple_switch_grpc not found (see `make doctor`)"
+    return None
+
+
+def forwarding_skip_reason() -> str | None:
+    """Why the programmed-fabric tests cannot run here, or None."""
+    reason = bring_up_skip_reason()
+    if reason:
+        return reason
+    if not (P4_BUILD / "mrc.json").exists():
+        return "p4src/build/mrc.json missing (run `make build`)"
+    if find_tool(SIMPLE_SWITCH_CLI) is None:
+        return "simple_switch_CLI not found (queue settings need it)"
+    return None

@@ -1,0 +1,234 @@
+"""The leaf-spine preset in Mininet, programmed from ``controller.intent``: hosts configured as
+specified, every host reaches every other over IPv4 and IPv6, link cuts never freeze a switch
+and are routed around, a restarted switch comes back, and queue limits reach BMv2.
+
+One network serves the whole module (conftest); every test that changes it puts it back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controller.intent import compute_intent
+from tests.e2e.mininet.fabric_program import MEMBER_COUNTER, FabricProgrammer
+from tests.e2e.mininet.machine_state import netns_exec
+from tests.e2e.mininet.pings import ping, ping_all
+from topologies.mininet.host_config import GATEWAY_IPV4, GATEWAY_IPV6
+
+pytestmark = pytest.mark.mininet
+
+#: BMv2 polls link state every 200 ms (shared/bmv2-notes.md); wait a few polls after a cut.
+LINK_STATE_SETTLE_S = 1.0
+#: ethtool's names of the offloads the bring-up turns off.
+OFFLOAD_NAMES = (
+    "rx-checksumming",
+    "tx-checksumming",
+    "scatter-gather",
+    "tcp-segmentation-offload",
+    "generic-segmentation-offload",
+    "generic-receive-offload",
+)
+
+
+@pytest.fixture(scope="module")
+def network(leaf_spine_network):
+    return leaf_spine_network
+
+
+@pytest.fixture(scope="module")
+def fabric(network) -> Iterator[FabricProgrammer]:
+    """Every switch with mrc.p4 and the intent of the fabric with every link up."""
+    programmer = FabricProgrammer(network)
+    try:
+        programmer.program()
+        yield programmer
+    finally:
+        programmer.close()
+
+
+def _assert_all_reach_all(network) -> None:
+    results = ping_all(network)
+    lossy = [str(result) for result in results if not result.lossless]
+    assert not lossy, f"lost pings: {lossy}"
+
+
+def _link_flags(netns: str | None, ifname: str) -> set[str]:
+    output = netns_exec(netns, "ip", "-o", "link", "show", "dev", ifname)
+    match = re.search(r"<([^>]*)>", output)
+    assert match, output
+    return set(match.group(1).split(","))
+
+
+# -- bring-up as specified -----------------------------------------------------------------------
+def test_every_switch_runs_bmv2_with_the_projects_options_and_no_program(network):
+    for switch in network.topology.switches:
+        node = network.switch(switch.name)
+        args = Path(f"/proc/{node.bmv2_pid}/cmdline").read_bytes().decode().split("\0")
+        options = dict(itertools.pairwise(args))
+        assert "--no-p4" in args
+        assert options["--device-id"] == str(switch.device_id)
+        assert options["--thrift-port"] == str(switch.thrift_port)
+        assert options["--grpc-server-addr"] == f"127.0.0.1:{switch.grpc_port}"
+        assert options["--priority-queues"] == "2"
+        assert options["--cpu-port"] == str(network.topology.settings.cpu_port)
+        assert options["--log-level"] == "warn"
+        assert int(options["--log-file-max-size"]) * (int(options["--log-file-max-files"]) + 1) <= (
+            10 * 1024 * 1024
+        )
+        bound = {value for flag, value in itertools.pairwise(args) if flag == "-i"}
+        assert bound == {f"{p}@{i}" for p, i in network.wiring.switch_ports[switch.name].items()}
+
+
+def test_offloads_are_off_on_both_ends_of_every_veth(network):
+    ends: list[tuple[str | None, str]] = []
+    for ports in network.wiring.switch_ports.values():
+        ends += [(None, ifname) for ifname in ports.values()]
+    ends += [(nic.netns, nic.nic.name) for nic in network.wiring.host_nics]
+    ends += [
+        (network.wiring.patch_panel_netns, end.panel_ifname)
+        for patch in network.wiring.patches
+        for end in patch.ends
+    ]
+    assert len(ends) == 2 * len(network.topology.all_links) + 2 * len(network.topology.links)
+    for netns, ifname in ends:
+        features = dict(
+            re.findall(r"^([a-z-]+): (on|off)", netns_exec(netns, "ethtool", "-k", ifname), re.M)
+        )
+        still_on = [name for name in OFFLOAD_NAMES if features.get(name) != "off"]
+        assert not still_on, f"{ifname} ({netns or 'root'}): {still_on} still on"
+
+
+def test_host_addresses_are_usable_at_once_and_gateways_need_no_arp_or_nd(network):
+    for nic in network.wiring.host_nics:
+        addresses = netns_exec(nic.netns, "ip", "-6", "addr", "show", "dev", nic.nic.name)
+        assert str(nic.nic.ipv6) in addresses
+        assert "tentative" not in addresses
+        neighbours = netns_exec(nic.netns, "ip", "neigh", "show", "dev", nic.nic.name)
+        for gateway in (GATEWAY_IPV4, GATEWAY_IPV6):
+            assert f"{gateway} lladdr {nic.gateway_mac} PERMANENT" in neighbours
+
+
+# -- forwarding --------------------------------------------------------------------------------
+def test_every_host_reaches_every_other_over_ipv4_and_ipv6(network, fabric):
+    _assert_all_reach_all(network)
+
+
+def test_a_spine_link_cut_only_takes_the_patch_ends_down(network, fabric):
+    link_id = network.cut("l1", "s2")
+    try:
+        patch = network.wiring.patch_for(link_id)
+        for end in patch.ends:
+            switch_side = _link_flags(None, end.switch_ifname)
+            # Admin state untouched (a BMv2-bound interface set down freezes BMv2): carrier only.
+            assert {"UP", "NO-CARRIER"} <= switch_side
+            assert "UP" not in _link_flags(network.wiring.patch_panel_netns, end.panel_ifname)
+        assert network.cut_links == {link_id}
+    finally:
+        network.restore("l1", "s2")
+    for end in patch.ends:
+        assert {"UP", "LOWER_UP"} <= _link_flags(None, end.switch_ifname)
+    assert network.cut_links == frozenset()
+
+
+def test_watch_port_moves_a_flow_off_a_cut_spine_link_without_any_controller(network, fabric):
+    leaf = compute_intent(network.topology).switch("l1")
+    h3 = network.topology.host("h3").nics[0].ipv4.ip
+    uplinks = leaf.lookup(h3)
+    assert uplinks is not None and len(uplinks.members) == 4
+
+    def member_counts() -> dict[int, int]:
+        return {
+            m.member_index: fabric.counter("l1", MEMBER_COUNTER, m.member_index)
+            for m in uplinks.members
+        }
+
+    before = member_counts()
+    ping(network, "h1", "h3", count=5)
+    after = member_counts()
+    used = [m for m in uplinks.members if after[m.member_index] - before[m.member_index] >= 5]
+    assert len(used) == 1, "one ICMP flow hashes onto one uplink"
+    spine = network.topology.link_at("l1", used[0].egress_port).far_end("l1").node
+
+    network.cut("l1", spine)
+    try:
+        time.sleep(LINK_STATE_SETTLE_S)
+        before = member_counts()
+        ping(network, "h1", "h3", count=5)  # replies may still hash onto the dead spine
+        after = member_counts()
+    finally:
+        network.restore("l1", spine)
+    assert after[used[0].member_index] == before[used[0].member_index]
+    moved = sum(after[i] - before[i] for i in after if i != used[0].member_index)
+    assert moved >= 5
+
+
+def test_every_host_reaches_every_other_once_the_groups_follow_a_spine_link_cut(network, fabric):
+    link_id = network.cut("l2", "s3")
+    try:
+        time.sleep(LINK_STATE_SETTLE_S)
+        fabric.program(down={link_id})
+        _assert_all_reach_all(network)
+    finally:
+        network.restore("l2", "s3")
+        fabric.program()
+    time.sleep(LINK_STATE_SETTLE_S)
+    _assert_all_reach_all(network)
+
+
+def test_a_cut_host_link_is_unreachable_and_forwards_again_once_restored(network, fabric):
+    network.cut("h4", "l2")
+    try:
+        assert "UP" not in _link_flags(network.host("h4").netns, "eth0")
+        assert ping(network, "h1", "h4", count=2).received == 0
+    finally:
+        network.restore("h4", "l2")
+    time.sleep(LINK_STATE_SETTLE_S)
+    for family in (4, 6):
+        assert ping(network, "h1", "h4", family=family).lossless
+        assert ping(network, "h4", "h2", family=family).lossless
+
+
+def test_a_restarted_switch_is_empty_until_reprogrammed_then_forwards_again(network, fabric):
+    old_pid = network.switch("l1").bmv2_pid
+    new_pid = network.restart_switch("l1")
+    try:
+        assert new_pid != old_pid
+        assert network.switch("l1").bmv2_pid == new_pid
+        assert ping(network, "h1", "h3", count=2).received == 0
+    finally:
+        fabric.reprogram("l1")
+    _assert_all_reach_all(network)
+
+
+def test_a_queue_limit_set_over_thrift_throttles_that_port_only(network, fabric):
+    to_h1 = network.topology.host("h1").nics[0].switch_port
+    network.set_queue("l1", to_h1, rate_pps=2, depth=1)
+    try:
+        throttled = ping(network, "h3", "h1", count=20, interval=0.01)
+        untouched = ping(network, "h3", "h2", count=20, interval=0.01)
+    finally:
+        network.set_queue("l1", to_h1, rate_pps=0, depth=64)
+    assert throttled.received <= throttled.sent // 2, str(throttled)
+    assert untouched.lossless, str(untouched)
+    assert ping(network, "h3", "h1", count=20, interval=0.01).lossless
+
+
+@pytest.mark.parametrize(
+    ("switch", "port", "rate", "depth", "message"),
+    [
+        ("l1", 9, 100, 10, "l1 has no port 9"),
+        ("l1", 1, -1, 10, "rate must be >= 0"),
+        ("l1", 1, 100, 0, "depth must be at least 1"),
+    ],
+)
+def test_set_queue_rejects_bad_arguments_before_calling_bmv2(
+    network, switch, port, rate, depth, message
+):
+    with pytest.raises(ValueError, match=message):
+        network.set_queue(switch, port, rate_pps=rate, depth=depth)

@@ -1,0 +1,173 @@
+"""Teardown leaves nothing: after a normal exit, an exception, a failed bring-up, Ctrl-C or
+SIGTERM, and (through ``clean``) after the owner was killed with SIGKILL.
+
+"Nothing" is checked with ``ip netns``, ``ip link`` and ``pgrep`` for the run's prefix, plus
+the pids the run had (BMv2, the Mininet shells, a process started on a host). Each test first
+shows the run's footprint exists, so an empty result is not a check that cannot fail.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.mininet.environment import REPO
+from tests.e2e.mininet.machine_state import (
+    LineReader,
+    assert_nothing_left,
+    own_session_popen,
+    run_state,
+)
+from topologies import Topology
+
+pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("needs_bring_up")]
+
+CLI = [sys.executable, "-m", "topologies.mininet"]
+READY = r"run (mn[0-9a-f]{4}) ready"
+
+
+def _run_pids(network) -> set[int]:
+    """BMv2 and Mininet shell pids of a running network."""
+    pids = {switch.bmv2_pid for switch in network.mininet.switches}
+    pids |= {node.pid for node in network.mininet.hosts + network.mininet.switches}
+    pids.add(network.patch_panel.pid)
+    return {pid for pid in pids if pid}
+
+
+def _assert_tiny_footprint(prefix: str) -> None:
+    """What the tiny topology puts on the machine: proof that the checks can see a run."""
+    state = run_state(prefix)
+    assert state.namespaces == {f"{prefix}-h1", f"{prefix}-h2", f"{prefix}-patch-panel"}
+    assert state.links == {
+        f"{prefix}-l1-1",
+        f"{prefix}-l1-2",
+        f"{prefix}-l2-1",
+        f"{prefix}-l2-2",
+        f"{prefix}-s1-1",
+        f"{prefix}-s1-2",
+    }
+    assert len(state.processes) >= 3  # one BMv2 per switch names the run's interfaces
+
+
+def test_closing_a_network_leaves_no_namespace_link_or_process(tiny_topology: Topology):
+    from topologies.mininet import TestbedNetwork
+
+    network = TestbedNetwork(tiny_topology)
+    try:
+        network.start()
+        _assert_tiny_footprint(network.prefix)
+        pids = _run_pids(network)
+        host_process = subprocess.Popen(
+            ["ip", "netns", "exec", network.host("h1").netns, "sleep", "600"],
+            start_new_session=True,
+        )
+        pids.add(host_process.pid)
+    finally:
+        left = network.close()
+    host_process.wait(10)
+    assert left.empty
+    assert_nothing_left(network.prefix, pids)
+    assert not network.run_dir.exists()
+
+
+def test_an_exception_inside_the_block_still_tears_everything_down(tiny_topology: Topology):
+    from topologies.mininet import running_network
+
+    with (
+        pytest.raises(RuntimeError, match="a failing test"),
+        running_network(tiny_topology) as network,
+    ):
+        _assert_tiny_footprint(network.prefix)
+        pids = _run_pids(network)
+        raise RuntimeError("a failing test")
+    assert_nothing_left(network.prefix, pids)
+
+
+def test_a_switch_that_does_not_serve_in_time_fails_the_bring_up_and_leaves_nothing(
+    tiny_topology: Topology,
+):
+    from topologies.mininet import TestbedNetwork
+    from topologies.mininet.bmv2_switch import SwitchStartError
+
+    network = TestbedNetwork(tiny_topology, startup_timeout=0.0)
+    with pytest.raises(SwitchStartError, match=r"l1: nothing listening on 127\.0\.0\.1:50151"):
+        network.start()
+    assert_nothing_left(network.prefix)
+
+
+def test_a_taken_service_port_is_reported_before_anything_is_created(tiny_topology: Topology):
+    from topologies.mininet import BringUpError, TestbedNetwork
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 50152))
+        squatter.listen()
+        network = TestbedNetwork(tiny_topology)
+        with pytest.raises(BringUpError, match="switch l2: gRPC port 50152 is in use"):
+            network.start()
+    assert not network.run_dir.exists()
+    assert_nothing_left(network.prefix)
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_up_command_prints_a_summary_and_tears_down_on_a_signal(
+    tiny_topology_file: Path, stop_signal: signal.Signals
+):
+    proc = own_session_popen([*CLI, "up", str(tiny_topology_file)])
+    reader = LineReader(proc)
+    try:
+        prefix = reader.wait_for(READY, timeout=120).group(1)
+        summary = "".join(reader.lines)
+        for expected in ("l1", "s1", "h1 ", "10.0.1.1/24", f"{prefix}-patch-panel"):
+            assert expected in summary
+        _assert_tiny_footprint(prefix)
+        proc.send_signal(stop_signal)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert f"run {prefix} torn down: nothing left" in reader.rest()
+    assert_nothing_left(prefix)
+
+
+def test_clean_removes_what_a_killed_run_left_and_spares_live_runs(
+    tiny_topology_file: Path, tiny_topology: Topology
+):
+    proc = own_session_popen([*CLI, "up", str(tiny_topology_file)])
+    reader = LineReader(proc)
+    try:
+        prefix = reader.wait_for(READY, timeout=120).group(1)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    # SIGKILL gave the owner no chance: BMv2 (own session) and the named namespaces remain.
+    left_behind = run_state(prefix)
+    assert left_behind.namespaces and left_behind.links and left_behind.processes
+
+    from topologies.mininet import running_network
+
+    with running_network(_on_other_ports(tiny_topology)) as live:
+        listed = subprocess.run([*CLI, "list"], capture_output=True, text=True, cwd=REPO)
+        assert f"{prefix}  tiny  owner pid {proc.pid} (stale)" in listed.stdout
+        assert f"{live.prefix}  tiny  owner pid" in listed.stdout
+        cleaned = subprocess.run([*CLI, "clean"], capture_output=True, text=True, cwd=REPO)
+        assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+        assert f"{prefix}: removed" in cleaned.stdout
+        assert live.prefix not in cleaned.stdout
+        assert not run_state(live.prefix).empty
+    assert_nothing_left(prefix)
+
+
+def _on_other_ports(topology: Topology) -> Topology:
+    """The same topology with service ports shifted by 100, to run beside another copy."""
+    from dataclasses import replace
+
+    switches = tuple(
+        replace(switch, grpc_port=switch.grpc_port + 100, thrift_port=switch.thrift_port + 100)
+        for switch in topology.switches
+    )
+    return replace(topology, switches=switches)
