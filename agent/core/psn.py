@@ -1,25 +1,17 @@
-"""Arithmetic on 24-bit packet sequence numbers (PSNs) and 16-bit message numbers.
+"""Arithmetic on 24-bit packet sequence numbers (PSNs), and the 16-bit message number mask.
 
-PSNs wrap at 2**24 and message sequence numbers (MSNs) at 2**16, so "before" and "after" only make
-sense within half the space: every comparison in the core goes through these helpers, which
-is what keeps a long-lived connection correct across the wrap.
+PSNs wrap at 2**24, so "before" and "after" only make sense within half the space: every PSN
+comparison in the core goes through ``psn_diff``, which is what keeps a long-lived connection
+correct across the wrap. Message sequence numbers (METH) are 16 bits and only ever used as
+keys, so they need a mask and no ordering.
 """
 
 from __future__ import annotations
 
-PSN_BITS = 24
-PSN_MODULUS = 1 << PSN_BITS
-PSN_MASK = PSN_MODULUS - 1
-_PSN_HALF = PSN_MODULUS >> 1
+PSN_MASK = (1 << 24) - 1
+_PSN_HALF = 1 << 23
 
-MSN_MODULUS = 1 << 16
-MSN_MASK = MSN_MODULUS - 1
-_MSN_HALF = MSN_MODULUS >> 1
-
-
-def psn_add(psn: int, delta: int) -> int:
-    """``psn + delta`` in PSN space."""
-    return (psn + delta) & PSN_MASK
+MSN_MASK = (1 << 16) - 1
 
 
 def psn_diff(a: int, b: int) -> int:
@@ -29,13 +21,3 @@ def psn_diff(a: int, b: int) -> int:
     apart, which the PSN window guarantees for every PSN a connection still cares about.
     """
     return ((a - b + _PSN_HALF) & PSN_MASK) - _PSN_HALF
-
-
-def msn_add(msn: int, delta: int) -> int:
-    """``msn + delta`` in MSN space."""
-    return (msn + delta) & MSN_MASK
-
-
-def msn_diff(a: int, b: int) -> int:
-    """Signed distance ``a - b`` in MSN space, in ``[-2**15, 2**15)``."""
-    return ((a - b + _MSN_HALF) & MSN_MASK) - _MSN_HALF

@@ -107,8 +107,12 @@ def build_pair(
     downlink: LinkConfig | None = None,
     trace: bool = False,
     ipv6: bool = False,
+    first_psn: int = 100,
 ) -> PairTestbed:
-    """Two hosts joined by ``paths[plane]`` on each plane, connected sender -> receiver."""
+    """Two hosts joined by ``paths[plane]`` on each plane, connected sender -> receiver.
+
+    ``first_psn`` is the sender's first PSN (set near 2**24 to exercise the wrap).
+    """
     planes = len(paths)
     network = SimNetwork(seed=seed)
     sender = network.add_host(
@@ -128,9 +132,9 @@ def build_pair(
     send_qp = sender.endpoint.allocate_qp()
     receive_qp = receiver.endpoint.allocate_qp()
     sender.endpoint.connect(
-        ConnectionSpec(send_qp, receive_qp, receiver.endpoint.local_addresses, 100, 7)
+        ConnectionSpec(send_qp, receive_qp, receiver.endpoint.local_addresses, first_psn, 7)
     )
     receiver.endpoint.connect(
-        ConnectionSpec(receive_qp, send_qp, sender.endpoint.local_addresses, 7, 100)
+        ConnectionSpec(receive_qp, send_qp, sender.endpoint.local_addresses, 7, first_psn)
     )
     return PairTestbed(network, sender, receiver, send_qp, receive_qp, region, made)

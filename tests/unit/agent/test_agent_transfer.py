@@ -187,3 +187,16 @@ def test_every_congestion_controller_completes_a_lossy_transfer():
             testbed.post(data)
         assert testbed.run_until_acked(limit=2.0), name
         _assert_exactly_once(testbed)
+
+
+def test_psns_wrapping_past_2_to_the_24_mid_transfer_change_nothing():
+    lossy = LinkConfig(delay=20e-6, loss=0.05, reorder=0.1, queue_bytes=8 * 1110)
+    testbed = build_pair(
+        [[lossy] * 3], config=MrcConfig(ev_set_size=32), seed=9, first_psn=(1 << 24) - 40
+    )
+    for data in _payloads(9, 6, 20_000):
+        testbed.post(data)
+    assert testbed.run_until_acked(limit=2.0)
+    _assert_exactly_once(testbed)
+    sent = testbed.sender.endpoint.connection_stats(testbed.send_qp).data_packets_sent
+    assert sent > 40  # the transfer did cross the wrap
