@@ -258,15 +258,6 @@ class EvSet:
                 if slot.plane == plane:
                     self._offer(slot.current)
 
-    def plane_usable(self, plane: int) -> bool:
-        """Whether EVs of ``plane`` may be used."""
-        return self._plane_usable[plane]
-
-    @property
-    def planes(self) -> int:
-        """Number of planes the set spans."""
-        return len(self._plane_usable)
-
     # --- probing --------------------------------------------------------------------------
 
     def probes_due(self, now: float, timeout: float) -> list[tuple[EvEntry, int]]:

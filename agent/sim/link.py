@@ -136,11 +136,6 @@ class Link:
         """Bring the link back up."""
         self.up = True
 
-    @property
-    def queued_bytes(self) -> int:
-        """Bytes waiting in the data queue."""
-        return self._low_bytes
-
     # --- data path ------------------------------------------------------------------------
 
     def send(self, packet: SimPacket) -> None:

@@ -30,11 +30,6 @@ class Scheduler:
         """Run ``action`` ``delay`` seconds from now."""
         self.at(self.now + delay, action)
 
-    @property
-    def pending(self) -> int:
-        """Events still queued."""
-        return len(self._queue)
-
     def run(
         self,
         until: float | None = None,
