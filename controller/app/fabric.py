@@ -162,8 +162,10 @@ class FabricController:
             miss_limit=self.discovery.miss_limit,
             nonce=self.nonce,
         )
-        workers: list[Coroutine[Any, Any, None]] = [self.southbound.run(self)]
-        workers += [programmer.run() for programmer in self._programmers.values()]
+        workers: list[Coroutine[Any, Any, None]] = [
+            self.southbound.run(self),
+            self.run_programmers(),
+        ]
         if self.discovery.enabled:
             workers.append(self._probe_loop())
         tasks = [asyncio.create_task(worker) for worker in workers]
@@ -174,6 +176,11 @@ class FabricController:
                 task.cancel()
             await asyncio.gather(*tasks, *self._background, return_exceptions=True)
             self.log.emit("controller_stopped")
+
+    async def run_programmers(self) -> None:
+        """Only the per-switch programmers, until cancelled (``run`` starts them; a driver that
+        connects switches and ticks probes itself, like a test or a simulation, uses this)."""
+        await asyncio.gather(*(programmer.run() for programmer in self._programmers.values()))
 
     def link_status(self) -> Mapping[LinkId, LinkStatus]:
         """Every switch-to-switch link of the topology with its liveness."""

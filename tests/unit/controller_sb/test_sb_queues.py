@@ -1,0 +1,84 @@
+"""Queue depth and rate over Thrift: both priority queues of every port, only what changed,
+everything again after a switch restart, and a failing CLI reported without being cached."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from controller.intent import compute_intent
+from controller.southbound.queues import (
+    QueueConfig,
+    ThriftEndpoint,
+    ThriftQueueBackend,
+    queue_commands,
+)
+from topologies import load_topology
+
+PORTS = compute_intent(load_topology("leaf-spine")).switch("l1").ports
+ENDPOINT = ThriftEndpoint("127.0.0.1", 9090)
+
+
+class FakeCli:
+    def __init__(self, fail: bool = False) -> None:
+        self.runs: list[tuple[ThriftEndpoint, list[str]]] = []
+        self.fail = fail
+
+    def __call__(self, endpoint: ThriftEndpoint, commands: list[str]) -> str:
+        self.runs.append((endpoint, commands))
+        if self.fail:
+            raise RuntimeError("simple_switch_CLI at 127.0.0.1:9090: Could not connect")
+        return ""
+
+
+def test_a_port_gets_depth_and_rate_of_both_priority_queues():
+    config = QueueConfig(depth=64, rate_pps=500, high_priority_depth=32, high_priority_rate_pps=0)
+    assert queue_commands(3, config) == [
+        "set_queue_depth 64 3 0",
+        "set_queue_rate 500 3 0",
+        "set_queue_depth 32 3 1",
+        "set_queue_rate 0 3 1",
+    ]
+
+
+def test_the_first_apply_sets_every_port_in_one_cli_run_and_the_second_sends_nothing():
+    cli = FakeCli()
+    backend = ThriftQueueBackend({"l1": ENDPOINT}, cli)
+    first = asyncio.run(backend.apply("l1", PORTS))
+    second = asyncio.run(backend.apply("l1", PORTS))
+    assert first.commands == 4 * len(PORTS) and first.error is None
+    assert second.commands == 0
+    assert len(cli.runs) == 1 and cli.runs[0][0] == ENDPOINT
+
+
+def test_only_a_changed_port_is_sent_again():
+    cli = FakeCli()
+    backend = ThriftQueueBackend({"l1": ENDPOINT}, cli)
+    asyncio.run(backend.apply("l1", PORTS))
+    slower = [dataclasses.replace(PORTS[2], queue_rate_pps=100), *PORTS[:2], *PORTS[3:]]
+    outcome = asyncio.run(backend.apply("l1", slower))
+    assert outcome.commands == 4
+    assert cli.runs[-1][1][1] == f"set_queue_rate 100 {PORTS[2].port} 0"
+
+
+def test_after_forget_every_port_is_set_again():
+    cli = FakeCli()
+    backend = ThriftQueueBackend({"l1": ENDPOINT}, cli)
+    asyncio.run(backend.apply("l1", PORTS))
+    backend.forget("l1")
+    assert asyncio.run(backend.apply("l1", PORTS)).commands == 4 * len(PORTS)
+
+
+def test_a_failing_cli_is_reported_and_retried_next_time():
+    cli = FakeCli(fail=True)
+    backend = ThriftQueueBackend({"l1": ENDPOINT}, cli)
+    outcome = asyncio.run(backend.apply("l1", PORTS))
+    assert outcome.commands == 0 and "Could not connect" in (outcome.error or "")
+    cli.fail = False
+    assert asyncio.run(backend.apply("l1", PORTS)).commands == 4 * len(PORTS)
+
+
+def test_a_switch_without_a_thrift_endpoint_is_an_error_not_an_exception():
+    backend = ThriftQueueBackend({}, FakeCli())
+    outcome = asyncio.run(backend.apply("l9", PORTS))
+    assert "no Thrift endpoint" in (outcome.error or "")
