@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.cli.common import (
+    EXIT_CODES_EPILOG,
     add_config_options,
     add_plane_option,
     add_socket_option,
@@ -53,9 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="MRC host agent: multipath RDMA writes over UDP 4791 (RoCEv2).",
-        epilog="exit codes: 0 ok, 1 internal error, 2 bad arguments, 3 port in use, "
-        "4 peer unreachable, 5 transfer failed, 6 permission denied, 7 protocol error, "
-        "130 interrupted",
+        epilog=EXIT_CODES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

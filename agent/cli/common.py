@@ -23,6 +23,23 @@ from agent.io.config_overrides import CONGESTION_CONTROLS, with_overrides
 from agent.io.control_server import SOCKET_ENV, default_socket_path
 from agent.io.errors import AgentError, ExitCode, UsageError
 
+_EXIT_CODE_MEANINGS = {
+    ExitCode.OK: "done (send: the receiver confirmed every byte)",
+    ExitCode.INTERNAL: "internal error",
+    ExitCode.USAGE: "bad arguments",
+    ExitCode.PORT_IN_USE: "UDP 4791, the side-channel port or the control socket is in use",
+    ExitCode.PEER_UNREACHABLE: "peer (or local agent) unreachable",
+    ExitCode.TRANSFER_FAILED: "transfer failed or refused by the receiver",
+    ExitCode.PERMISSION_DENIED: "permission denied (raw sockets need root)",
+    ExitCode.PROTOCOL_ERROR: "side-channel or control protocol error",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+#: The ``--help`` epilog of both tools: one exit code per line.
+EXIT_CODES_EPILOG = "exit codes:\n" + "\n".join(
+    f"  {int(code):>3}  {meaning}" for code, meaning in _EXIT_CODE_MEANINGS.items()
+)
+
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.cli.common import (
+    EXIT_CODES_EPILOG,
     add_config_options,
     add_plane_option,
     add_socket_option,
@@ -54,9 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Goodput of an MRC connection (like ib_write_bw / iperf3).",
-        epilog="exit codes: 0 ok, 1 internal error, 2 bad arguments, 3 port in use, "
-        "4 peer unreachable, 5 transfer failed, 6 permission denied, 7 protocol error, "
-        "130 interrupted",
+        epilog=EXIT_CODES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     role = parser.add_mutually_exclusive_group(required=True)
     role.add_argument("--to", metavar="HOST[:PORT]", help="measure towards this agent")

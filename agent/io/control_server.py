@@ -185,16 +185,11 @@ class ControlSession:
             for qp in endpoint.connections:
                 stats = endpoint.connection_stats(qp)
                 connections.append(connection_stats_to_json(stats, with_evs=False))
-        receiver = runtime.receiver
         return {
             "planes": [format_address(a) for a in runtime.local_addresses],
-            "udp_port": receiver.port if receiver else None,
             "connections": connections,
-            "datagrams_received": receiver.received if receiver else 0,
-            "datagrams_sent": runtime.sender.sent,
             "core_drops": runtime.pool.drops(),
-            "receive_drops": dict(receiver.drops) if receiver else {},
-            "send_errors": dict(runtime.sender.send_errors),
+            **runtime.io.counters(),
         }
 
     def _on_closed(self, _reason: str | None) -> None:

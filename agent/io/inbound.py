@@ -254,7 +254,7 @@ class InboundSession:
             "messages_received": self.messages_received,
             "writes_rejected": self.writes_rejected,
             "drops": self.runtime.pool.drops(),
-            "receive_drops": dict(self.runtime.receiver.drops) if self.runtime.receiver else {},
+            "io": self.runtime.io.counters(),
         }
         if self.qp is not None:
             stats = self.runtime.pool.connection_stats(self.qp)

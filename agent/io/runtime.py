@@ -18,18 +18,15 @@ beyond the one ``bytes`` per received datagram.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
 from agent.core import Event, IncomingDatagram, MrcConfig, OutgoingDatagram
+from agent.io.datagram_io import DatagramIO, SocketDatagramIO
 from agent.io.endpoints import EndpointPool
-from agent.io.errors import PermissionDeniedError
-from agent.io.raw_sender import RawSender
-from agent.io.reactor import READ, WRITE, Reactor
-from agent.io.udp_receiver import UdpReceiver
-from agent.wire.constants import ROCEV2_UDP_PORT
+from agent.io.errors import UsageError
+from agent.io.reactor import READ, WRITE, HasFileno, Reactor
 
 #: Datagrams drained from one socket before the core's output is sent: large enough to
 #: amortise the loop, small enough that SACKs are turned into new data promptly.
@@ -41,11 +38,12 @@ EventHandler = Callable[[Event], None]
 
 
 class AgentRuntime:
-    """A running MRC endpoint on this host's planes: UDP 4791 in, raw IP out.
+    """A running MRC endpoint on this host's planes.
 
-    ``local_addresses`` are the plane addresses (packed, plane order). Raises
-    ``PermissionDeniedError`` without CAP_NET_RAW and ``PortInUseError`` when UDP ``udp_port``
-    is taken; nothing is left open when construction fails.
+    ``local_addresses`` are the plane addresses (packed, plane order). The network is
+    ``datagram_io`` (default: UDP 4791 in, raw IP out, see ``SocketDatagramIO``, which raises
+    ``PermissionDeniedError`` without CAP_NET_RAW and ``PortInUseError`` when the port is
+    taken); nothing is left open when construction fails.
     """
 
     def __init__(
@@ -53,38 +51,27 @@ class AgentRuntime:
         local_addresses: Sequence[bytes],
         config: MrcConfig,
         *,
-        udp_port: int = ROCEV2_UDP_PORT,
+        datagram_io: DatagramIO | None = None,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.clock = clock
         self.local_addresses = tuple(local_addresses)
-        ipv6 = len(self.local_addresses[0]) == 16
-        self.reactor = Reactor()
+        if not self.local_addresses:
+            raise UsageError("an agent needs at least one plane address")
         self.pool = EndpointPool(
             self.local_addresses,
             config,
             seed if seed is not None else int.from_bytes(os.urandom(8), "big"),
         )
-        self.sender = RawSender()
-        self.receiver: UdpReceiver | None = None
-        try:
-            try:
-                self.sender.open(ipv4=not ipv6, ipv6=ipv6)
-            except PermissionError:
-                raise PermissionDeniedError(
-                    "sending MRC packets needs a raw IP socket (CAP_NET_RAW): run as root"
-                ) from None
-            self.receiver = UdpReceiver(ipv4=not ipv6, ipv6=ipv6, port=udp_port)
-        except BaseException:
-            self.sender.close()
-            self.reactor.close()
-            raise
-        for sock in self.receiver.sockets:
-            self.reactor.watch(sock, READ, self._udp_ready(sock))
+        self.io: DatagramIO = datagram_io or SocketDatagramIO(ipv6=self.ipv6)
+        self.reactor = Reactor()
+        for source in self.io.sources():
+            self.reactor.watch(source, READ, self._source_ready(source))
         self._backlog: deque[OutgoingDatagram] = deque()
         self._handlers: dict[int, EventHandler] = {}
         self._closers: list[Callable[[], None]] = []
+        self._closed = False
         self.unclaimed_events = 0
 
     @property
@@ -105,9 +92,8 @@ class AgentRuntime:
         """Run ``closer`` when the runtime closes (listeners, sessions)."""
         self._closers.append(closer)
 
-    def _udp_ready(self, sock: socket.socket) -> Callable[[int], None]:
-        receiver = self.receiver
-        assert receiver is not None
+    def _source_ready(self, source: HasFileno) -> Callable[[int], None]:
+        io = self.io
         pool = self.pool
         clock = self.clock
 
@@ -115,20 +101,18 @@ class AgentRuntime:
             pool.receive_datagram(datagram, clock())
 
         def ready(_mask: int) -> None:
-            receiver.drain(sock, handle, RECEIVE_BATCH)
+            io.drain(source, handle, RECEIVE_BATCH)
 
         return ready
 
     # --- the loop -------------------------------------------------------------------------
 
-    def turn(self) -> None:
-        """One iteration: wait, receive, run timers, dispatch events, send."""
+    def turn(self, max_wait: float = MAX_IDLE_WAIT) -> None:
+        """One iteration: wait (at most ``max_wait`` s), receive, run timers, dispatch events,
+        send."""
         now = self.clock()
         deadline = _earliest(self.pool.next_timer(), self.reactor.next_deadline())
-        if deadline is None:
-            timeout: float = MAX_IDLE_WAIT
-        else:
-            timeout = min(max(deadline - now, 0.0), MAX_IDLE_WAIT)
+        timeout = max_wait if deadline is None else min(max(deadline - now, 0.0), max_wait)
         self.reactor.poll(timeout)
         self.service()
 
@@ -168,7 +152,7 @@ class AgentRuntime:
         backlog = self._backlog
         if backlog and not self._drain_backlog():
             return
-        send = self.sender.send
+        send = self.io.send
         datagrams = self.pool.datagrams_to_send(now)
         for index, datagram in enumerate(datagrams):
             if not send(datagram):
@@ -178,7 +162,7 @@ class AgentRuntime:
 
     def _drain_backlog(self) -> bool:
         backlog = self._backlog
-        send = self.sender.send
+        send = self.io.send
         while backlog:
             if not send(backlog[0]):
                 return False
@@ -187,7 +171,7 @@ class AgentRuntime:
         return True
 
     def _watch_writable(self, on: bool) -> None:
-        for fd in self.sender.filenos():
+        for fd in self.io.send_waiters():
             holder = _Fd(fd)
             if on:
                 self.reactor.watch(holder, WRITE, self._writable)
@@ -202,14 +186,14 @@ class AgentRuntime:
 
     def close(self) -> None:
         """Close every session, listener and socket (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
         closers, self._closers = self._closers, []
         for closer in reversed(closers):
             closer()
         self.pool.close_all()
-        if self.receiver is not None:
-            self.receiver.close()
-            self.receiver = None
-        self.sender.close()
+        self.io.close()
         self.reactor.close()
 
     def __enter__(self) -> AgentRuntime:

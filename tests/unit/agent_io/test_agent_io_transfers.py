@@ -1,0 +1,263 @@
+"""Side channel, inbound sessions and transfers end to end, over an in-memory datagram link.
+
+Two ``AgentRuntime``s in one process; their MRC datagrams cross a ``MemoryDatagramIO`` link,
+their side channels a real TCP connection on 127.0.0.1. No root needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.core import MrcConfig
+from agent.io.addresses import PeerAddress
+from agent.io.errors import (
+    ErrorCode,
+    PeerUnreachableError,
+    TransferFailedError,
+)
+from agent.io.file_transfer import FileTransfer
+from agent.io.inbound import InboundPolicy, SideChannelServer
+from agent.io.json_lines import decode_line, encode_line
+from agent.io.perf_transfer import PerfSample, PerfTransfer
+from agent.io.runtime import AgentRuntime
+from tests.unit.agent_io.memory_link import (
+    PLANE_A,
+    PLANE_B,
+    memory_link,
+    random_loss,
+    run_until,
+)
+
+LOCALHOST = PeerAddress("127.0.0.1", 0)
+
+
+class Pair:
+    """A client runtime, a server runtime with a side channel, and the link between them."""
+
+    def __init__(self, out_dir: Path | None, max_region: int = 1 << 24) -> None:
+        self.link_a, self.link_b = memory_link()
+        self.client = AgentRuntime([PLANE_A], MrcConfig(), datagram_io=self.link_a, seed=1)
+        self.server = AgentRuntime([PLANE_B], MrcConfig(), datagram_io=self.link_b, seed=2)
+        self.side = SideChannelServer(self.server, LOCALHOST, InboundPolicy(out_dir, max_region))
+        self.peer = PeerAddress("127.0.0.1", self.side.address.port)
+
+    def run(self, transfer: FileTransfer | PerfTransfer, timeout: float = 20.0) -> None:
+        transfer.start()
+        run_until([self.client, self.server], lambda: transfer.finished, timeout)
+        # let the server see the side channel close and tear its session down
+        run_until([self.client, self.server], lambda: not self.side.sessions, 5.0)
+
+    def close(self) -> None:
+        self.client.close()
+        self.server.close()
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    made = Pair(tmp_path / "out")
+    (tmp_path / "out").mkdir()
+    yield made
+    made.close()
+
+
+def test_a_file_arrives_byte_identical_and_the_result_carries_the_receivers_digest(pair, tmp_path):
+    data = os.urandom(300_000)
+    transfer = FileTransfer(pair.client, pair.peer, data, "blob.bin", message_size=64 * 1024)
+    pair.run(transfer)
+    assert transfer.error is None
+    stored = tmp_path / "out" / "blob.bin"
+    assert stored.read_bytes() == data
+    assert transfer.result is not None
+    assert transfer.result["sha256"] == hashlib.sha256(data).hexdigest()
+    assert transfer.result["remote_path"] == str(stored)
+    assert transfer.result["messages"] == 5
+
+
+def test_a_file_survives_five_percent_loss_in_both_directions(pair, tmp_path):
+    pair.link_a.drop = random_loss(0.05, seed=7)
+    pair.link_b.drop = random_loss(0.05, seed=8)
+    data = os.urandom(200_000)
+    transfer = FileTransfer(pair.client, pair.peer, data, "lossy.bin", message_size=32 * 1024)
+    pair.run(transfer, timeout=60.0)
+    assert transfer.error is None
+    assert (tmp_path / "out" / "lossy.bin").read_bytes() == data
+    assert pair.link_a.dropped > 0
+    assert transfer.result is not None
+    assert transfer.result["connection"]["retransmits_total"] > 0
+
+
+def test_the_server_releases_region_and_connection_when_a_transfer_ends(pair):
+    transfer = FileTransfer(pair.client, pair.peer, b"x" * 5000, "small.bin")
+    pair.run(transfer)
+    assert transfer.error is None
+    assert pair.server.pool.default.connections == ()
+    assert pair.client.pool.default.connections == ()
+    assert pair.side.sessions == set()
+
+
+def test_an_agent_without_out_dir_refuses_files_with_transfer_failed(tmp_path):
+    pair = Pair(out_dir=None)
+    try:
+        transfer = FileTransfer(pair.client, pair.peer, b"data", "f.bin")
+        pair.run(transfer)
+        assert isinstance(transfer.error, TransferFailedError)
+        assert "--out-dir" in str(transfer.error)
+        assert pair.server.pool.default.connections == ()
+    finally:
+        pair.close()
+
+
+def test_a_region_larger_than_max_region_is_refused(tmp_path):
+    (tmp_path / "out").mkdir()
+    pair = Pair(out_dir=tmp_path / "out", max_region=1000)
+    try:
+        transfer = FileTransfer(pair.client, pair.peer, b"y" * 1001, "big.bin")
+        pair.run(transfer)
+        assert isinstance(transfer.error, TransferFailedError)
+        assert "--max-region" in str(transfer.error)
+        assert not (tmp_path / "out" / "big.bin").exists()
+    finally:
+        pair.close()
+
+
+def test_a_peer_without_side_channel_is_unreachable_with_a_clear_message(pair):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    transfer = FileTransfer(pair.client, PeerAddress("127.0.0.1", port), b"z", "z.bin")
+    transfer.start()
+    run_until([pair.client], lambda: transfer.finished, 10.0)
+    assert isinstance(transfer.error, PeerUnreachableError)
+    assert "connection refused" in str(transfer.error)
+    assert transfer.error.exit_code == 4
+
+
+def test_perf_with_a_byte_budget_confirms_exactly_that_many_bytes(pair):
+    transfer = PerfTransfer(pair.client, pair.peer, message_size=16 * 1024, total_bytes=100_000)
+    pair.run(transfer)
+    assert transfer.error is None
+    result = transfer.result
+    assert result is not None
+    assert result["bytes"] == 100_000
+    assert result["receiver"]["bytes_received"] == 100_000
+    assert result["goodput_bps"] > 0
+    assert len(result["connection"]["evs"]) >= 256
+
+
+def test_perf_with_one_ev_uses_its_own_endpoint_and_a_single_path(pair):
+    config = MrcConfig(ev_set_size=1, congestion_control="fixed")
+    transfer = PerfTransfer(
+        pair.client, pair.peer, message_size=8192, total_bytes=50_000, config=config
+    )
+    pair.run(transfer)
+    assert transfer.error is None
+    result = transfer.result
+    assert result is not None
+    assert result["evs"] == 1 and result["cc"] == "fixed"
+    used = [ev for ev in result["connection"]["evs"] if ev["uses"]]
+    assert len(used) == 1
+    assert len(pair.client.pool.endpoints) == 2
+
+
+def test_perf_for_a_duration_reports_interval_samples(pair):
+    samples: list[PerfSample] = []
+    transfer = PerfTransfer(
+        pair.client,
+        pair.peer,
+        message_size=4096,
+        duration=0.3,
+        interval=0.1,
+        on_progress=samples.append,
+    )
+    pair.run(transfer)
+    assert transfer.error is None
+    assert transfer.result is not None
+    assert len(samples) >= 2
+    assert len(transfer.result["intervals"]) == len(samples)
+    assert samples[-1].total_bytes <= transfer.result["bytes"]
+
+
+def _side_channel_exchange(pair: Pair, lines: list[bytes]) -> list[dict]:
+    """Send raw lines to the server's side channel; return what it answered."""
+    replies: list[dict] = []
+    with socket.create_connection(("127.0.0.1", pair.peer.port), timeout=5) as sock:
+        sock.setblocking(False)
+        for line in lines:
+            sock.sendall(line)
+        buffer = b""
+
+        def answered() -> bool:
+            nonlocal buffer
+            try:
+                chunk = sock.recv(65536)
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True
+            buffer += chunk
+            return False
+
+        run_until([pair.server], answered, 5.0)
+    for raw in buffer.splitlines():
+        replies.append(decode_line(raw))
+    return replies
+
+
+def test_a_garbage_line_on_the_side_channel_closes_only_that_session(pair):
+    replies = _side_channel_exchange(pair, [b"this is not json\n"])
+    assert replies == []
+    assert pair.side.sessions == set()
+    transfer = FileTransfer(pair.client, pair.peer, b"still works", "after.bin")
+    pair.run(transfer)
+    assert transfer.error is None
+
+
+def test_a_hello_of_another_protocol_version_is_refused_with_a_protocol_error(pair):
+    hello = {
+        "type": "hello",
+        "v": 99,
+        "qp": 5,
+        "psn": 0,
+        "planes": ["10.0.0.1"],
+        "purpose": "sink",
+        "length": 10,
+    }
+    replies = _side_channel_exchange(pair, [encode_line(hello)])
+    assert len(replies) == 1
+    assert replies[0]["type"] == "error"
+    assert replies[0]["code"] == ErrorCode.PROTOCOL_ERROR.value
+    assert "version" in replies[0]["message"]
+
+
+def test_a_hello_with_a_different_plane_count_is_refused(pair):
+    hello = {
+        "type": "hello",
+        "v": 1,
+        "qp": 5,
+        "psn": 0,
+        "planes": ["10.0.0.1", "10.0.1.1"],
+        "purpose": "sink",
+        "length": 10,
+    }
+    replies = _side_channel_exchange(pair, [encode_line(hello)])
+    assert replies[0]["type"] == "error"
+    assert "plane count" in replies[0]["message"]
+    assert pair.server.pool.default.connections == ()
+
+
+def test_a_peer_that_vanishes_mid_transfer_leaves_nothing_behind(pair):
+    pair.link_a.drop = lambda _d: True  # no data ever arrives: the transfer hangs
+    data = os.urandom(50_000)
+    transfer = FileTransfer(pair.client, pair.peer, data, "never.bin")
+    transfer.start()
+    run_until([pair.client, pair.server], lambda: pair.server.pool.default.connections != (), 10.0)
+    transfer.cancel("test")
+    run_until([pair.client, pair.server], lambda: not pair.side.sessions, 10.0)
+    assert pair.server.pool.default.connections == ()
+    assert isinstance(transfer.error, TransferFailedError)
