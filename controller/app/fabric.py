@@ -12,9 +12,13 @@ It ties the pieces together and owns the decisions:
   the last acknowledged write is recorded as the failover;
 * every event goes to the structured event log, and no switch-side error ends the loop.
 
-A switch is only probed, and only takes probes, while in service: a restarted switch's links
-therefore count as down until it has been reprogrammed, so its neighbours do not route into a
-switch with empty tables.
+A switch only sends and takes probes while in service. Probes toward a neighbour that is
+still coming up (being reconciled, or not yet connected in the first ``startup_grace_s``) are
+not counted as missed: its links are unknown, not down, so a controller start or take-over
+does not flap every link. A neighbour that was connected and is lost (channel down, a crashed
+BMv2) misses probes like a cut cable, so its links go down and the fabric routes around it;
+a restarted switch therefore rejoins only once it has been reprogrammed, and its neighbours
+never route into empty tables.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ class DiscoverySettings:
     #: How long a probe may take to arrive before it counts as missed.
     flight_allowance_s: float = 0.010
     probe_host_ports: bool = True
+    #: After the controller starts, how long a switch that never connected has before the
+    #: probes toward it count as missed (then its links go down).
+    startup_grace_s: float = 10.0
 
     @property
     def probe_ttl_s(self) -> int:
@@ -66,6 +73,8 @@ class SwitchView:
 
     role: SwitchRole | None = None
     in_service: bool = False
+    #: Whether its channel was ever up since the controller started.
+    ever_connected: bool = False
     last_result: ProgramResult | None = None
     last_ok_result: ProgramResult | None = None
 
@@ -198,6 +207,7 @@ class FabricController:
             return
         self.log.emit("switch_connected", switch=switch, role=str(role))
         view.role = role
+        view.ever_connected = True
         view.in_service = False
         programmer = self._programmers[switch]
         programmer.reset()
@@ -283,9 +293,25 @@ class FabricController:
         at = self.clock.monotonic()
         sent = await self.southbound.send_frames(switch, frames)
         self.probe_stats.sent += sent
-        if sent == len(frames):
-            for port in ports:
+        if sent != len(frames):
+            return
+        for port in ports:
+            link = self.topology.link_at(switch, port)
+            if link is not None and self._counts_probes_to(link.far_end(switch).node, at):
                 self._monitor.probe_sent(Endpoint(switch, port), sequence, at)
+
+    def _counts_probes_to(self, node: str, now: float) -> bool:
+        """Whether a probe toward ``node`` that does not arrive is a miss (see module docs)."""
+        view = self.views.get(node)
+        if view is None:  # a host: not monitored anyway
+            return True
+        if view.in_service:
+            return True
+        if view.role is SwitchRole.PRIMARY:
+            return False  # being reconciled: it takes probes once in service
+        if view.ever_connected:
+            return True  # lost: its links must go down
+        return now - self.started_at >= self.discovery.startup_grace_s
 
     def _note_unlisted(self, sender: Endpoint, receiver: Endpoint, now: float) -> None:
         key = LinkId.between(sender, receiver)

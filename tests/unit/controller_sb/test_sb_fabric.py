@@ -250,3 +250,40 @@ def test_status_shows_links_groups_counters_and_the_last_failover(scenario):
     assert "l1:6<->s4:1                  down" in text
     assert "s4: unavailable" in text
     assert "last failover: l1:6<->s4:1 down" in text
+
+
+def test_a_neighbour_still_being_reconciled_does_not_flap_its_links(scenario):
+    scenario.fake.fail_next["s1"] = "UNKNOWN: slow switch"
+
+    async def body():
+        task = await scenario.start()
+        await scenario.ticks(6)  # s1 is primary but not in service: its probes are not taken
+        in_service = scenario.fabric.views["s1"].in_service
+        task.cancel()
+        return in_service
+
+    assert asyncio.run(body()) is False
+    assert scenario.sink.named("link_down") == []
+
+
+def test_a_switch_that_never_connects_loses_its_links_after_the_startup_grace(scenario):
+    async def body():
+        await scenario.fake.run(scenario.fabric)
+        task = asyncio.create_task(scenario.fabric.run_programmers())
+        for name in scenario.fabric.views:
+            if name != "s2":
+                scenario.fabric.switch_connected(name, SwitchRole.PRIMARY)
+        await settle()
+        await scenario.ticks(20)
+        within_grace = set(scenario.fabric.down_links())
+        scenario.clock.advance(scenario.fabric.discovery.startup_grace_s)
+        await scenario.ticks(4)
+        task.cancel()
+        return within_grace
+
+    within_grace = asyncio.run(body())
+    assert within_grace == set()
+    assert {str(link) for link in scenario.fabric.down_links()} == {
+        "l1:4<->s2:1",
+        "l2:4<->s2:2",
+    }
