@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -55,4 +56,6 @@ def forwarding_skip_reason() -> str | None:
         return "p4src/build/mrc.json missing (run `make build`)"
     if find_tool(SIMPLE_SWITCH_CLI) is None:
         return "simple_switch_CLI not found (queue settings need it)"
+    if shutil.which("ping") is None:
+        return "ping not found (apt-get install iputils-ping)"
     return None

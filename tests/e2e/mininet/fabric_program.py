@@ -6,6 +6,15 @@ per next-hop member (``routing_hashed``), one group per next-hop group with ``wa
 on every member, the ``hashed`` table pointing a next id at its group, and LPM routes setting
 the next id. Changes are written as intent diffs, in the order ``controller.intent.diff``
 documents as safe. The controller issue replaces all of this.
+
+Two BMv2/PI behaviours measured here shape how it is used:
+
+* a packet that reaches a group whose members are all deactivated by ``watch_port`` kills
+  ``simple_switch_grpc`` (SIGFPE, exit status -8). The intent gives every spine a one-member
+  group per leaf and every leaf a one-member group per host, so after a cut the tests install
+  the intent for the new link state before sending anything that could reach such a group;
+* removing a member from a group that carries ``watch_port`` fails in PI (see
+  :func:`shrink_steps`).
 """
 
 from __future__ import annotations
@@ -47,9 +56,30 @@ def member_entity(member: NextHopMember) -> fy.P4ActionProfileMember:
     )
 
 
-def group_entity(group: NextHopGroup) -> fy.P4ActionProfileGroup:
-    members = [fy.P4Member(_member_id(m), weight=(1, m.watch_port)) for m in group.members]
+def group_entity(
+    group: NextHopGroup, unwatched: Collection[NextHopMember] = ()
+) -> fy.P4ActionProfileGroup:
+    """The group with ``watch_port`` on every member except those in ``unwatched``."""
+    members = [
+        fy.P4Member(_member_id(m), weight=1 if m in unwatched else (1, m.watch_port))
+        for m in group.members
+    ]
     return fy.P4ActionProfileGroup(SELECTOR, group_id=group.group_id, members=members)
+
+
+def shrink_steps(old: NextHopGroup, new: NextHopGroup) -> list[fy.P4ActionProfileGroup]:
+    """The group modifies that take ``old`` to ``new`` on PI/BMv2.
+
+    PI (as built here) fails a modify that removes a member carrying a ``watch_port``
+    (UNKNOWN "Unexpected error in RPC handling", the member being removed all the same).
+    Clearing the leaving members' ``watch_port`` in a first modify, then removing them,
+    succeeds.
+    """
+    kept = {m.member_index for m in new.members}
+    leaving = [m for m in old.members if m.member_index not in kept]
+    if not leaving:
+        return [group_entity(new)]
+    return [group_entity(old, unwatched=leaving), group_entity(new)]
 
 
 def next_entry(group: NextHopGroup) -> fy.P4TableEntry:
@@ -125,7 +155,10 @@ class FabricProgrammer:
         _write(sw.modify, [member_entity(m) for m in diff.members.modifies])
         _write(sw.insert, [group_entity(g) for g in diff.groups.inserts])
         _write(sw.insert, [next_entry(g) for g in diff.groups.inserts])
-        _write(sw.modify, [group_entity(g) for g in diff.groups.modifies])
+        old_groups = {g.group_id: g for g in (self.installed.get(new.switch) or new).groups}
+        for group in diff.groups.modifies:
+            for step in shrink_steps(old_groups[group.group_id], group):
+                sw.modify([step])
         for table in (diff.routes_v4, diff.routes_v6):
             _write(sw.insert, [route_entry(r) for r in table.inserts])
             _write(sw.modify, [route_entry(r) for r in table.modifies])

@@ -61,6 +61,14 @@ def ping(
     return finish_ping(proc, source, target, address, count)
 
 
+def ping_address(
+    network: Any, source: str, address: str, count: int = 3, interval: float = 0.2
+) -> PingResult:
+    """Ping any address (one no host holds, say) from ``source``."""
+    proc = start_ping(network, source, address, count, interval)
+    return finish_ping(proc, source, address, address, count)
+
+
 def ping_all(network: Any, count: int = 3) -> list[PingResult]:
     """Every host to every other host's first NIC, over IPv4 and IPv6, all at once."""
     running = []
