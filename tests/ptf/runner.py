@@ -22,6 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "p4src" / "build"
 TEST_DIR = Path(__file__).resolve().parent / "tests"
 N_PORTS = 8
+# One more switch port whose host side PTF does not open: PTF's capture thread dies when its
+# interface goes down, so the link-failure test cuts this one and reads its counters instead.
+UNWATCHED_PORT = 9
 GRPC_PORT = 9559
 THRIFT_PORT = 9090
 
@@ -46,25 +49,26 @@ def run_suite(ptf_args: list[str], repeat: int) -> int:
     ptf_bin = Path(sys.executable).parent / "ptf"
     with terminate_on_signals(), NetnsLab() as lab:
         ns = lab.add_netns("ptf")
-        for i in range(1, N_PORTS + 1):
+        for i in range(1, UNWATCHED_PORT + 1):
             lab.add_veth(f"sw{i}", f"h{i}", netns_a=ns, netns_b=ns)
         opts = Bmv2Options(
-            ports={i: f"sw{i}" for i in range(1, N_PORTS + 1)},
+            ports={i: f"sw{i}" for i in range(1, UNWATCHED_PORT + 1)},
             grpc_port=GRPC_PORT,
             thrift_port=THRIFT_PORT,
             log_dir=log_dir,
         )
         with Bmv2Process(opts, netns=ns):
-            params = ";".join(
-                [
-                    f"grpc_addr=127.0.0.1:{GRPC_PORT}",
-                    f"thrift_port={THRIFT_PORT}",
-                    f"p4info={BUILD / 'mrc.p4info.txtpb'}",
-                    f"p4blob={BUILD / 'mrc.json'}",
-                    f"ports={','.join(str(i) for i in range(1, N_PORTS + 1))}",
-                    "device_id=1",
-                ]
-            )
+            # PTF exec()s the string as Python: each value is a literal, strings quoted.
+            values = {
+                "grpc_addr": f"127.0.0.1:{GRPC_PORT}",
+                "thrift_port": THRIFT_PORT,
+                "p4info": str(BUILD / "mrc.p4info.txtpb"),
+                "p4blob": str(BUILD / "mrc.json"),
+                "ports": ",".join(str(i) for i in range(1, N_PORTS + 1)),
+                "device_id": 1,
+                "unwatched_port": UNWATCHED_PORT,
+            }
+            params = ";".join(f"{k}={v!r}" for k, v in values.items())
             cmd = [
                 "ip",
                 "netns",
@@ -77,6 +81,8 @@ def run_suite(ptf_args: list[str], repeat: int) -> int:
                 str(REPO),
                 "--log-file",
                 str(log_dir / "ptf.log"),
+                "--qlen",
+                "100000",
                 "--test-params",
                 params,
             ]

@@ -102,20 +102,43 @@ class SameEvAlwaysSameMember(EcmpTest):
 
 class WatchPortSteersAroundADownMember(EcmpTest):
     """The host-side end of a member's veth goes down: BMv2 reads its port as down (carrier
-    lost) within its 200 ms poll and stops choosing that member, without the controller."""
+    lost) within its 200 ms poll and stops choosing that member, without the controller.
 
-    def set_link(self, port: int, up: bool) -> None:
-        subprocess.run(["ip", "link", "set", f"h{port}", "up" if up else "down"], check=True)
+    The cut member is the runner's unwatched port (PTF's capture thread dies when its own
+    interface goes down), so its share is read from the switch's tx counter."""
+
+    def setUp(self) -> None:
+        MrcPtfTest.setUp(self)
+        self.cut_port = int(tu.test_params_get()["unwatched_port"])
+        self.members = self.add_group(1, [*GROUP_PORTS[:3], self.cut_port])
+        self.add_route(f"{DST_V4}/32", 1)
+
+    def set_link(self, up: bool) -> None:
+        subprocess.run(["ip", "link", "set", f"h{self.cut_port}", "up" if up else "down"],
+                       check=True)
         time.sleep(3 * BMV2_LINK_POLL_S + 0.2)
 
+    def send_and_count(self) -> tuple[Counter[int], int]:
+        """Per-port arrivals on the watched members, and what left on the cut port."""
+        tx0 = self.counter("MrcEgress.port_tx", self.cut_port)
+        for frame in frames(4, EVS):
+            tu.send_packet(self, 1, frame)
+        got = self.collect(GROUP_PORTS[:3], timeout=1.5)
+        seen = Counter({port: len(pkts) for port, pkts in got.items()})
+        return seen, self.counter("MrcEgress.port_tx", self.cut_port) - tx0
+
     def runTest(self) -> None:
-        down_port = GROUP_PORTS[1]
+        seen, on_cut = self.send_and_count()
+        self.assertGreater(on_cut, 0, "all four members in use while the link is up")
+        self.assertEqual(sum(seen.values()) + on_cut, N_EVS)
         try:
-            self.set_link(down_port, up=False)
-            landed = self.spray(frames(4, EVS))
-            self.assertNotIn(down_port, set(landed.values()))
-            self.assertEqual(set(landed.values()), set(GROUP_PORTS) - {down_port})
+            self.set_link(up=False)
+            seen, on_cut = self.send_and_count()
+            self.assertEqual(on_cut, 0, "nothing sent to the member whose link is down")
+            self.assertEqual(sum(seen.values()), N_EVS, "its share went to the other members")
+            self.assertEqual(len([p for p in seen if seen[p]]), 3)
         finally:
-            self.set_link(down_port, up=True)
-        landed = self.spray(frames(4, EVS))
-        self.assertEqual(set(landed.values()), set(GROUP_PORTS))
+            self.set_link(up=True)
+        seen, on_cut = self.send_and_count()
+        self.assertGreater(on_cut, 0, "the member is used again once its link is back")
+        self.assertEqual(sum(seen.values()) + on_cut, N_EVS)

@@ -9,7 +9,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from tests.ptf.base import SWITCH_MAC, MrcPtfTest, host_mac
-from tests.ptf.packets import DST_V4, DST_V6, mrc_data, mrc_sack, routed
+from tests.ptf.packets import DST_V4, DST_V6, HOST_MAC, mrc_data, mrc_sack, routed
 
 DROP_TTL_EXPIRED = 8
 DROP_NO_ROUTE = 7
@@ -72,7 +72,7 @@ class UnroutedAndNonIpAreDroppedAndCounted(MrcPtfTest):
         not_ip = self.drop_reason_count(DROP_NOT_IP)
         port_drops = self.counter("MrcIngress.port_drops", 1)
         tu.send_packet(self, 1, mrc_data(SWITCH_MAC))
-        tu.send_packet(self, 1, Ether(dst=SWITCH_MAC, type=0x9000) / Raw(b"x" * 50))
+        tu.send_packet(self, 1, Ether(dst=SWITCH_MAC, src=HOST_MAC, type=0x9000) / Raw(b"x" * 50))
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drop_reason_count(DROP_NO_ROUTE) - no_route, 1)
         self.assertEqual(self.drop_reason_count(DROP_NOT_IP) - not_ip, 1)
@@ -84,7 +84,7 @@ class NonMrcUdpIsRoutedUntouched(MrcPtfTest):
         self.route_to_port([f"{DST_V4}/32", f"{DST_V6}/128"], port=5, next_id=1)
         for ip in (IP(src="10.0.1.1", dst=DST_V4), IPv6(src="fd00:1::1", dst=DST_V6)):
             sent = Ether(
-                bytes(Ether(dst=SWITCH_MAC) / ip / UDP(sport=1, dport=53) / Raw(b"q" * 40))
+                bytes(Ether(dst=SWITCH_MAC, src=HOST_MAC) / ip / UDP(sport=1, dport=53) / Raw(b"q" * 40))
             )
             tu.send_packet(self, 1, sent)
             tu.verify_packet(self, routed(sent, SWITCH_MAC, host_mac(5)), 5)

@@ -9,7 +9,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from tests.ptf.base import SWITCH_MAC, MrcPtfTest, host_mac
-from tests.ptf.packets import DST_V4, DST_V6, mrc_data, routed
+from tests.ptf.packets import DST_V4, DST_V6, HOST_MAC, mrc_data, routed
 
 DROP_PARSER_TOO_SHORT = 0
 DROP_PARSER_BAD_IPV4 = 2
@@ -35,7 +35,7 @@ class MalformedTest(MrcPtfTest):
 
 def udp_headers_then(payload: bytes) -> bytes:
     return bytes(
-        Ether(dst=SWITCH_MAC)
+        Ether(dst=SWITCH_MAC, src=HOST_MAC)
         / IP(src="10.0.1.1", dst=DST_V4)
         / UDP(sport=49152, dport=4791)
         / Raw(payload)
