@@ -114,8 +114,9 @@ class WatchPortSteersAroundADownMember(EcmpTest):
         self.add_route(f"{DST_V4}/32", 1)
 
     def set_link(self, up: bool) -> None:
-        subprocess.run(["ip", "link", "set", f"h{self.cut_port}", "up" if up else "down"],
-                       check=True)
+        subprocess.run(
+            ["ip", "link", "set", f"h{self.cut_port}", "up" if up else "down"], check=True
+        )
         time.sleep(3 * BMV2_LINK_POLL_S + 0.2)
 
     def send_and_count(self) -> tuple[Counter[int], int]:

@@ -83,9 +83,8 @@ class NonMrcUdpIsRoutedUntouched(MrcPtfTest):
     def runTest(self) -> None:
         self.route_to_port([f"{DST_V4}/32", f"{DST_V6}/128"], port=5, next_id=1)
         for ip in (IP(src="10.0.1.1", dst=DST_V4), IPv6(src="fd00:1::1", dst=DST_V6)):
-            sent = Ether(
-                bytes(Ether(dst=SWITCH_MAC, src=HOST_MAC) / ip / UDP(sport=1, dport=53) / Raw(b"q" * 40))
-            )
+            frame = Ether(dst=SWITCH_MAC, src=HOST_MAC) / ip / UDP(sport=1, dport=53)
+            sent = Ether(bytes(frame / Raw(b"q" * 40)))
             tu.send_packet(self, 1, sent)
             tu.verify_packet(self, routed(sent, SWITCH_MAC, host_mac(5)), 5)
         tu.verify_no_other_packets(self)
