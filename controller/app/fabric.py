@@ -43,6 +43,9 @@ from topologies.model import Endpoint, LinkId, Topology
 
 #: A failover whose switches are not all programmed by then is recorded as incomplete.
 FAILOVER_WAIT_S = 30.0
+#: Silence (no probe handed up at all) that counts as a dead switch: intervals, and a floor.
+SILENCE_INTERVALS = 10
+MIN_SILENCE_S = 0.100
 #: At most one log line per switch about malformed probes in this many seconds.
 MALFORMED_LOG_INTERVAL_S = 1.0
 
@@ -54,8 +57,11 @@ class DiscoverySettings:
     enabled: bool = True
     interval_s: float = 0.010
     miss_limit: int = 3
-    #: How long a probe may take to arrive before it counts as missed.
+    #: How long a probe may take to arrive before it can count as missed.
     flight_allowance_s: float = 0.010
+    #: How long a switch may hand up no probe at all before probes toward it count as missed
+    #: without newer ones arriving (see :mod:`controller.app.liveness`).
+    silence_s: float = 0.100
     probe_host_ports: bool = True
     #: After the controller starts, how long a switch that never connected has before the
     #: probes toward it count as missed (then its links go down).
@@ -134,7 +140,10 @@ class FabricController:
         self.intent = compute_intent(self.topology)
         self._down: set[LinkId] = set()
         self._monitor = LinkMonitor(
-            self.topology.links, self.discovery.miss_limit, self.discovery.flight_allowance_s
+            self.topology.links,
+            self.discovery.miss_limit,
+            self.discovery.flight_allowance_s,
+            self.discovery.silence_s,
         )
         self._probe_ports = {
             switch.name: tuple(
@@ -222,6 +231,7 @@ class FabricController:
         self.log.emit("switch_disconnected", switch=switch)
         view.role = None
         view.in_service = False
+        self._monitor.mark_lost(switch)
         self._programmers[switch].reset()
 
     def frame_received(self, switch: str, port: int, frame: bytes) -> None:
@@ -290,15 +300,19 @@ class FabricController:
             )
             for port in ports
         ]
+        # Recorded before sending: a probe may come back (another task) before the send returns.
         at = self.clock.monotonic()
-        sent = await self.southbound.send_frames(switch, frames)
-        self.probe_stats.sent += sent
-        if sent != len(frames):
-            return
+        counted = []
         for port in ports:
             link = self.topology.link_at(switch, port)
             if link is not None and self._counts_probes_to(link.far_end(switch).node, at):
-                self._monitor.probe_sent(Endpoint(switch, port), sequence, at)
+                counted.append(Endpoint(switch, port))
+                self._monitor.probe_sent(counted[-1], sequence, at)
+        sent = await self.southbound.send_frames(switch, frames)
+        self.probe_stats.sent += sent
+        if sent != len(frames):  # not sent (channel lost): they cannot be missed
+            for sender in counted:
+                self._monitor.probe_withdrawn(sender, sequence)
 
     def _counts_probes_to(self, node: str, now: float) -> bool:
         """Whether a probe toward ``node`` that does not arrive is a miss (see module docs)."""
@@ -445,6 +459,7 @@ class FabricController:
         view.last_ok_result = result
         if view.role is SwitchRole.PRIMARY and not view.in_service:
             view.in_service = True
+            self._monitor.mark_found(result.switch)
             self.log.emit("switch_in_service", switch=result.switch, generation=generation)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
@@ -463,7 +478,8 @@ def discovery_settings(
 ) -> DiscoverySettings:
     """Discovery settings: explicit values, else the topology's ``settings.lldp``.
 
-    A probe may take one interval to arrive before it counts as missed.
+    A probe may take one interval to arrive before it can count as missed; a switch may be
+    silent for ten intervals (at least 100 ms) before silence alone counts.
     """
     interval_s = (interval_ms or topology.settings.lldp.interval_ms) / 1000
     return DiscoverySettings(
@@ -471,5 +487,6 @@ def discovery_settings(
         interval_s=interval_s,
         miss_limit=miss_limit or topology.settings.lldp.miss_limit,
         flight_allowance_s=interval_s,
+        silence_s=max(SILENCE_INTERVALS * interval_s, MIN_SILENCE_S),
         probe_host_ports=probe_host_ports,
     )

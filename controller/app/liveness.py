@@ -5,10 +5,22 @@ the changes at a given time. That keeps the state machine testable with a fake c
 misses count *probes that were sent*, not intervals that passed: when the controller itself
 stalls (a long write, a GC pause) no probe goes out and no link is wrongly declared down.
 
-Each listed switch-to-switch link has two directions (one per sending end). A probe counts as
-missed once ``flight_allowance`` has passed since it was sent without it (or a later probe of
-the same direction) arriving. A direction with ``miss_limit`` missed probes is down; any probe
-of it that arrives brings it back up. A link is up when both of its directions are.
+Each listed switch-to-switch link has two directions (one per sending end). A direction with
+``miss_limit`` missed probes is down; any probe of it that arrives brings it back up. A link is
+up when both of its directions are.
+
+When is a probe missed, rather than late? On a small machine a BMv2 or the controller can stall
+for tens of milliseconds, delaying every probe a switch hands up at once; counting those as
+misses would take down every link of that switch, and with them every route through it. So a
+probe toward switch R counts as missed once ``flight_allowance`` has passed since it was sent
+and one of these holds:
+
+* R has since handed up a probe that was sent *later* (on any of its ports): R's probes are
+  flowing, this one is lost;
+* R has handed up nothing for ``silence_limit``, nor has this probe been out for less than
+  that: R's data plane may be dead (frozen, or its only link cut), this waits longer but ends;
+* R was reported lost (:meth:`LinkMonitor.mark_lost`: its channel dropped, as when its BMv2
+  is killed): nothing from R can come, so every overdue probe is a miss at once.
 
 Every link starts up: the fabric is assumed to be as the topology lists it until probes say
 otherwise, so the first intent uses every link, and a dead one is dropped after a few probes.
@@ -16,12 +28,18 @@ otherwise, so the first intent uses every link, and a dead one is dropped after 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from topologies.model import Endpoint, Link, LinkId
+
+#: Unanswered probes remembered per direction. An up direction holds only those sent since its
+#: last arrival (a few, or up to the silence limit's worth while its switch is silent); a down
+#: one keeps the latest, whose send times date a recovering switch's progress.
+PENDING_CAPACITY = 1024
 
 
 class LinkState(StrEnum):
@@ -77,21 +95,34 @@ class _LinkRecord:
 
 
 @dataclass
+class _Receiver:
+    """What a switch has handed up: the newest send time among its probes, and when."""
+
+    progress: float = -math.inf
+    last_heard: float = -math.inf
+    lost: bool = False
+
+
+@dataclass
 class LinkMonitor:
     """Liveness of the listed switch-to-switch links (see the module docs)."""
 
     links: Iterable[Link]
     miss_limit: int
     flight_allowance: float
+    silence_limit: float
     _links: dict[LinkId, _LinkRecord] = field(init=False, default_factory=dict)
     _by_sender: dict[Endpoint, _Direction] = field(init=False, default_factory=dict)
+    _receivers: dict[str, _Receiver] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.miss_limit < 1:
             raise ValueError(f"miss_limit must be at least 1, not {self.miss_limit}")
         if self.flight_allowance < 0:
             raise ValueError(f"flight_allowance must not be negative: {self.flight_allowance}")
-        capacity = self.miss_limit + 8
+        if self.silence_limit < self.flight_allowance:
+            raise ValueError("silence_limit must be at least the flight allowance")
+        capacity = max(PENDING_CAPACITY, 2 * self.miss_limit)
         for link in self.links:
             if link.id in self._links:
                 raise ValueError(f"link {link.id} listed twice")
@@ -101,6 +132,7 @@ class LinkMonitor:
                 if direction.sender in self._by_sender:
                     raise ValueError(f"port {direction.sender} is an end of two links")
                 self._by_sender[direction.sender] = direction
+                self._receivers.setdefault(direction.receiver.node, _Receiver())
             self._links[link.id] = _LinkRecord((forward, backward))
 
     def monitors(self, sender: Endpoint) -> bool:
@@ -113,6 +145,14 @@ class LinkMonitor:
         if direction is not None:
             direction.pending.append((sequence, at))
 
+    def probe_withdrawn(self, sender: Endpoint, sequence: int) -> None:
+        """The probe recorded as sent from ``sender`` never left (the send failed)."""
+        direction = self._by_sender.get(sender)
+        if direction is not None:
+            kept = [entry for entry in direction.pending if entry[0] != sequence]
+            direction.pending.clear()
+            direction.pending.extend(kept)
+
     def probe_received(
         self, sender: Endpoint, receiver: Endpoint, sequence: int, at: float
     ) -> bool:
@@ -124,13 +164,28 @@ class LinkMonitor:
         direction = self._by_sender.get(sender)
         if direction is None or direction.receiver != receiver:
             return False
+        heard = self._receivers[receiver.node]
+        heard.last_heard = at
         while direction.pending and direction.pending[0][0] <= sequence:
-            direction.pending.popleft()
+            number, sent_at = direction.pending.popleft()
+            if number == sequence:
+                heard.progress = max(heard.progress, sent_at)
         if not direction.up:
             direction.up = True
             direction.first_missed_at = None
             direction.recovered_at = at
         return True
+
+    def mark_lost(self, node: str) -> None:
+        """``node`` cannot hand probes up (its channel is gone): overdue probes toward it are
+        misses at once."""
+        if node in self._receivers:
+            self._receivers[node].lost = True
+
+    def mark_found(self, node: str) -> None:
+        """``node`` hands probes up again; its silence is measured from now on."""
+        if node in self._receivers:
+            self._receivers[node] = _Receiver()
 
     def evaluate(self, now: float) -> list[LinkChange]:
         """Apply the misses due by ``now``; the links whose state changed since the last call."""
@@ -162,7 +217,16 @@ class LinkMonitor:
     def _count_misses(self, direction: _Direction, now: float) -> None:
         if not direction.up:
             return
-        missed = [sent for _, sent in direction.pending if sent + self.flight_allowance <= now]
+        heard = self._receivers[direction.receiver.node]
+        silent = now - heard.last_heard >= self.silence_limit
+        missed = [
+            sent
+            for _, sent in direction.pending
+            if sent + self.flight_allowance <= now
+            and (
+                heard.lost or heard.progress > sent or (silent and now - sent >= self.silence_limit)
+            )
+        ]
         if len(missed) >= self.miss_limit:
             direction.up = False
             direction.first_missed_at = missed[0]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import finsy as fy
+import finsy.switch as finsy_switch
 from finsy.p4client import P4ClientError
 
 from controller.intent.model import SwitchIntent
@@ -57,6 +58,14 @@ from controller.southbound.writer import (
 #: one per port per interval).
 PACKET_IN_QUEUE = 4096
 
+#: How long finsy waits before reconnecting after a connection attempt that failed within two
+#: seconds. finsy's own 10 s is meant for unreachable devices; a restarted BMv2 accepts TCP a
+#: moment before it can arbitrate, so the first attempt fails fast, and 10 s would then be
+#: most of the switch's recovery time. finsy has no option for it; its module constant is set
+#: when this southbound starts (checked by a unit test, so a finsy upgrade that renames it is
+#: noticed).
+RECONNECT_THROTTLE_S = 1.0
+
 _PORT_COUNTERS = (p4.PORT_RX, p4.PORT_TX, p4.PORT_DROPS, p4.TRIMS, p4.ECN_MARKS)
 
 
@@ -78,6 +87,9 @@ class P4RuntimeOptions:
     election_id: int = 10
     credentials: fy.GRPCCredentialsTLS | None = None
     max_batch: int = DEFAULT_MAX_BATCH
+    #: Work around PI's failure to remove a watched member from a group (see
+    #: :mod:`controller.southbound.plan`); harmless, one extra write, on other servers.
+    unwatch_departing: bool = True
 
 
 @dataclass
@@ -122,6 +134,7 @@ class P4RuntimeSouthbound:
     async def run(self, events: SouthboundEvents) -> None:
         """Connect to every switch and keep the channels until cancelled."""
         self._events = events
+        finsy_switch._FAIL_THROTTLE_SECS = RECONNECT_THROTTLE_S
         for switch in self._switches.values():
             switch.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_channel_down)
         await fy.Controller(self._switches.values()).run()
@@ -188,7 +201,7 @@ class P4RuntimeSouthbound:
                         name, read_back=True, error=f"read-back failed: {_describe(error)}"
                     )
             desired = desired_records(intent)
-            plan = plan_writes(held, desired)
+            plan = plan_writes(held, desired, unwatch_departing=self._options.unwatch_departing)
             outcome = await execute_plan(plan, self._sender(switch), self._options.max_batch)
             if session.number == number:
                 session.held = desired if outcome.ok else outcome.held_after(held)

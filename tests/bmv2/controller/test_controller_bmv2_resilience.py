@@ -19,6 +19,11 @@ def _holds_intent(topology, down=frozenset()) -> bool:
     return all(difference(topology, name, down).is_empty for name in SWITCHES)
 
 
+def _no_write_failed(*controllers) -> None:
+    failed = [e for c in controllers for e in c.events.named("write_failed")]
+    assert failed == [], f"switches refused writes: {failed}"
+
+
 def _writes(events, switch: str, after: int = 0) -> int:
     return sum(
         e["inserts"] + e["modifies"] + e["deletes"]
@@ -43,6 +48,7 @@ def test_hosts_reach_each_other_over_ipv4_and_ipv6_once_the_controller_is_up(
     status = controller.status()
     assert {link["state"] for link in status["links"]} == {"up"}
     assert status["switches"]["l1"]["in_service"]
+    _no_write_failed(controller)
 
 
 def test_a_cut_link_is_detected_and_routed_around_then_restored(
@@ -57,6 +63,7 @@ def test_a_cut_link_is_detected_and_routed_around_then_restored(
         failover = controller.events.wait_for("failover", 10, after=start)
         assert down["link"] == str(cut)
         assert set(failover["switches"]) == {"l1", "l2"} and failover["complete"]
+        assert failover["writes"] >= 2, "each leaf's group toward the other must shrink"
         assert _holds_intent(pair_topology, frozenset({cut}))
         l1_group = [m["port"] for m in _status_group(controller, "l1", 3)]
         assert l1_group == [4]
@@ -67,6 +74,7 @@ def test_a_cut_link_is_detected_and_routed_around_then_restored(
     wait_until(lambda: _holds_intent(pair_topology), 10, "groups restored after the link")
     status = controller.status()
     assert status["last_failover"]["trigger"] == [f"{cut} up"]
+    _no_write_failed(controller)
 
 
 def test_a_switch_killed_and_restarted_is_reprogrammed_to_the_same_state(
@@ -82,6 +90,7 @@ def test_a_switch_killed_and_restarted_is_reprogrammed_to_the_same_state(
     wait_until(lambda: _holds_intent(pair_topology), 20, "both switches back to the intent")
     assert set(read_back(pair_topology, "l2")) == set(before)
     assert ping(pair_network, "h1", "h3").lossless
+    _no_write_failed(controller)
 
 
 def test_a_restarted_controller_reconciles_without_wiping(pair_network, pair_topology, controllers):
@@ -98,6 +107,7 @@ def test_a_restarted_controller_reconciles_without_wiping(pair_network, pair_top
         assert _writes(second.events, name) == 0, "the restarted controller rewrote state"
         assert set(read_back(pair_topology, name)) == set(held[name])
     assert ping(pair_network, "h2", "h4", family=6).lossless
+    _no_write_failed(first, second)
 
 
 def test_a_backup_controller_takes_over_when_the_primary_dies_without_dropping_state(
@@ -122,3 +132,4 @@ def test_a_backup_controller_takes_over_when_the_primary_dies_without_dropping_s
         assert set(read_back(pair_topology, name)) == set(held[name])
     assert _holds_intent(pair_topology)
     assert ping(pair_network, "h1", "h4").lossless
+    _no_write_failed(primary, backup)

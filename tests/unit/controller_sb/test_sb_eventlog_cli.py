@@ -94,3 +94,9 @@ def test_the_p4runtime_southbound_reports_an_unreachable_switch_instead_of_raisi
     assert not result.ok and result.error == "channel down"
     assert unknown.error == "unknown switch 's1'"
     assert sent == 0
+
+
+def test_the_finsy_reconnect_throttle_the_southbound_shortens_still_exists():
+    import finsy.switch
+
+    assert isinstance(finsy.switch._FAIL_THROTTLE_SECS, int | float)

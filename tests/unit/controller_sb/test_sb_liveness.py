@@ -1,5 +1,6 @@
 """Link liveness with a fake clock: three probes missed in a row mean down, one seen means up,
-and only probes that were actually sent can be missed."""
+only probes that were sent can be missed, and late probes (a stalled switch or controller) are
+not misses."""
 
 from __future__ import annotations
 
@@ -10,29 +11,43 @@ from topologies import Endpoint, Link, LinkParams
 
 PARAMS = LinkParams(1000.0, 64, 0)
 A, B = Endpoint("l1", 3), Endpoint("s1", 1)
-LINK = Link(A, B, PARAMS)
+A2, B2 = Endpoint("l1", 4), Endpoint("s1", 2)
+LINK = Link(A, B, PARAMS)  # the link the tests cut
+TWIN = Link(A2, B2, PARAMS)  # a parallel link that keeps delivering
 INTERVAL = 1 / 64  # binary fractions keep the fake timeline exact
 FLIGHT = 1 / 1024
+SILENCE = 8 * INTERVAL
+DIRECTIONS = ((A, B), (B, A), (A2, B2), (B2, A2))
 
 
 class Driver:
-    """Sends one probe each way per interval and delivers the directions that are not cut."""
+    """Sends one probe per direction per interval and delivers those of senders not cut.
+
+    ``delay`` holds deliveries back (a stalled receiver): a probe sent at t arrives at
+    t + delay, in order.
+    """
 
     def __init__(self, miss_limit: int = 3, allowance: float = INTERVAL) -> None:
-        self.monitor = LinkMonitor([LINK], miss_limit, allowance)
+        self.monitor = LinkMonitor([LINK, TWIN], miss_limit, allowance, SILENCE)
         self.now = 0.0
         self.sequence = 0
         self.cut: set[Endpoint] = set()  # senders whose probes are lost
+        self.delay = FLIGHT
+        self.in_flight: list[tuple[float, Endpoint, Endpoint, int]] = []
 
     def round(self, *, send: bool = True) -> list:
         self.now += INTERVAL
         self.sequence += 1
         if send:
-            for sender, receiver in ((A, B), (B, A)):
+            for sender, receiver in DIRECTIONS:
                 self.monitor.probe_sent(sender, self.sequence, self.now)
                 if sender not in self.cut:
-                    self.monitor.probe_received(sender, receiver, self.sequence, self.now + FLIGHT)
-        return self.monitor.evaluate(self.now)
+                    self.in_flight.append((self.now + self.delay, sender, receiver, self.sequence))
+        arrived = [probe for probe in self.in_flight if probe[0] <= self.now + FLIGHT]
+        self.in_flight = [probe for probe in self.in_flight if probe[0] > self.now + FLIGHT]
+        for at, sender, receiver, sequence in arrived:
+            self.monitor.probe_received(sender, receiver, sequence, at)
+        return self.monitor.evaluate(self.now + FLIGHT)
 
     def rounds(self, count: int, **kwargs) -> list:
         changes = []
@@ -41,18 +56,18 @@ class Driver:
         return changes
 
 
-def test_a_healthy_link_stays_up():
+def test_healthy_links_stay_up():
     driver = Driver()
     assert driver.rounds(50) == []
-    assert driver.monitor.status()[LINK.id].state is LinkState.UP
+    assert {s.state for s in driver.monitor.status().values()} == {LinkState.UP}
 
 
-def test_a_link_is_down_after_three_missed_probes_and_not_before():
+def test_a_cut_link_is_down_after_three_missed_probes_while_its_twin_stays_up():
     driver = Driver()
     driver.rounds(5)
     driver.cut = {A, B}
-    # Probe k counts as missed one interval after it was sent: rounds 1-3 send the lost
-    # probes, round 4 is when the third one is overdue.
+    # The lost probes are sent in rounds 1-3; each is known lost one round later, when the
+    # twin's newer probes arrive and its flight allowance has passed.
     assert driver.rounds(3) == []
     (change,) = driver.round()
     assert change.link == LINK.id and change.state is LinkState.DOWN
@@ -66,7 +81,7 @@ def test_the_down_change_dates_the_failure_to_the_first_missed_probe():
     driver.cut = {A}
     (change,) = driver.rounds(4)
     assert change.since == pytest.approx(first_lost_sent_at)
-    assert change.at - change.since == pytest.approx(3 * INTERVAL)
+    assert change.at - change.since == pytest.approx(3 * INTERVAL + FLIGHT)
 
 
 def test_two_missed_probes_then_one_received_keeps_the_link_up():
@@ -82,8 +97,7 @@ def test_losing_one_direction_takes_the_link_down():
     driver = Driver()
     driver.rounds(3)
     driver.cut = {B}
-    changes = driver.rounds(4)
-    assert [c.state for c in changes] == [LinkState.DOWN]
+    assert [c.state for c in driver.rounds(4)] == [LinkState.DOWN]
 
 
 def test_a_link_seen_again_is_up_at_the_next_evaluation():
@@ -101,8 +115,45 @@ def test_a_link_seen_again_is_up_at_the_next_evaluation():
 def test_a_controller_that_sends_nothing_declares_nothing_down():
     driver = Driver()
     driver.rounds(3)
-    driver.cut = {A, B}
+    driver.cut = {A, B, A2, B2}
     assert driver.rounds(100, send=False) == []
+
+
+def test_probes_that_all_arrive_late_are_not_misses():
+    driver = Driver()
+    driver.rounds(3)
+    driver.delay = 5 * INTERVAL  # the receiving switch stalls: everything it hands up is late
+    assert driver.rounds(40) == []
+
+
+def test_a_switch_that_hands_up_nothing_loses_its_links_after_the_silence_limit():
+    driver = Driver()
+    driver.rounds(3)
+    driver.cut = {A, A2}  # s1 receives nothing at all: no newer probe can prove a loss
+    # Each of the three lost probes (rounds 4-6) must itself be older than the silence limit.
+    assert driver.rounds(10) == []
+    later = driver.round()
+    assert {c.link for c in later} == {LINK.id, TWIN.id}
+    assert all(c.state is LinkState.DOWN for c in later)
+
+
+def test_a_lost_switch_loses_its_links_as_soon_as_three_probes_are_overdue():
+    driver = Driver()
+    driver.rounds(3)
+    driver.cut = {A, A2}
+    driver.monitor.mark_lost("s1")
+    driver.rounds(3)
+    changes = driver.round()
+    assert {c.link for c in changes} == {LINK.id, TWIN.id}
+
+
+def test_a_found_switch_is_judged_by_its_own_probes_again():
+    driver = Driver()
+    driver.monitor.mark_lost("s1")
+    driver.monitor.mark_found("s1")
+    driver.rounds(3)
+    driver.delay = 4 * INTERVAL
+    assert driver.rounds(20) == []
 
 
 def test_a_probe_still_within_its_flight_allowance_is_not_missed():
@@ -120,34 +171,54 @@ def test_a_miss_limit_of_one_reacts_to_the_first_lost_probe():
     assert [c.state for c in driver.rounds(2)] == [LinkState.DOWN]
 
 
+def test_a_withdrawn_probe_is_never_missed():
+    driver = Driver()
+    driver.rounds(3)
+    driver.cut = {A, B}
+    for _ in range(10):
+        driver.now += INTERVAL
+        driver.sequence += 1
+        for sender, receiver in DIRECTIONS:
+            driver.monitor.probe_sent(sender, driver.sequence, driver.now)
+            if sender in driver.cut:
+                driver.monitor.probe_withdrawn(sender, driver.sequence)
+            else:
+                driver.monitor.probe_received(sender, receiver, driver.sequence, driver.now)
+        assert driver.monitor.evaluate(driver.now + FLIGHT) == []
+
+
 def test_a_probe_between_ports_no_listed_link_joins_is_not_counted():
-    monitor = LinkMonitor([LINK], 3, INTERVAL)
+    monitor = LinkMonitor([LINK], 3, INTERVAL, SILENCE)
     assert not monitor.probe_received(A, Endpoint("s2", 1), 1, 0.0)
     assert not monitor.probe_received(Endpoint("l1", 1), A, 1, 0.0)
     assert monitor.probe_received(A, B, 1, 0.0)
 
 
 def test_an_old_probe_arriving_late_does_not_clear_newer_misses():
-    monitor = LinkMonitor([LINK], 3, INTERVAL)
-    for sequence in range(1, 5):
-        monitor.probe_sent(A, sequence, sequence * INTERVAL)
-        monitor.probe_sent(B, sequence, sequence * INTERVAL)
-        monitor.probe_received(B, A, sequence, sequence * INTERVAL)
-    monitor.probe_received(A, B, 1, 4 * INTERVAL)  # probe 1 of A arrives; 2-4 are still missing
-    (change,) = monitor.evaluate(5 * INTERVAL + FLIGHT)
-    assert change.state is LinkState.DOWN
+    monitor = LinkMonitor([LINK, TWIN], 3, INTERVAL, SILENCE)
+    for sequence in range(1, 6):
+        at = sequence * INTERVAL
+        for sender, receiver in DIRECTIONS:
+            monitor.probe_sent(sender, sequence, at)
+            if sender != A:
+                monitor.probe_received(sender, receiver, sequence, at + FLIGHT)
+    monitor.probe_received(A, B, 1, 5 * INTERVAL)  # probe 1 of A arrives; 2-5 are missing
+    (change,) = monitor.evaluate(5 * INTERVAL + 2 * FLIGHT)
+    assert change.link == LINK.id and change.state is LinkState.DOWN
 
 
 def test_a_port_at_two_links_or_a_link_listed_twice_is_refused():
     with pytest.raises(ValueError, match="listed twice"):
-        LinkMonitor([LINK, LINK], 3, INTERVAL)
+        LinkMonitor([LINK, LINK], 3, INTERVAL, SILENCE)
     other = Link(A, Endpoint("s2", 1), PARAMS)
     with pytest.raises(ValueError, match="two links"):
-        LinkMonitor([LINK, other], 3, INTERVAL)
+        LinkMonitor([LINK, other], 3, INTERVAL, SILENCE)
 
 
 def test_nonsensical_limits_are_refused():
     with pytest.raises(ValueError, match="miss_limit"):
-        LinkMonitor([LINK], 0, INTERVAL)
+        LinkMonitor([LINK], 0, INTERVAL, SILENCE)
     with pytest.raises(ValueError, match="flight_allowance"):
-        LinkMonitor([LINK], 3, -1.0)
+        LinkMonitor([LINK], 3, -1.0, SILENCE)
+    with pytest.raises(ValueError, match="silence_limit"):
+        LinkMonitor([LINK], 3, INTERVAL, INTERVAL / 2)

@@ -175,13 +175,18 @@ link_sets = st.sets(st.sampled_from(SPINE_LINKS), max_size=len(SPINE_LINKS)).map
 
 
 @settings(max_examples=40, deadline=None)
-@given(before=link_sets, after=link_sets, switch=st.sampled_from(["l1", "l2", "s1", "s3"]))
+@given(
+    before=link_sets,
+    after=link_sets,
+    switch=st.sampled_from(["l1", "l2", "s1", "s3"]),
+    unwatch=st.booleans(),
+)
 def test_applying_a_plan_phase_by_phase_reaches_the_intent_with_valid_references_throughout(
-    before, after, switch
+    before, after, switch, unwatch
 ):
     held_records = _records(switch, before)
     desired = _records(switch, after)
-    plan = plan_writes(held_records, desired)
+    plan = plan_writes(held_records, desired, unwatch_departing=unwatch)
     state = dict(held_records.items())
     for phase in plan.phases:
         for update in phase:
@@ -211,3 +216,33 @@ def test_updates_describe_their_entity_for_the_log():
     assert text == "insert MrcIngress.routing.routes_v4[ipv4_dst=0xa000201/32] -> " + (
         "MrcIngress.routing.set_next_id(next_id=3)"
     )
+
+
+def test_a_group_losing_a_member_first_drops_only_that_members_watch_port():
+    held = RecordSet([_group(3, (3, 3), (4, 4), (5, 5))])
+    desired = RecordSet([_group(3, (4, 4), (5, 5))])
+    plan = plan_writes(held, desired, unwatch_departing=True)
+    assert [[u.record for u in phase] for phase in plan.phases] == [
+        [_group(3, (3, None), (4, 4), (5, 5))],
+        [_group(3, (4, 4), (5, 5))],
+    ]
+
+
+def test_a_swapped_member_joins_only_after_the_departing_one_was_unwatched():
+    held = RecordSet([_group(3, (3, 3), (4, 4))])
+    desired = RecordSet([_group(3, (3, 3), (5, 5))])
+    interim, final = plan_writes(held, desired, unwatch_departing=True).phases
+    assert interim == (Update(Operation.MODIFY, _group(3, (3, 3), (4, None))),)
+    assert final == (Update(Operation.MODIFY, _group(3, (3, 3), (5, 5))),)
+
+
+def test_a_group_that_only_gains_members_needs_no_interim_step():
+    held = RecordSet([_group(3, (3, 3))])
+    desired = RecordSet([_group(3, (3, 3), (4, 4))])
+    assert len(plan_writes(held, desired, unwatch_departing=True)) == 1
+
+
+def test_without_the_workaround_a_shrinking_group_is_one_modify():
+    held = RecordSet([_group(3, (3, 3), (4, 4))])
+    desired = RecordSet([_group(3, (4, 4))])
+    assert plan_writes(held, desired).updates == (Update(Operation.MODIFY, _group(3, (4, 4))),)
