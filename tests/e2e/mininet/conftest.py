@@ -2,8 +2,9 @@
 
 Tests marked ``mininet`` need root, Mininet and ``simple_switch_grpc``; the forwarding tests
 also need the compiled program and ``simple_switch_CLI``. Elsewhere they skip with one line
-saying what is missing. The leaf-spine network is brought up once per session (six BMv2s take
-a while on a small machine) and every test that changes it (cut, restart, queue) puts it back.
+saying what is missing. A network is brought up once per test module (six BMv2s take a while
+on a small machine; two at once would share service ports) and every test that changes it
+(cut, restart, queue) puts it back.
 """
 
 from __future__ import annotations
@@ -43,13 +44,13 @@ def tiny_topology_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def leaf_spine_network() -> Iterator[object]:
-    """The leaf-spine preset running in Mininet, for the whole session (unprogrammed)."""
+@pytest.fixture(scope="module")
+def preset_network(request: pytest.FixtureRequest) -> Iterator[object]:
+    """The preset named by the module's ``PRESET`` running in Mininet (unprogrammed)."""
     reason = forwarding_skip_reason()
     if reason:
         pytest.skip(reason)
     from topologies.mininet import running_network
 
-    with running_network(load_topology("leaf-spine")) as network:
+    with running_network(load_topology(request.module.PRESET)) as network:
         yield network

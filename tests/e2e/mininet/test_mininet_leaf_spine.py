@@ -22,6 +22,7 @@ from tests.e2e.mininet.pings import ping, ping_address, ping_all
 from topologies.mininet.host_config import GATEWAY_IPV4, GATEWAY_IPV6
 
 pytestmark = pytest.mark.mininet
+PRESET = "leaf-spine"
 
 #: BMv2 polls link state every 200 ms (shared/bmv2-notes.md); wait a few polls after a cut.
 LINK_STATE_SETTLE_S = 1.0
@@ -37,8 +38,8 @@ OFFLOAD_NAMES = (
 
 
 @pytest.fixture(scope="module")
-def network(leaf_spine_network):
-    return leaf_spine_network
+def network(preset_network):
+    return preset_network
 
 
 @pytest.fixture(scope="module")
