@@ -32,7 +32,12 @@ class PatchPanel(Node):  # type: ignore[misc]  # Mininet has no type hints
     def __init__(self, name: str, netns: str, **params: Any) -> None:
         super().__init__(name, inNamespace=True, **params)
         self.netns = netns
-        attach_netns(netns, self.pid)
+        try:
+            attach_netns(netns, self.pid)
+        except BaseException:
+            # Unnamed, the namespace would escape the prefix sweep: end its shell now.
+            self.terminate()
+            raise
         # Interfaces made from now on inherit "default": no IPv6 on any panel port.
         run_all_in(
             netns,

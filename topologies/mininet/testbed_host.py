@@ -35,7 +35,12 @@ class TestbedHost(Host):  # type: ignore[misc]  # Mininet has no type hints
         super().__init__(name, **params)
         self.netns = netns
         self.nic_wirings = nics
-        attach_netns(netns, self.pid)
+        try:
+            attach_netns(netns, self.pid)
+        except BaseException:
+            # Unnamed, the namespace would escape the prefix sweep: end its shell now.
+            self.terminate()
+            raise
 
     def config(self, **params: Any) -> dict[str, Any]:
         """Configure every NIC (Mininet's build step calls this; ``ip``/``mac`` are ignored)."""
