@@ -130,13 +130,13 @@ def serve_command(args: argparse.Namespace) -> int:
         if not args.no_socket:
             socket_path = args.socket or default_socket_path()
             ControlServer(runtime, socket_path)
-        print(
-            f"{PROG}: ready: planes {', '.join(format_address(p) for p in planes)}; "
-            f"UDP 4791; side channel {side.address}; control socket {socket_path or 'none'}; "
-            f"out dir {out_dir or 'none'}",
-            flush=True,
-        )
         try:
+            print(
+                f"{PROG}: ready: planes {', '.join(format_address(p) for p in planes)}; "
+                f"UDP 4791; side channel {side.address}; control socket {socket_path or 'none'}; "
+                f"out dir {out_dir or 'none'}",
+                flush=True,
+            )
             runtime.run(lambda: False)
         except KeyboardInterrupt:
             print(f"{PROG}: stopping", file=sys.stderr)

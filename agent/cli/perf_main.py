@@ -116,12 +116,12 @@ def run_server(args: argparse.Namespace) -> int:
     runtime = AgentRuntime(planes, config_from_args(args))
     try:
         side = SideChannelServer(runtime, listen, InboundPolicy(None, DEFAULT_MAX_REGION))
-        print(
-            f"{PROG}: server ready: planes {', '.join(format_address(p) for p in planes)}; "
-            f"side channel {side.address}",
-            flush=True,
-        )
         try:
+            print(
+                f"{PROG}: server ready: planes {', '.join(format_address(p) for p in planes)}; "
+                f"side channel {side.address}",
+                flush=True,
+            )
             runtime.run(lambda: False)
         except KeyboardInterrupt:
             print(f"{PROG}: stopping", file=sys.stderr)

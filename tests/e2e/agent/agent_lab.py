@@ -1,0 +1,81 @@
+"""Two network namespaces joined by a veth, and agent processes in them, for the e2e tests.
+
+Built on ``tools.netns.NetnsLab`` and the benchmark's ``VethPair``: every namespace, veth,
+nftables rule and process made here is removed by ``close()``, which the fixture calls on any
+exit, a failed assertion included.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tools.bench_agent import REPO, Background, VethPair, make_veth_pair
+from tools.netns import NetnsLab, run
+
+AGENT = [sys.executable, "-m", "agent.cli.agent_main"]
+PERF = [sys.executable, "-m", "agent.cli.perf_main"]
+
+
+class AgentLab:
+    """Namespaces ``tx`` and ``rx``, one veth, and the processes started in them."""
+
+    def __init__(self, tmp_path: Path, ipv6: bool = False) -> None:
+        self.tmp_path = tmp_path
+        self.lab = NetnsLab()
+        self.processes: list[Background] = []
+        try:
+            self.pair: VethPair = make_veth_pair(self.lab)
+            self.addresses = {"tx": self.pair.tx_ip, "rx": self.pair.rx_ip}
+            if ipv6:
+                self._add_ipv6()
+        except BaseException:
+            self.lab.close()
+            raise
+
+    def _add_ipv6(self) -> None:
+        pair = self.pair
+        for ns, ifname, address in (
+            (pair.tx_ns, pair.tx_if, "fd00:251::1"),
+            (pair.rx_ns, pair.rx_if, "fd00:251::2"),
+        ):
+            run(["sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=0"], netns=ns)
+            run(["ip", "-6", "addr", "add", f"{address}/64", "dev", ifname, "nodad"], netns=ns)
+        self.addresses = {"tx": "fd00:251::1", "rx": "fd00:251::2"}
+
+    def netns(self, side: str) -> str:
+        """The namespace of ``side`` ("tx" or "rx")."""
+        return self.pair.tx_ns if side == "tx" else self.pair.rx_ns
+
+    def start(self, side: str, command: list[str], ready: str) -> Background:
+        """Start a server in ``side`` and wait for its ``ready`` line."""
+        process = Background(self.netns(side), command)
+        self.processes.append(process)
+        process.wait_ready(ready)
+        return process
+
+    def serve(self, side: str, *extra: str) -> Background:
+        """``mrc-agent serve`` on ``side``'s address, with ``extra`` options."""
+        command = [*AGENT, "serve", "--plane", self.addresses[side], *extra]
+        return self.start(side, command, "ready")
+
+    def run(
+        self, side: str, command: list[str], timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command in ``side`` to completion (no check: tests look at the code)."""
+        return subprocess.run(
+            ["ip", "netns", "exec", self.netns(side), *command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=REPO,
+            check=False,
+        )
+
+    def close(self) -> None:
+        """Stop every process, then remove namespaces and veths."""
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+        self.lab.close()

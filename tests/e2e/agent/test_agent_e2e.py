@@ -1,0 +1,203 @@
+"""The agent as a user runs it: processes in two network namespaces joined by a veth.
+
+Needs root (namespaces, raw sockets) and skips without it. Every namespace, veth, nftables
+rule and process is removed after each test, whatever happened (the fixture checks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.agent.agent_lab import AGENT, PERF, AgentLab
+from tools.bench_agent import Background, add_random_loss, random_loss_drops
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, raw sockets): run with sudo"
+    missing = [tool for tool in ("ip", "ethtool", "nft", "sysctl") if shutil.which(tool) is None]
+    return f"missing tools: {', '.join(missing)}" if missing else None
+
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or ""),
+]
+
+
+def _lab(tmp_path: Path, ipv6: bool) -> Iterator[AgentLab]:
+    lab = AgentLab(tmp_path, ipv6=ipv6)
+    processes = lab.processes
+    try:
+        yield lab
+    finally:
+        started = list(processes)
+        lab.close()
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert lab.lab.prefix not in names, f"namespaces left behind: {names}"
+        assert all(p.proc.poll() is not None for p in started), "a process outlived its test"
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[AgentLab]:
+    yield from _lab(tmp_path, ipv6=False)
+
+
+@pytest.fixture
+def lab6(tmp_path: Path) -> Iterator[AgentLab]:
+    yield from _lab(tmp_path, ipv6=True)
+
+
+def _file(tmp_path: Path, size: int, name: str = "payload.bin") -> Path:
+    path = tmp_path / name
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+def _send_command(lab: AgentLab, source: Path, *extra: str) -> list[str]:
+    return [*AGENT, "send", str(source), "--to", lab.addresses["rx"], *extra]
+
+
+def _receiver(lab: AgentLab, tmp_path: Path) -> Path:
+    out_dir = tmp_path / "received"
+    lab.serve("rx", "--out-dir", str(out_dir), "--socket", str(tmp_path / "rx.sock"))
+    return out_dir
+
+
+def test_a_file_sent_through_the_hosts_agent_arrives_byte_identical(lab, tmp_path):
+    out_dir = _receiver(lab, tmp_path)
+    socket_path = str(tmp_path / "tx.sock")
+    lab.serve("tx", "--socket", socket_path)
+    source = _file(tmp_path, 3_000_000)
+    sent = lab.run("tx", _send_command(lab, source, "--socket", socket_path))
+    assert sent.returncode == 0, sent.stderr
+    assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
+    assert f"stored as {out_dir / 'payload.bin'}" in sent.stdout
+
+
+def test_a_file_survives_five_percent_loss_each_way_byte_identical(lab, tmp_path):
+    out_dir = _receiver(lab, tmp_path)
+    add_random_loss(lab.pair.rx_ns, 5.0)
+    add_random_loss(lab.pair.tx_ns, 5.0)
+    source = _file(tmp_path, 2_000_000)
+    sent = lab.run("tx", _send_command(lab, source, "--no-agent", "--json"), timeout=120)
+    assert sent.returncode == 0, sent.stderr
+    assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
+    assert random_loss_drops(lab.pair.rx_ns) > 0
+    assert json.loads(sent.stdout)["connection"]["retransmits_total"] > 0
+
+
+def test_a_file_over_ipv6_arrives_byte_identical(lab6, tmp_path):
+    out_dir = _receiver(lab6, tmp_path)
+    source = _file(tmp_path, 500_000)
+    sent = lab6.run("tx", _send_command(lab6, source, "--no-agent"))
+    assert sent.returncode == 0, sent.stderr
+    assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
+
+
+def _sniffed(lab: AgentLab, side: str, action: list[str]) -> list[dict]:
+    """The MRC packets seen on ``side``'s veth while ``action`` ran on tx."""
+    ifname = lab.pair.rx_if if side == "rx" else lab.pair.tx_if
+    sniffer = lab.start(
+        side, [sys.executable, "-m", "tests.e2e.agent.sniff", ifname, "120"], "sniffing"
+    )
+    done = lab.run("tx", action)
+    assert done.returncode == 0, done.stderr
+    sniffer.proc.send_signal(signal.SIGTERM)
+    output, _errors = sniffer.proc.communicate(timeout=30)
+    return json.loads(output.decode().strip().splitlines()[-1])
+
+
+def test_data_leaves_with_id_0_df_trimmable_dscp_ect0_and_many_ev_ports(lab, tmp_path):
+    _receiver(lab, tmp_path)
+    source = _file(tmp_path, 1_000_000)
+    packets = _sniffed(lab, "rx", _send_command(lab, source, "--no-agent"))
+    data = [p for p in packets if not p["outgoing"] and 0xC6 <= p["opcode"] <= 0xCB]
+    control = [p for p in packets if p["outgoing"] and p["opcode"] in (0xD1, 0xDC, 0xDD)]
+    assert len(data) >= 1_000_000 // 1024
+    assert control
+    for packet in data:
+        assert packet["ip_id"] == 0 and packet["df"] is True
+        assert packet["dscp"] in (4, 5) and packet["ecn"] == 2  # trimmable (retx) + ECT(0)
+        assert packet["dport"] == 4791 and 0xC000 <= packet["sport"] <= 0xFFFF
+    assert len({p["sport"] for p in data}) >= 128  # sprayed over the EV set
+    for packet in control:
+        assert packet["dscp"] == 46 and packet["ecn"] == 0 and packet["ip_id"] == 0
+
+
+def test_over_ipv6_the_flow_label_varies_with_the_ev(lab6, tmp_path):
+    _receiver(lab6, tmp_path)
+    source = _file(tmp_path, 400_000)
+    packets = _sniffed(lab6, "rx", _send_command(lab6, source, "--no-agent"))
+    data = [p for p in packets if not p["outgoing"] and 0xC6 <= p["opcode"] <= 0xCB]
+    assert data and all(p["ip"] == 6 and p["ecn"] == 2 for p in data)
+    assert len({p["flow_label"] for p in data}) >= 64
+
+
+def test_mrc_perf_measures_between_namespaces_and_evs_1_uses_a_single_path(lab, tmp_path):
+    lab.start("rx", [*PERF, "--server", "--plane", lab.addresses["rx"]], "server ready")
+    perf = [*PERF, "--to", lab.addresses["rx"], "--json", "--no-agent"]
+    spray = lab.run("tx", [*perf, "--bytes", "2M"])
+    assert spray.returncode == 0, spray.stderr
+    result = json.loads(spray.stdout)
+    assert result["bytes"] == 2 << 20 and result["goodput_bps"] > 0
+    assert result["receiver"]["bytes_received"] == 2 << 20
+    single = lab.run("tx", [*perf, "--bytes", "1M", "--evs", "1"])
+    assert single.returncode == 0, single.stderr
+    used = [ev for ev in json.loads(single.stdout)["connection"]["evs"] if ev["uses"]]
+    assert len(used) == 1
+
+
+def test_a_second_agent_is_refused_port_4791_with_exit_3(lab, tmp_path):
+    lab.serve("tx", "--socket", str(tmp_path / "tx.sock"))
+    second = lab.run("tx", [*AGENT, "serve", "--plane", lab.addresses["tx"], "--no-socket"])
+    assert second.returncode == 3
+    assert "UDP port 4791 (IPv4) is already in use" in second.stderr
+
+
+def test_any_process_holding_udp_4791_makes_send_exit_3(lab, tmp_path):
+    hold_port = (
+        "import socket, time\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "s.bind(('0.0.0.0', 4791))\n"
+        "print('bound', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    holder = lab.start("tx", [sys.executable, "-c", hold_port], "bound")
+    source = _file(tmp_path, 1000)
+    sent = lab.run("tx", _send_command(lab, source, "--no-agent"))
+    assert sent.returncode == 3
+    assert sent.stderr.startswith("mrc-agent: error: UDP port 4791")
+    holder.stop()
+
+
+def test_a_peer_without_an_agent_is_refused_with_exit_4(lab, tmp_path):
+    source = _file(tmp_path, 1000)
+    sent = lab.run("tx", _send_command(lab, source, "--no-agent"))
+    assert sent.returncode == 4
+    assert "connection refused" in sent.stderr
+
+
+def test_a_peer_address_nobody_has_is_unreachable_with_exit_4(lab, tmp_path):
+    source = _file(tmp_path, 1000)
+    sent = lab.run("tx", [*AGENT, "send", str(source), "--to", "10.251.0.99", "--no-agent"])
+    assert sent.returncode == 4
+    assert "unreachable" in sent.stderr
+
+
+def test_an_agent_stops_on_sigterm_with_exit_0_and_removes_its_socket(lab, tmp_path):
+    socket_path = tmp_path / "tx.sock"
+    agent: Background = lab.serve("tx", "--socket", str(socket_path))
+    assert socket_path.exists()
+    agent.proc.send_signal(signal.SIGTERM)
+    assert agent.proc.wait(timeout=10) == 0
+    assert not socket_path.exists()

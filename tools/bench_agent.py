@@ -1,0 +1,453 @@
+"""`make bench-agent`: how fast the host agent moves data, against iperf3 on the same veth pair.
+
+Two figures, JSON on stdout (and ``--out FILE``):
+
+1. **core**: datagrams per second through the sans-IO protocol core on the in-process
+   simulated network (``agent.sim.bench``), a context figure with no sockets involved;
+2. **veth**: goodput of ``mrc-perf`` between two network namespaces joined by a veth pair
+   (offloads off both ends), next to ``iperf3 -u -b 0 -l 1024`` over the same pair in the same
+   run. Each process is pinned to one core with ``taskset`` (sender on one core, receiver on
+   another) and, unless ``--no-realtime``, runs SCHED_FIFO (``chrt -f``) so that background
+   work on the machine (a compiler, say) delays neither tool's wakeups; both tools always get
+   the same treatment. The pair runs lossless, then with ``--loss`` percent random loss on the
+   data path: netem on the sender's veth where the kernel has sch_netem, otherwise an nftables
+   ``numgen random`` drop rule in the receiving namespace (UDP only, so the TCP side channel
+   and iperf3's control connection are spared).
+
+Goodput is what the receiver got: for mrc-perf the RDMA payload bytes the receiver confirmed
+(1024 per packet, inside 1092-byte IP packets), for iperf3 the UDP payload bytes the server
+received (1024 per packet, inside 1052-byte IP packets). Targets (issue 3): mrc-perf lossless
+>= 0.5x iperf3 UDP; with 1 % loss >= 0.8x its own lossless goodput. The JSON says whether each
+was met; the measurement is reported as measured either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.netns import NetnsLab, run, terminate_on_signals
+from tools.qdiscs import probe_qdiscs
+from tools.toolchain import is_root
+
+REPO = Path(__file__).resolve().parents[1]
+#: nftables table the loss rule lives in (one per namespace, removed with it).
+LOSS_TABLE = "mrc_bench_loss"
+#: Targets from issue 3.
+TARGET_RATIO_TO_IPERF3 = 0.5
+TARGET_LOSS_RETENTION = 0.8
+#: Real-time priority for both tools: low, but above every normal task.
+REALTIME_PRIORITY = 10
+_SUBNET = "10.251.0"
+
+
+# --- loss ---------------------------------------------------------------------------------
+
+
+def add_random_loss(netns: str, percent: float) -> None:
+    """Drop ``percent`` % (0.01 steps) of the UDP packets entering ``netns``, at random.
+
+    nftables ``numgen random`` in a raw-priority prerouting chain: works on kernels without
+    sch_netem. Only UDP is dropped, so TCP control connections are not disturbed.
+    """
+    if not 0 < percent <= 100:
+        raise ValueError(f"loss must be in (0, 100] percent, got {percent}")
+    threshold = round(percent * 100)
+    ruleset = (
+        f"table inet {LOSS_TABLE} {{\n"
+        f"  chain prerouting {{\n"
+        f"    type filter hook prerouting priority raw; policy accept;\n"
+        f"    meta l4proto udp numgen random mod 10000 < {threshold} counter drop\n"
+        f"  }}\n"
+        f"}}\n"
+    )
+    proc = subprocess.run(
+        ["ip", "netns", "exec", netns, "nft", "-f", "-"],
+        input=ruleset,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"nft could not add the loss rule in {netns}: {proc.stderr.strip()}")
+
+
+def remove_random_loss(netns: str) -> None:
+    """Remove the loss rule of ``add_random_loss`` (no error if there is none)."""
+    run(["nft", "delete", "table", "inet", LOSS_TABLE], check=False, netns=netns)
+
+
+def random_loss_drops(netns: str) -> int:
+    """Packets the loss rule has dropped so far."""
+    text = run(["nft", "list", "table", "inet", LOSS_TABLE], check=False, netns=netns)
+    match = re.search(r"counter packets (\d+)", text)
+    return int(match.group(1)) if match else 0
+
+
+# --- the veth pair --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VethPair:
+    """Two namespaces joined by one veth: the sender's end and the receiver's end."""
+
+    tx_ns: str
+    rx_ns: str
+    tx_if: str
+    rx_if: str
+    tx_ip: str
+    rx_ip: str
+
+
+def make_veth_pair(lab: NetnsLab, mtu: int = 1500) -> VethPair:
+    """Namespaces ``tx`` and ``rx``, a veth between them (offloads off), addresses up."""
+    tx_ns, rx_ns = lab.add_netns("tx"), lab.add_netns("rx")
+    tx_if, rx_if = f"{lab.prefix}t", f"{lab.prefix}r"
+    lab.add_veth(tx_if, rx_if, netns_a=tx_ns, netns_b=rx_ns, mtu=mtu)
+    pair = VethPair(tx_ns, rx_ns, tx_if, rx_if, f"{_SUBNET}.1", f"{_SUBNET}.2")
+    run(["ip", "addr", "add", f"{pair.tx_ip}/24", "dev", tx_if], netns=tx_ns)
+    run(["ip", "addr", "add", f"{pair.rx_ip}/24", "dev", rx_if], netns=rx_ns)
+    return pair
+
+
+# --- processes ----------------------------------------------------------------------------
+
+
+def pinned(command: list[str], core: int, realtime: bool) -> list[str]:
+    """``command`` pinned to ``core`` (and SCHED_FIFO when ``realtime``)."""
+    prefix = ["taskset", "-c", str(core)]
+    if realtime:
+        prefix += ["chrt", "-f", str(REALTIME_PRIORITY)]
+    return prefix + command
+
+
+class Background:
+    """A server process in a namespace, stopped with SIGTERM (then SIGKILL) on exit."""
+
+    def __init__(self, netns: str, command: list[str]) -> None:
+        self.command = command
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", netns, *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+        )
+
+    def wait_ready(self, marker: str, timeout: float = 15.0) -> None:
+        """Wait until the server prints ``marker`` on stdout (``RuntimeError`` after
+        ``timeout`` seconds or if it exits first)."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        seen = b""
+        deadline = time.monotonic() + timeout
+        while marker.encode() not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError(
+                    f"{' '.join(self.command)} did not become ready: {self.stderr_tail()}"
+                )
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    continue
+                seen = (seen + chunk)[-4096:]
+
+    def stderr_tail(self) -> str:
+        """The last lines the process wrote to stderr (once it has stopped)."""
+        if self.proc.poll() is None or self.proc.stderr is None:
+            return ""
+        text = self.proc.stderr.read().decode(errors="replace")
+        return " | ".join(text.strip().splitlines()[-3:])
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_client(netns: str, command: list[str], timeout: float) -> str:
+    """Run a client in ``netns``; its stdout, or ``RuntimeError`` with its stderr."""
+    proc = subprocess.run(
+        ["ip", "netns", "exec", netns, *command],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}"
+        )
+    return proc.stdout
+
+
+# --- the two tools --------------------------------------------------------------------------
+
+
+def iperf3_udp(pair: VethPair, seconds: float, cores: tuple[int, int], realtime: bool) -> dict:
+    """``iperf3 -u -b 0 -l 1024`` from tx to rx: received goodput and loss."""
+    server = pinned(["iperf3", "-s", "-1", "--forceflush", "-B", pair.rx_ip], cores[1], realtime)
+    with Background(pair.rx_ns, server) as background:
+        background.wait_ready("Server listening")
+        client = pinned(
+            [
+                "iperf3",
+                "-c",
+                pair.rx_ip,
+                "-u",
+                "-b",
+                "0",
+                "-l",
+                "1024",
+                "-t",
+                f"{seconds:g}",
+                "--json",
+            ],
+            cores[0],
+            realtime,
+        )
+        report = json.loads(run_client(pair.tx_ns, client, timeout=seconds + 30))
+    end = report["end"]
+    summary = end["sum"]
+    received = end.get("sum_received")
+    if received is not None:
+        goodput = received["bits_per_second"]
+    else:  # older iperf3: only the sender's figure and the loss the server reported
+        goodput = summary["bits_per_second"] * (1 - summary["lost_percent"] / 100)
+    sent = end.get("sum_sent", summary)
+    return {
+        "goodput_bps": goodput,
+        "sent_bps": sent["bits_per_second"],
+        "lost_percent": summary["lost_percent"],
+        "packets": summary["packets"],
+        "seconds": summary["seconds"],
+    }
+
+
+def mrc_perf(
+    pair: VethPair,
+    seconds: float,
+    cores: tuple[int, int],
+    realtime: bool,
+    evs: int | None = None,
+    cc: str | None = None,
+) -> dict:
+    """``mrc-perf`` from tx to ``mrc-perf --server`` on rx: goodput and what it took."""
+    perf = [sys.executable, "-m", "agent.cli.perf_main"]
+    server = pinned([*perf, "--server", "--plane", pair.rx_ip], cores[1], realtime)
+    with Background(pair.rx_ns, server) as background:
+        background.wait_ready("server ready")
+        command = [*perf, "--to", pair.rx_ip, "--duration", f"{seconds:g}", "--json"]
+        command += ["--no-agent", "--plane", pair.tx_ip]
+        if evs is not None:
+            command += ["--evs", str(evs)]
+        if cc is not None:
+            command += ["--cc", cc]
+        result = json.loads(run_client(pair.tx_ns, pinned(command, cores[0], realtime), 120))
+    connection = result["connection"]
+    return {
+        "goodput_bps": result["goodput_bps"],
+        "seconds": result["seconds"],
+        "bytes": result["bytes"],
+        "evs": result["evs"],
+        "cc": result["cc"],
+        "data_packets_sent": connection["data_packets_sent"],
+        "retransmits": connection["retransmits"],
+        "timeouts": connection["timeouts"],
+        "srtt_s": connection["srtt_s"],
+        "min_rtt_s": connection["min_rtt_s"],
+        "cwnd_bytes": connection["cwnd_bytes"],
+        "ev_states": connection["ev_states"],
+        "receiver_drops": result["receiver"].get("drops", {}),
+    }
+
+
+# --- the benchmark --------------------------------------------------------------------------
+
+
+def core_benchmark(messages: int) -> dict[str, Any]:
+    """Datagrams per second through the core on the simulated network."""
+    from agent.sim.bench import run_core_benchmark
+
+    return run_core_benchmark(time.perf_counter, messages=messages).as_dict()
+
+
+def loss_method() -> str:
+    """ "netem" where the kernel has sch_netem, else "nftables"."""
+    try:
+        return "netem" if probe_qdiscs().get("netem") else "nftables"
+    except (PermissionError, OSError):
+        return "nftables"
+
+
+def apply_loss(pair: VethPair, percent: float, method: str) -> None:
+    """Lose ``percent`` % of the data packets from tx to rx."""
+    if method == "netem":
+        run(
+            ["tc", "qdisc", "replace", "dev", pair.tx_if, "root", "netem", "loss", f"{percent}%"],
+            netns=pair.tx_ns,
+        )
+    else:
+        add_random_loss(pair.rx_ns, percent)
+
+
+def clear_loss(pair: VethPair, method: str) -> None:
+    """Undo ``apply_loss``."""
+    if method == "netem":
+        run(["tc", "qdisc", "del", "dev", pair.tx_if, "root"], check=False, netns=pair.tx_ns)
+    else:
+        remove_random_loss(pair.rx_ns)
+
+
+def _cores() -> tuple[int, int]:
+    available = sorted(os.sched_getaffinity(0))
+    return (available[0], available[1]) if len(available) > 1 else (available[0], available[0])
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
+    """Both tools over one veth pair, lossless then lossy."""
+    cores = _cores()
+    realtime = not args.no_realtime
+    method = loss_method()
+    result: dict[str, Any] = {
+        "cores": {"sender": cores[0], "receiver": cores[1]},
+        "scheduling": f"SCHED_FIFO {REALTIME_PRIORITY} (chrt)" if realtime else "normal",
+        "duration_s": args.duration,
+        "repeat": args.repeat,
+        "loss_percent": args.loss,
+        "loss_method": method,
+    }
+    with NetnsLab() as lab:
+        pair = make_veth_pair(lab)
+        for phase in ("lossless", "lossy"):
+            if phase == "lossy":
+                apply_loss(pair, args.loss, method)
+            runs: dict[str, list[dict]] = {"iperf3_udp": [], "mrc_perf": []}
+            if args.single_path:
+                runs["mrc_perf_single_path"] = []
+            for _ in range(args.repeat):
+                runs["iperf3_udp"].append(iperf3_udp(pair, args.duration, cores, realtime))
+                runs["mrc_perf"].append(mrc_perf(pair, args.duration, cores, realtime, cc=args.cc))
+                if args.single_path:
+                    runs["mrc_perf_single_path"].append(
+                        mrc_perf(pair, args.duration, cores, realtime, evs=1, cc=args.cc)
+                    )
+            phase_result: dict[str, Any] = {
+                name: {
+                    "goodput_bps": _median([r["goodput_bps"] for r in samples]),
+                    "runs": samples,
+                }
+                for name, samples in runs.items()
+            }
+            if phase == "lossy" and method == "nftables":
+                phase_result["nftables_drops"] = random_loss_drops(pair.rx_ns)
+            result[phase] = phase_result
+            if phase == "lossy":
+                clear_loss(pair, method)
+    lossless_mrc = result["lossless"]["mrc_perf"]["goodput_bps"]
+    lossless_iperf = result["lossless"]["iperf3_udp"]["goodput_bps"]
+    lossy_mrc = result["lossy"]["mrc_perf"]["goodput_bps"]
+    ratio = lossless_mrc / lossless_iperf if lossless_iperf else 0.0
+    retention = lossy_mrc / lossless_mrc if lossless_mrc else 0.0
+    result["ratio_to_iperf3_lossless"] = ratio
+    result["loss_retention"] = retention
+    result["targets"] = {
+        "ratio_to_iperf3_lossless": {
+            "target": TARGET_RATIO_TO_IPERF3,
+            "measured": ratio,
+            "met": ratio >= TARGET_RATIO_TO_IPERF3,
+        },
+        "loss_retention": {
+            "target": TARGET_LOSS_RETENTION,
+            "measured": retention,
+            "met": retention >= TARGET_LOSS_RETENTION,
+        },
+    }
+    return result
+
+
+def missing_tools() -> list[str]:
+    """Tools the veth part needs that are not installed."""
+    needed = ("ip", "ethtool", "iperf3", "nft", "taskset", "chrt", "tc")
+    return [tool for tool in needed if shutil.which(tool) is None]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench_agent", description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per run")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per figure (median kept)")
+    parser.add_argument("--loss", type=float, default=1.0, help="percent loss, lossy phase")
+    parser.add_argument("--cc", default=None, help="congestion control of mrc-perf")
+    parser.add_argument("--single-path", action="store_true", help="also measure mrc-perf --evs 1")
+    parser.add_argument("--no-realtime", action="store_true", help="plain taskset, no SCHED_FIFO")
+    parser.add_argument("--core-messages", type=int, default=200, help="messages, core figure")
+    parser.add_argument("--skip-veth", action="store_true", help="only the core figure")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    if args.duration <= 0 or args.repeat < 1 or not 0 < args.loss <= 100:
+        parser.error("need --duration > 0, --repeat >= 1 and 0 < --loss <= 100")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    report: dict[str, Any] = {
+        "benchmark": "bench-agent",
+        "host": {
+            "kernel": platform.release(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+        "core": core_benchmark(args.core_messages),
+    }
+    if args.skip_veth:
+        report["veth"] = {"skipped": "--skip-veth"}
+    elif not is_root():
+        report["veth"] = {"skipped": "needs root (network namespaces, raw sockets): sudo"}
+    elif missing := missing_tools():
+        report["veth"] = {"skipped": f"missing tools: {', '.join(missing)}"}
+    else:
+        with terminate_on_signals():
+            report["veth"] = veth_benchmark(args)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
