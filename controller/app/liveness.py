@@ -10,17 +10,22 @@ Each listed switch-to-switch link has two directions (one per sending end). A di
 up when both of its directions are.
 
 When is a probe missed, rather than late? On a small machine a BMv2 or the controller can stall
-for tens of milliseconds, delaying every probe a switch hands up at once; counting those as
-misses would take down every link of that switch, and with them every route through it. So a
-probe toward switch R counts as missed once ``flight_allowance`` has passed since it was sent
-and one of these holds:
+for tens of milliseconds, delaying every probe one switch sends or hands up; counting those as
+misses would take down every link of that switch, and with them every route through it. A
+probe from switch S to switch R therefore counts as missed once ``flight_allowance`` has passed
+since it was sent and there is evidence on both sides that it is lost, not late:
 
-* R has since handed up a probe that was sent *later* (on any of its ports): R's probes are
-  flowing, this one is lost;
-* R has handed up nothing for ``silence_limit``, nor has this probe been out for less than
-  that: R's data plane may be dead (frozen, or its only link cut), this waits longer but ends;
-* R was reported lost (:meth:`LinkMonitor.mark_lost`: its channel dropped, as when its BMv2
-  is killed): nothing from R can come, so every overdue probe is a miss at once.
+* on R's side: R has since handed up a probe (from anyone) that was sent *later*; or R has
+  handed up nothing for ``silence_limit`` and the probe is that old;
+* on S's side: a probe S sent *later* has arrived somewhere; or nothing S sent has arrived for
+  ``silence_limit`` and the probe is that old.
+
+Or R was reported lost (:meth:`LinkMonitor.mark_lost`: its channel dropped, as when its BMv2 is
+killed): nothing can arrive there, so every overdue probe toward it is a miss at once.
+
+A cut link shows both at once (the ends' other links keep delivering), so it is found after
+``miss_limit`` probes; a stalled switch delays the evidence instead of faking it; a switch whose
+only link is cut, or whose data plane is dead, is found after the silence limit.
 
 Every link starts up: the fabric is assumed to be as the topology lists it until probes say
 otherwise, so the first intent uses every link, and a dead one is dropped after a few probes.
@@ -95,11 +100,15 @@ class _LinkRecord:
 
 
 @dataclass
-class _Receiver:
-    """What a switch has handed up: the newest send time among its probes, and when."""
+class _Node:
+    """Probe progress through one switch, as a receiver and as a sender."""
 
-    progress: float = -math.inf
+    #: Newest send time among the probes it handed up, and when it last handed one up.
+    received_progress: float = -math.inf
     last_heard: float = -math.inf
+    #: Newest send time among its probes that arrived anywhere, and when one last arrived.
+    sent_progress: float = -math.inf
+    last_delivered: float = -math.inf
     lost: bool = False
 
 
@@ -113,7 +122,7 @@ class LinkMonitor:
     silence_limit: float
     _links: dict[LinkId, _LinkRecord] = field(init=False, default_factory=dict)
     _by_sender: dict[Endpoint, _Direction] = field(init=False, default_factory=dict)
-    _receivers: dict[str, _Receiver] = field(init=False, default_factory=dict)
+    _nodes: dict[str, _Node] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.miss_limit < 1:
@@ -132,7 +141,7 @@ class LinkMonitor:
                 if direction.sender in self._by_sender:
                     raise ValueError(f"port {direction.sender} is an end of two links")
                 self._by_sender[direction.sender] = direction
-                self._receivers.setdefault(direction.receiver.node, _Receiver())
+                self._nodes.setdefault(direction.sender.node, _Node())
             self._links[link.id] = _LinkRecord((forward, backward))
 
     def monitors(self, sender: Endpoint) -> bool:
@@ -164,12 +173,13 @@ class LinkMonitor:
         direction = self._by_sender.get(sender)
         if direction is None or direction.receiver != receiver:
             return False
-        heard = self._receivers[receiver.node]
-        heard.last_heard = at
+        to_node, from_node = self._nodes[receiver.node], self._nodes[sender.node]
+        to_node.last_heard = from_node.last_delivered = at
         while direction.pending and direction.pending[0][0] <= sequence:
             number, sent_at = direction.pending.popleft()
             if number == sequence:
-                heard.progress = max(heard.progress, sent_at)
+                to_node.received_progress = max(to_node.received_progress, sent_at)
+                from_node.sent_progress = max(from_node.sent_progress, sent_at)
         if not direction.up:
             direction.up = True
             direction.first_missed_at = None
@@ -179,13 +189,13 @@ class LinkMonitor:
     def mark_lost(self, node: str) -> None:
         """``node`` cannot hand probes up (its channel is gone): overdue probes toward it are
         misses at once."""
-        if node in self._receivers:
-            self._receivers[node].lost = True
+        if node in self._nodes:
+            self._nodes[node].lost = True
 
     def mark_found(self, node: str) -> None:
-        """``node`` hands probes up again; its silence is measured from now on."""
-        if node in self._receivers:
-            self._receivers[node] = _Receiver()
+        """``node`` hands probes up again; its progress is judged afresh."""
+        if node in self._nodes:
+            self._nodes[node] = _Node()
 
     def evaluate(self, now: float) -> list[LinkChange]:
         """Apply the misses due by ``now``; the links whose state changed since the last call."""
@@ -217,16 +227,19 @@ class LinkMonitor:
     def _count_misses(self, direction: _Direction, now: float) -> None:
         if not direction.up:
             return
-        heard = self._receivers[direction.receiver.node]
-        silent = now - heard.last_heard >= self.silence_limit
-        missed = [
-            sent
-            for _, sent in direction.pending
-            if sent + self.flight_allowance <= now
-            and (
-                heard.lost or heard.progress > sent or (silent and now - sent >= self.silence_limit)
-            )
-        ]
+        to_node = self._nodes[direction.receiver.node]
+        from_node = self._nodes[direction.sender.node]
+        receiver_silent = now - to_node.last_heard >= self.silence_limit
+        sender_silent = now - from_node.last_delivered >= self.silence_limit
+        missed = []
+        for _, sent in direction.pending:
+            if sent + self.flight_allowance > now:
+                break  # pending is in send order: the rest are younger still
+            old_enough = now - sent >= self.silence_limit
+            receiver_says = to_node.received_progress > sent or (receiver_silent and old_enough)
+            sender_says = from_node.sent_progress > sent or (sender_silent and old_enough)
+            if to_node.lost or (receiver_says and sender_says):
+                missed.append(sent)
         if len(missed) >= self.miss_limit:
             direction.up = False
             direction.first_missed_at = missed[0]

@@ -12,27 +12,30 @@ from topologies import Endpoint, Link, LinkParams
 PARAMS = LinkParams(1000.0, 64, 0)
 A, B = Endpoint("l1", 3), Endpoint("s1", 1)
 A2, B2 = Endpoint("l1", 4), Endpoint("s1", 2)
+C, B3 = Endpoint("l2", 3), Endpoint("s1", 3)
 LINK = Link(A, B, PARAMS)  # the link the tests cut
 TWIN = Link(A2, B2, PARAMS)  # a parallel link that keeps delivering
+OTHER = Link(C, B3, PARAMS)  # another switch's link into s1
 INTERVAL = 1 / 64  # binary fractions keep the fake timeline exact
 FLIGHT = 1 / 1024
 SILENCE = 8 * INTERVAL
-DIRECTIONS = ((A, B), (B, A), (A2, B2), (B2, A2))
+DIRECTIONS = ((A, B), (B, A), (A2, B2), (B2, A2), (C, B3), (B3, C))
 
 
 class Driver:
     """Sends one probe per direction per interval and delivers those of senders not cut.
 
-    ``delay`` holds deliveries back (a stalled receiver): a probe sent at t arrives at
-    t + delay, in order.
+    ``delay`` holds deliveries back (a stalled switch): a probe sent at t arrives at
+    t + delay, in order; ``sender_delay`` does so for chosen senders only.
     """
 
     def __init__(self, miss_limit: int = 3, allowance: float = INTERVAL) -> None:
-        self.monitor = LinkMonitor([LINK, TWIN], miss_limit, allowance, SILENCE)
+        self.monitor = LinkMonitor([LINK, TWIN, OTHER], miss_limit, allowance, SILENCE)
         self.now = 0.0
         self.sequence = 0
         self.cut: set[Endpoint] = set()  # senders whose probes are lost
         self.delay = FLIGHT
+        self.sender_delay: dict[Endpoint, float] = {}
         self.in_flight: list[tuple[float, Endpoint, Endpoint, int]] = []
 
     def round(self, *, send: bool = True) -> list:
@@ -42,7 +45,8 @@ class Driver:
             for sender, receiver in DIRECTIONS:
                 self.monitor.probe_sent(sender, self.sequence, self.now)
                 if sender not in self.cut:
-                    self.in_flight.append((self.now + self.delay, sender, receiver, self.sequence))
+                    delay = self.sender_delay.get(sender, self.delay)
+                    self.in_flight.append((self.now + delay, sender, receiver, self.sequence))
         arrived = [probe for probe in self.in_flight if probe[0] <= self.now + FLIGHT]
         self.in_flight = [probe for probe in self.in_flight if probe[0] > self.now + FLIGHT]
         for at, sender, receiver, sequence in arrived:
@@ -126,25 +130,33 @@ def test_probes_that_all_arrive_late_are_not_misses():
     assert driver.rounds(40) == []
 
 
+def test_a_stalled_sender_is_not_declared_cut_while_its_neighbour_hears_others():
+    driver = Driver()
+    driver.rounds(3)
+    # l1's BMv2 stalls: its probes reach s1 five intervals late, while l2's arrive at once.
+    driver.sender_delay = {A: 5 * INTERVAL, A2: 5 * INTERVAL}
+    assert driver.rounds(40) == []
+
+
 def test_a_switch_that_hands_up_nothing_loses_its_links_after_the_silence_limit():
     driver = Driver()
     driver.rounds(3)
-    driver.cut = {A, A2}  # s1 receives nothing at all: no newer probe can prove a loss
+    driver.cut = {A, A2, C}  # s1 receives nothing at all: no newer probe can prove a loss
     # Each of the three lost probes (rounds 4-6) must itself be older than the silence limit.
     assert driver.rounds(10) == []
     later = driver.round()
-    assert {c.link for c in later} == {LINK.id, TWIN.id}
+    assert {c.link for c in later} == {LINK.id, TWIN.id, OTHER.id}
     assert all(c.state is LinkState.DOWN for c in later)
 
 
 def test_a_lost_switch_loses_its_links_as_soon_as_three_probes_are_overdue():
     driver = Driver()
     driver.rounds(3)
-    driver.cut = {A, A2}
+    driver.cut = {A, A2, C}
     driver.monitor.mark_lost("s1")
     driver.rounds(3)
     changes = driver.round()
-    assert {c.link for c in changes} == {LINK.id, TWIN.id}
+    assert {c.link for c in changes} == {LINK.id, TWIN.id, OTHER.id}
 
 
 def test_a_found_switch_is_judged_by_its_own_probes_again():
@@ -195,7 +207,7 @@ def test_a_probe_between_ports_no_listed_link_joins_is_not_counted():
 
 
 def test_an_old_probe_arriving_late_does_not_clear_newer_misses():
-    monitor = LinkMonitor([LINK, TWIN], 3, INTERVAL, SILENCE)
+    monitor = LinkMonitor([LINK, TWIN, OTHER], 3, INTERVAL, SILENCE)
     for sequence in range(1, 6):
         at = sequence * INTERVAL
         for sender, receiver in DIRECTIONS:
