@@ -43,9 +43,14 @@ from topologies.model import Endpoint, LinkId, Topology
 
 #: A failover whose switches are not all programmed by then is recorded as incomplete.
 FAILOVER_WAIT_S = 30.0
-#: Silence (no probe handed up at all) that counts as a dead switch: intervals, and a floor.
-SILENCE_INTERVALS = 10
-MIN_SILENCE_S = 0.100
+#: How long a probe may be under way before it can count as missed, in probe intervals: a
+#: BMv2 on a busy machine hands probes up 10-20 ms late at times.
+FLIGHT_INTERVALS = 2
+#: Silence (no probe handed up at all) that counts as a dead switch: intervals, and a floor. A
+#: lost channel (the usual way a switch dies) does not wait for it; stalls of 100 ms and more
+#: happen when a small machine runs many BMv2s, so it is generous.
+SILENCE_INTERVALS = 50
+MIN_SILENCE_S = 0.500
 #: At most one log line per switch about malformed probes in this many seconds.
 MALFORMED_LOG_INTERVAL_S = 1.0
 
@@ -58,10 +63,10 @@ class DiscoverySettings:
     interval_s: float = 0.010
     miss_limit: int = 3
     #: How long a probe may take to arrive before it can count as missed.
-    flight_allowance_s: float = 0.010
+    flight_allowance_s: float = 0.020
     #: How long a switch may hand up no probe at all before probes toward it count as missed
     #: without newer ones arriving (see :mod:`controller.app.liveness`).
-    silence_s: float = 0.100
+    silence_s: float = 0.500
     probe_host_ports: bool = True
     #: After the controller starts, how long a switch that never connected has before the
     #: probes toward it count as missed (then its links go down).
@@ -478,15 +483,15 @@ def discovery_settings(
 ) -> DiscoverySettings:
     """Discovery settings: explicit values, else the topology's ``settings.lldp``.
 
-    A probe may take one interval to arrive before it can count as missed; a switch may be
-    silent for ten intervals (at least 100 ms) before silence alone counts.
+    A probe may take two intervals to arrive before it can count as missed; a switch may be
+    silent for 50 intervals (at least 500 ms) before silence alone counts.
     """
     interval_s = (interval_ms or topology.settings.lldp.interval_ms) / 1000
     return DiscoverySettings(
         enabled=enabled,
         interval_s=interval_s,
         miss_limit=miss_limit or topology.settings.lldp.miss_limit,
-        flight_allowance_s=interval_s,
+        flight_allowance_s=FLIGHT_INTERVALS * interval_s,
         silence_s=max(SILENCE_INTERVALS * interval_s, MIN_SILENCE_S),
         probe_host_ports=probe_host_ports,
     )
