@@ -201,3 +201,25 @@ def test_an_agent_stops_on_sigterm_with_exit_0_and_removes_its_socket(lab, tmp_p
     agent.proc.send_signal(signal.SIGTERM)
     assert agent.proc.wait(timeout=10) == 0
     assert not socket_path.exists()
+
+
+def test_a_flood_of_malformed_datagrams_is_counted_and_the_agent_keeps_serving(lab, tmp_path):
+    out_dir = _receiver(lab, tmp_path)
+    garbage = (
+        "import os, random, socket\n"
+        "rng = random.Random(1)\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "for size in [0, 1, 11, 12, 15, 16, 40, 60, 1100, 1500] * 50:\n"
+        "    body = bytes([rng.choice([0xC6, 0xCA, 0xDC, 0xDD, 0xD1, 0xDE, 0x00])])\n"
+        "    s.sendto((body + os.urandom(size))[:size], ({!r}, 4791))\n"
+    ).format(lab.addresses["rx"])
+    flood = lab.run("tx", [sys.executable, "-c", garbage])
+    assert flood.returncode == 0, flood.stderr
+    source = _file(tmp_path, 300_000)
+    sent = lab.run("tx", _send_command(lab, source, "--no-agent"))
+    assert sent.returncode == 0, sent.stderr
+    assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
+    status = lab.run("rx", [*AGENT, "status", "--socket", str(tmp_path / "rx.sock")])
+    assert status.returncode == 0, status.stderr
+    drops = json.loads(status.stdout)["core_drops"]
+    assert sum(drops.values()) >= 450  # the 50 empty datagrams may be counted below the core

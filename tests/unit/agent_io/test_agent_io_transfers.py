@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.core import MrcConfig
+from agent.core import MrcConfig, OutgoingDatagram
 from agent.io.addresses import PeerAddress
 from agent.io.errors import (
     ErrorCode,
@@ -29,6 +29,7 @@ from agent.io.runtime import AgentRuntime
 from tests.unit.agent_io.memory_link import (
     PLANE_A,
     PLANE_B,
+    MemoryDatagramIO,
     memory_link,
     random_loss,
     run_until,
@@ -261,3 +262,57 @@ def test_a_peer_that_vanishes_mid_transfer_leaves_nothing_behind(pair):
     run_until([pair.client, pair.server], lambda: not pair.side.sessions, 10.0)
     assert pair.server.pool.default.connections == ()
     assert isinstance(transfer.error, TransferFailedError)
+
+
+class _RefusingIO(MemoryDatagramIO):
+    """A link end whose socket buffer is 'full' for every third send: the runtime must keep
+    the refused datagram, wait for writability and send it again, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusals = 0
+        self._calls = 0
+        self._writable, self._other_end = socket.socketpair()
+        self.order: list[bytes] = []
+
+    def send(self, datagram: OutgoingDatagram) -> bool:
+        self._calls += 1
+        if self._calls % 3 == 0:
+            self.refusals += 1
+            return False
+        self.order.append(datagram.payload)
+        return super().send(datagram)
+
+    def send_waiters(self) -> list[int]:
+        return [self._writable.fileno()]
+
+    def close(self) -> None:
+        super().close()
+        self._writable.close()
+        self._other_end.close()
+
+
+def test_datagrams_a_full_socket_refuses_wait_in_order_and_none_is_lost(tmp_path):
+    refusing, other = _RefusingIO(), MemoryDatagramIO()
+    refusing.peer, other.peer = other, refusing
+    client = AgentRuntime([PLANE_A], MrcConfig(), datagram_io=refusing, seed=5)
+    server = AgentRuntime([PLANE_B], MrcConfig(), datagram_io=other, seed=6)
+    (tmp_path / "out").mkdir()
+    side = SideChannelServer(server, LOCALHOST, InboundPolicy(tmp_path / "out"))
+    try:
+        data = os.urandom(150_000)
+        transfer = FileTransfer(client, PeerAddress("127.0.0.1", side.address.port), data, "bp.bin")
+        transfer.start()
+        run_until([client, server], lambda: transfer.finished)
+        assert transfer.error is None
+        assert (tmp_path / "out" / "bp.bin").read_bytes() == data
+        assert refusing.refusals > 10
+        assert transfer.result is not None
+        assert transfer.result["connection"]["retransmits_total"] == 0
+        data_packets = [p for p in refusing.order if 0xC6 <= p[0] <= 0xCB]
+        first = int.from_bytes(data_packets[0][9:12], "big")
+        offsets = [(int.from_bytes(p[9:12], "big") - first) & 0xFFFFFF for p in data_packets]
+        assert offsets == sorted(offsets)  # sent in PSN order despite the refusals
+    finally:
+        client.close()
+        server.close()
