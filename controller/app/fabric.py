@@ -330,7 +330,10 @@ class FabricController:
             return False  # being reconciled: it takes probes once in service
         if view.ever_connected:
             return True  # lost: its links must go down
-        return now - self.started_at >= self.discovery.startup_grace_s
+        if now - self.started_at < self.discovery.startup_grace_s:
+            return False
+        self._monitor.mark_lost(node)  # never came: as good as lost
+        return True
 
     def _note_unlisted(self, sender: Endpoint, receiver: Endpoint, now: float) -> None:
         key = LinkId.between(sender, receiver)

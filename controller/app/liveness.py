@@ -6,8 +6,13 @@ misses count *probes that were sent*, not intervals that passed: when the contro
 stalls (a long write, a GC pause) no probe goes out and no link is wrongly declared down.
 
 Each listed switch-to-switch link has two directions (one per sending end). A direction with
-``miss_limit`` missed probes is down; any probe of it that arrives brings it back up. A link is
-up when both of its directions are.
+``miss_limit`` missed probes is down; any probe of it that arrives brings it back up. A link
+goes down when both of its directions are down (a cut takes both), or one of them is and the
+far switch is lost, or one of them has been down for ``silence_limit`` (a one-way failure);
+it comes back up when both directions are up. One direction alone does not take a link down
+at once because BMv2 sends each egress port's packets from its own thread: one thread of a
+busy switch can fall tens of milliseconds behind its others, delaying the probes of one port,
+while the far end's probes (another switch) are unaffected.
 
 When is a probe missed, rather than late? On a small machine a BMv2 or the controller can stall
 for tens of milliseconds, delaying every probe one switch sends or hands up; counting those as
@@ -90,6 +95,8 @@ class _Direction:
     first_missed_at: float | None = None
     #: For a direction that came back: when its probe arrived.
     recovered_at: float | None = None
+    #: When the direction was found down (None while up).
+    down_at: float | None = None
 
 
 @dataclass
@@ -184,6 +191,7 @@ class LinkMonitor:
             direction.up = True
             direction.first_missed_at = None
             direction.recovered_at = at
+            direction.down_at = None
         return True
 
     def mark_lost(self, node: str) -> None:
@@ -203,7 +211,7 @@ class LinkMonitor:
         for link_id, record in self._links.items():
             for direction in record.directions:
                 self._count_misses(direction, now)
-            state = LinkState.UP if all(d.up for d in record.directions) else LinkState.DOWN
+            state = self._link_state(record, now)
             if state is record.state:
                 continue
             record.state = state
@@ -223,6 +231,19 @@ class LinkMonitor:
         return frozenset(
             link_id for link_id, record in self._links.items() if record.state is LinkState.DOWN
         )
+
+    def _link_state(self, record: _LinkRecord, now: float) -> LinkState:
+        down = [d for d in record.directions if not d.up]
+        if not down:
+            return LinkState.UP
+        if record.state is LinkState.DOWN or len(down) == 2:
+            return LinkState.DOWN
+        (direction,) = down
+        far_lost = self._nodes[direction.receiver.node].lost
+        one_way_for = now - (direction.down_at if direction.down_at is not None else now)
+        if far_lost or one_way_for >= self.silence_limit:
+            return LinkState.DOWN
+        return LinkState.UP
 
     def _count_misses(self, direction: _Direction, now: float) -> None:
         if not direction.up:
@@ -244,6 +265,7 @@ class LinkMonitor:
             direction.up = False
             direction.first_missed_at = missed[0]
             direction.recovered_at = None
+            direction.down_at = now
 
     @staticmethod
     def _since(record: _LinkRecord, state: LinkState, now: float) -> float:

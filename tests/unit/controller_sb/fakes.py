@@ -67,7 +67,8 @@ class FakeFabric:
     programs: list[tuple[str, bool]] = field(default_factory=list)
     intents: dict[str, SwitchIntent] = field(default_factory=dict)
     cut: set[frozenset[Endpoint]] = field(default_factory=set)
-    rewired: dict[Endpoint, Endpoint] = field(default_factory=dict)
+    #: Ports whose cable goes elsewhere than the topology says (None: nowhere).
+    rewired: dict[Endpoint, Endpoint | None] = field(default_factory=dict)
     fail_next: dict[str, str] = field(default_factory=dict)
     unreachable: set[str] = field(default_factory=set)
 
@@ -87,7 +88,7 @@ class FakeFabric:
             return 0
         for port, frame in frames:
             sender = Endpoint(switch, port)
-            receiver = self.rewired.get(sender) or self._far_end(sender)
+            receiver = self.rewired[sender] if sender in self.rewired else self._far_end(sender)
             if receiver is None or frozenset((sender, receiver)) in self.cut:
                 continue
             if receiver.node in self.unreachable or self.topology.is_host(receiver.node):

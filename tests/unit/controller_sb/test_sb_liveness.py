@@ -82,7 +82,7 @@ def test_the_down_change_dates_the_failure_to_the_first_missed_probe():
     driver = Driver()
     driver.rounds(5)
     first_lost_sent_at = driver.now + INTERVAL
-    driver.cut = {A}
+    driver.cut = {A, B}
     (change,) = driver.rounds(4)
     assert change.since == pytest.approx(first_lost_sent_at)
     assert change.at - change.since == pytest.approx(3 * INTERVAL + FLIGHT)
@@ -97,11 +97,20 @@ def test_two_missed_probes_then_one_received_keeps_the_link_up():
     assert driver.rounds(10) == []
 
 
-def test_losing_one_direction_takes_the_link_down():
+def test_one_direction_lost_takes_the_link_down_only_after_the_silence_limit():
     driver = Driver()
     driver.rounds(3)
-    driver.cut = {B}
-    assert [c.state for c in driver.rounds(4)] == [LinkState.DOWN]
+    driver.cut = {B}  # a one-way failure, or one egress thread of s1 far behind the others
+    assert driver.rounds(4 + int(SILENCE / INTERVAL) - 1) == []
+    assert [c.state for c in driver.round()] == [LinkState.DOWN]
+
+
+def test_one_direction_lost_toward_a_lost_switch_takes_the_link_down_at_once():
+    driver = Driver()
+    driver.rounds(3)
+    driver.cut = {A, A2, C}  # nothing reaches s1 any more; s1's own probes still arrive
+    driver.monitor.mark_lost("s1")
+    assert {c.link for c in driver.rounds(4)} == {LINK.id, TWIN.id, OTHER.id}
 
 
 def test_a_link_seen_again_is_up_at_the_next_evaluation():
@@ -142,9 +151,11 @@ def test_a_switch_that_hands_up_nothing_loses_its_links_after_the_silence_limit(
     driver = Driver()
     driver.rounds(3)
     driver.cut = {A, A2, C}  # s1 receives nothing at all: no newer probe can prove a loss
-    # Each of the three lost probes (rounds 4-6) must itself be older than the silence limit.
-    assert driver.rounds(10) == []
-    later = driver.round()
+    silence_rounds = int(SILENCE / INTERVAL)
+    # The lost probes must each be older than the silence limit, and then the one-way failure
+    # must last the silence limit again (s1's own probes keep arriving).
+    assert driver.rounds(silence_rounds) == []
+    later = driver.rounds(silence_rounds + 4)
     assert {c.link for c in later} == {LINK.id, TWIN.id, OTHER.id}
     assert all(c.state is LinkState.DOWN for c in later)
 
@@ -179,7 +190,7 @@ def test_a_probe_still_within_its_flight_allowance_is_not_missed():
 def test_a_miss_limit_of_one_reacts_to_the_first_lost_probe():
     driver = Driver(miss_limit=1)
     driver.rounds(2)
-    driver.cut = {A}
+    driver.cut = {A, B}
     assert [c.state for c in driver.rounds(2)] == [LinkState.DOWN]
 
 
@@ -212,7 +223,7 @@ def test_an_old_probe_arriving_late_does_not_clear_newer_misses():
         at = sequence * INTERVAL
         for sender, receiver in DIRECTIONS:
             monitor.probe_sent(sender, sequence, at)
-            if sender != A:
+            if sender not in (A, B):
                 monitor.probe_received(sender, receiver, sequence, at + FLIGHT)
     monitor.probe_received(A, B, 1, 5 * INTERVAL)  # probe 1 of A arrives; 2-5 are missing
     (change,) = monitor.evaluate(5 * INTERVAL + 2 * FLIGHT)
