@@ -10,9 +10,12 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -120,3 +123,19 @@ def netns_exec(netns: str | None, *args: str, timeout: float = 30) -> str:
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, f"{' '.join(command)} failed: {proc.stderr}"
     return proc.stdout
+
+
+def eventually(probe: Callable[[], T], done: Callable[[T], bool], timeout: float) -> T:
+    """Run ``probe`` until ``done`` holds for its result or ``timeout`` seconds pass; return
+    the last result, for the test to assert on.
+
+    For state that BMv2 and PI reach asynchronously (BMv2 polls link state every 200 ms, PI's
+    watch-port enforcer then works through a queue): a fixed sleep long enough on an idle
+    machine is too short on a loaded one. The timeout bounds a wait, it asserts no speed.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if done(result) or time.monotonic() >= deadline:
+            return result
+        time.sleep(0.2)
