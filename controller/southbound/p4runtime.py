@@ -139,13 +139,6 @@ class P4RuntimeSouthbound:
             switch.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._on_channel_down)
         await fy.Controller(self._switches.values()).run()
 
-    def role(self, switch: str) -> SwitchRole | None:
-        """Our role on ``switch``, or None while its channel is down."""
-        handle = self._switches.get(switch)
-        if handle is None or not handle.is_up:
-            return None
-        return SwitchRole.PRIMARY if handle.is_primary else SwitchRole.BACKUP
-
     async def _on_ready(self, switch: fy.Switch) -> None:
         """finsy's ready handler: the channel is up, arbitration done, pipeline in place.
 

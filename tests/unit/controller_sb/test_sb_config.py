@@ -103,3 +103,25 @@ def test_a_bad_override_is_refused():
         ControllerConfig().with_overrides(election_id=-1)
     with pytest.raises(ConfigError, match="unknown settings: colour"):
         ControllerConfig().with_overrides(colour="red")
+
+
+def test_tls_paths_reach_the_grpc_channel_credentials(tmp_path):
+    from controller.app.runtime import build_southbound
+    from topologies import load_topology
+
+    config = ControllerConfig(
+        tls=TlsConfig(tmp_path / "ca.pem", tmp_path / "c.pem", tmp_path / "c.key", "switch-ca")
+    )
+    southbound = build_southbound(load_topology("leaf-spine"), config)
+    credentials = southbound._options.credentials
+    assert credentials is not None
+    assert (credentials.cacert, credentials.cert, credentials.private_key) == (
+        tmp_path / "ca.pem",
+        tmp_path / "c.pem",
+        tmp_path / "c.key",
+    )
+    assert credentials.target_name_override == "switch-ca"
+    assert (
+        build_southbound(load_topology("leaf-spine"), ControllerConfig())._options.credentials
+        is None
+    )
