@@ -23,9 +23,6 @@ ProgramCall = Callable[[SwitchIntent, bool], Awaitable[ProgramResult]]
 IntentSource = Callable[[], tuple[int, SwitchIntent]]
 ResultSink = Callable[[ProgramResult, int], None]
 
-#: Errors that a retry cannot fix: the southbound calls back when the switch is ours again.
-NOT_OURS = ("channel down", "not primary")
-
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -102,7 +99,7 @@ class SwitchProgrammer:
             if result.ok:
                 self._retry_delay = None
                 self._applied(generation)
-            elif result.error not in NOT_OURS:
+            elif result.ours:
                 self._schedule_retry()
 
     def _applied(self, generation: int) -> None:

@@ -79,6 +79,9 @@ class ProgramResult:
     warnings: tuple[str, ...] = ()
     #: A failure of the call as a whole (not primary, channel lost, read failed), else None.
     error: str | None = None
+    #: False when the switch is not ours to program now (channel down, backup role): retrying
+    #: is pointless until the southbound reports it connected as primary again.
+    ours: bool = True
     elapsed_s: float = 0.0
 
     @property

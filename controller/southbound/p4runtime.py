@@ -178,9 +178,9 @@ class P4RuntimeSouthbound:
             return ProgramResult(name, error=f"unknown switch {name!r}")
         async with self._lock(name):
             if not switch.is_up:
-                return ProgramResult(name, error="channel down")
+                return ProgramResult(name, error="channel down", ours=False)
             if not switch.is_primary:
-                return ProgramResult(name, error="not primary")
+                return ProgramResult(name, error="not primary", ours=False)
             session = self._sessions[name]
             number = session.number
             held = session.held

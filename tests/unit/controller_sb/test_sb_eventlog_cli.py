@@ -91,7 +91,7 @@ def test_the_p4runtime_southbound_reports_an_unreachable_switch_instead_of_raisi
         return result, unknown, sent
 
     result, unknown, sent = asyncio.run(attempt())
-    assert not result.ok and result.error == "channel down"
+    assert not result.ok and result.error == "channel down" and not result.ours
     assert unknown.error == "unknown switch 's1'"
     assert sent == 0
 

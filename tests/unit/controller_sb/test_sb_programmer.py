@@ -37,7 +37,8 @@ class Harness:
         await asyncio.sleep(self.delay)
         self.running -= 1
         error = self.errors.pop(0) if self.errors else None
-        return ProgramResult(intent.switch, read_back=read_back, error=error)
+        ours = error != "not primary"
+        return ProgramResult(intent.switch, read_back=read_back, error=error, ours=ours)
 
 
 async def _with_worker(harness: Harness, body) -> None:
