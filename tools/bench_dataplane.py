@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,6 +24,8 @@ from pathlib import Path
 import finsy as fy
 from scapy.utils import wrpcap
 
+from agent.wire.frames import Envelope, mrc_data_packet
+from controller.southbound.p4_program import P4_CLASS_OF
 from tools.bmv2 import Bmv2Options, Bmv2Process
 from tools.netns import NetnsLab, terminate_on_signals
 from tools.p4rt_sync import SyncSwitch
@@ -30,6 +34,9 @@ from tools.toolchain import SIMPLE_SWITCH_GRPC, TCPREPLAY, find_tool, is_root, t
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "p4src" / "build"
 SINK_PORTS = (2, 3, 4, 5)
+# The switch and the traffic generator each get a core of their own (the last two of the machine).
+SWITCH_CPU = str(max(os.cpu_count() or 1, 1) - 1)
+SENDER_CPU = str(max((os.cpu_count() or 1) - 2, 0))
 SWITCH_MAC = "00:00:00:00:aa:01"
 BM_CONFIG_H = Path("/usr/local/include/bm/config.h")
 
@@ -53,13 +60,20 @@ def bmv2_build_options() -> dict[str, object]:
 
 
 def make_pcap(path: Path, count: int) -> None:
-    sys.path.insert(0, str(REPO))
-    from tests.ptf.packets import mrc_data
-
-    frames = [
-        mrc_data(SWITCH_MAC, ev=49152 + (i % 256), psn=i, payload_len=256) for i in range(count)
+    """MRC data packets (256-byte payload) over 256 EVs, as a host agent would spray them."""
+    payload = bytes(range(256))
+    packets = [
+        mrc_data_packet(
+            Envelope("10.0.1.1", "10.0.2.2", ev=(49152 + i % 256) << 16, dst_mac=SWITCH_MAC),
+            dqpn=0x12,
+            psn=i,
+            payload=payload,
+            va=0x1000 + 256 * i,
+            rkey=0x42,
+        )
+        for i in range(count)
     ]
-    wrpcap(str(path), frames)
+    wrpcap(str(path), packets)
 
 
 def program_entries(sw: SyncSwitch, program: str) -> None:
@@ -79,8 +93,6 @@ def program_entries(sw: SyncSwitch, program: str) -> None:
             ]
         )
         return
-    from tests.ptf.base import P4_CLASS_OF
-
     sw.insert(
         [
             fy.P4TableEntry(
@@ -151,77 +163,122 @@ def program_entries(sw: SyncSwitch, program: str) -> None:
         )
 
 
-def rx_packets(ifname: str) -> int:
-    return int(Path(f"/sys/class/net/{ifname}/statistics/rx_packets").read_text())
+def delivered(prefix: str) -> int:
+    """Packets the sink interfaces of one rig have received."""
+    return sum(
+        int(Path(f"/sys/class/net/{prefix}h{p}/statistics/rx_packets").read_text())
+        for p in SINK_PORTS
+    )
 
 
-def delivered(ports: tuple[int, ...]) -> int:
-    return sum(rx_packets(f"h{p}") for p in ports)
-
-
-def measure(program: str, pcap: Path, loops: int, log_dir: Path) -> dict[str, float]:
-    """Forwarding rate of one program: delivered packets / time from first to last delivery.
-
-    Runs inside the benchmark's own namespace (see `main`), where BMv2's gRPC port is local."""
-    ports = {1: "sw1"} | {p: f"sw{p}" for p in SINK_PORTS}
-    with NetnsLab() as lab:
-        for port, ifname in ports.items():
-            lab.add_veth(ifname, f"h{port}")
-        opts = Bmv2Options(ports=ports, log_dir=log_dir)
-        with Bmv2Process(opts):
-            sw = SyncSwitch(
-                opts.grpc_addr,
-                BUILD / f"{program}.p4info.txtpb",
-                BUILD / f"{program}.json",
-                force_pipeline=True,
-            )
-            try:
-                program_entries(sw, program)
-            finally:
-                sw.close()
-            base = delivered(SINK_PORTS)
-            replay = subprocess.Popen(
-                ["tcpreplay", "--topspeed", f"--loop={loops}", "-q", "-i", "h1", str(pcap)],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
-            first_t = last_t = None
-            first_n = base
-            last_n = base
-            idle_since = time.monotonic()
-            while True:
-                now = time.monotonic()
-                n = delivered(SINK_PORTS)
-                if n != last_n:
-                    if first_t is None:
-                        first_t, first_n = now, last_n
-                    last_t, last_n, idle_since = now, n, now
-                elif replay.poll() is not None and now - idle_since > 1.0:
-                    break
-                time.sleep(0.01)
-            _, err = replay.communicate()
-            if replay.returncode != 0:
-                raise RuntimeError(f"tcpreplay failed: {err.decode().strip()}")
+def replay_once(pcap: Path, loops: int, prefix: str) -> tuple[int, float]:
+    """Offer the pcap at top speed; (packets delivered, seconds from first to last delivery)."""
+    base = delivered(prefix)
+    replay = subprocess.Popen(
+        [
+            "taskset",
+            "-c",
+            SENDER_CPU,
+            "tcpreplay",
+            "--topspeed",
+            f"--loop={loops}",
+            "-q",
+            "-i",
+            f"{prefix}h1",
+            str(pcap),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    first_t = last_t = None
+    first_n = last_n = base
+    idle_since = time.monotonic()
+    while True:
+        now = time.monotonic()
+        n = delivered(prefix)
+        if n != last_n:
+            if first_t is None:
+                first_t, first_n = now, last_n
+            last_t, last_n, idle_since = now, n, now
+        elif replay.poll() is not None and now - idle_since > 1.0:
+            break
+        time.sleep(0.01)
+    _, err = replay.communicate()
+    if replay.returncode != 0:
+        raise RuntimeError(f"tcpreplay failed: {err.decode().strip()}")
     if first_t is None or last_t is None or last_t <= first_t:
-        raise RuntimeError(f"{program}: no packets came out of the switch")
-    count = last_n - first_n
-    return {
-        "delivered": count,
-        "seconds": round(last_t - first_t, 3),
-        "pps": round(count / (last_t - first_t), 1),
-    }
+        raise RuntimeError(f"{prefix}: no packets came out of the switch")
+    return last_n - first_n, last_t - first_t
+
+
+def start_rig(lab: NetnsLab, program: str, index: int, log_dir: Path) -> Bmv2Process:
+    """One BMv2 running `program` on its own veths (names prefixed by the program's initial)."""
+    prefix = program[0]
+    ports = {p: f"{prefix}sw{p}" for p in (1, *SINK_PORTS)}
+    for port, ifname in ports.items():
+        lab.add_veth(ifname, f"{prefix}h{port}")
+    opts = Bmv2Options(
+        ports=ports,
+        device_id=index + 1,
+        grpc_port=9559 + index,
+        thrift_port=9090 + index,
+        log_dir=log_dir,
+        cpus=SWITCH_CPU,
+    )
+    switch = Bmv2Process(opts)
+    sw = SyncSwitch(
+        opts.grpc_addr,
+        BUILD / f"{program}.p4info.txtpb",
+        BUILD / f"{program}.json",
+        device_id=opts.device_id,
+        force_pipeline=True,
+    )
+    try:
+        program_entries(sw, program)
+    finally:
+        sw.close()
+    return switch
+
+
+def measure_all(
+    programs: tuple[str, ...], pcap: Path, loops: int, repeats: int, log_dir: Path
+) -> dict[str, dict[str, object]]:
+    """Forwarding rate of each program; replays alternate between the programs' switches, so a
+    change in the machine's load during the run affects both alike. The median counts.
+
+    Runs inside the benchmark's own namespace (see `main`), where BMv2's gRPC ports are local."""
+    samples: dict[str, list[tuple[int, float]]] = {p: [] for p in programs}
+    with NetnsLab() as lab:
+        switches = [start_rig(lab, program, i, log_dir) for i, program in enumerate(programs)]
+        try:
+            for _ in range(repeats):
+                for program in programs:
+                    samples[program].append(replay_once(pcap, loops, program[0]))
+        finally:
+            for switch in switches:
+                switch.stop()
+    results: dict[str, dict[str, object]] = {}
+    for program, runs in samples.items():
+        rates = [count / seconds for count, seconds in runs]
+        results[program] = {
+            "pps": round(statistics.median(rates), 1),
+            "samples_pps": [round(r, 1) for r in rates],
+            "delivered": [count for count, _ in runs],
+        }
+    return results
 
 
 def run_inside(args: argparse.Namespace) -> dict[str, object]:
     log_dir = Path(tempfile.mkdtemp(prefix="mrc-bench-dp-"))
     pcap = log_dir / "mrc-data.pcap"
     make_pcap(pcap, args.packets)
-    results = {prog: measure(prog, pcap, args.loops, log_dir) for prog in ("l3_baseline", "mrc")}
-    ratio = results["mrc"]["pps"] / results["l3_baseline"]["pps"]
+    results = measure_all(("l3_baseline", "mrc"), pcap, args.loops, args.repeats, log_dir)
+    ratio = float(results["mrc"]["pps"]) / float(results["l3_baseline"]["pps"])  # type: ignore[arg-type]
     return {
         "benchmark": "dataplane",
         "baseline": "l3_baseline.p4 (same parser up to UDP, one LPM table)",
-        "packets_offered": args.packets * args.loops,
+        "packets_offered_per_replay": args.packets * args.loops,
+        "replays_per_program": args.repeats,
         "l3_baseline": results["l3_baseline"],
         "mrc": results["mrc"],
         "ratio_mrc_to_baseline": round(ratio, 3),
@@ -229,13 +286,16 @@ def run_inside(args: argparse.Namespace) -> dict[str, object]:
         "meets_target": ratio >= 0.7,
         "bmv2_build": bmv2_build_options(),
         "kernel": platform.release(),
+        "cpus": {"switch": SWITCH_CPU, "tcpreplay": SENDER_CPU, "online": os.cpu_count()},
+        "load_average_at_end": os.getloadavg(),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=20000, help="packets in the pcap")
-    parser.add_argument("--loops", type=int, default=2, help="tcpreplay --loop")
+    parser.add_argument("--loops", type=int, default=10, help="tcpreplay --loop")
+    parser.add_argument("--repeats", type=int, default=5, help="replays per program (median)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -263,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
             str(args.packets),
             "--loops",
             str(args.loops),
+            "--repeats",
+            str(args.repeats),
         ]
         proc = subprocess.run(
             ["ip", "netns", "exec", ns, *inner],

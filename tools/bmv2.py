@@ -35,6 +35,8 @@ class Bmv2Options:
     log_dir: Path = Path("/tmp")
     log_level: str = "warn"
     grpc_host: str = "127.0.0.1"
+    #: CPU list for `taskset -c` (benchmarks pin the switch away from the traffic generator).
+    cpus: str | None = None
 
     @property
     def grpc_addr(self) -> str:
@@ -104,6 +106,8 @@ class Bmv2Process:
         self.opts = opts
         self.netns = netns
         cmd = bmv2_command(opts)
+        if opts.cpus:
+            cmd = ["taskset", "-c", opts.cpus, *cmd]
         if netns:
             cmd = ["ip", "netns", "exec", netns, *cmd]
         opts.log_dir.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,17 @@ SHELL_PYTHON = REPO / ".venv-shell" / "bin" / "python"
 
 
 def shell_command(grpc_addr: str, device_id: int) -> list[str]:
-    return [str(SHELL_PYTHON), "-m", "p4runtime_sh", "--grpc-addr", grpc_addr,
-            "--device-id", str(device_id), "--election-id", "0,1"]
+    return [
+        str(SHELL_PYTHON),
+        "-m",
+        "p4runtime_sh",
+        "--grpc-addr",
+        grpc_addr,
+        "--device-id",
+        str(device_id),
+        "--election-id",
+        "0,1",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,19 +19,10 @@ import ptf
 import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 
-from agent.wire.constants import DscpClass
+from controller.southbound.p4_program import P4_CLASS_OF
 from tools.bmv2 import thrift_cli
 from tools.p4rt_sync import SyncSwitch
 
-# Internal class numbers of p4src/include/defines.p4 (CLASS_*), by DSCP class.
-P4_CLASS_OF = {
-    DscpClass.TRIMMABLE: 1,
-    DscpClass.TRIMMABLE_RETX: 2,
-    DscpClass.NO_TRIM: 3,
-    DscpClass.TRIMMED: 4,
-    DscpClass.TRIMMED_LASTHOP: 5,
-    DscpClass.CONTROL: 6,
-}
 SWITCH_MAC = "00:00:00:00:aa:01"
 BMV2_LINK_POLL_S = 0.2  # BMv2 polls link state every 200 ms (shared/bmv2-notes.md)
 

@@ -1,33 +1,50 @@
-"""Frames the PTF tests send: built from the project's scapy layers (agent.wire.layers)."""
+"""Frames the PTF tests send, built with the project's frame constructors (agent.wire.frames).
+
+Thin wrappers that fix the suite's addresses and defaults (small payloads, a fixed QP), so a test
+names only what it varies.
+"""
 
 from __future__ import annotations
 
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from scapy.packet import Packet, Raw
+from scapy.packet import Packet
 
-from agent.wire.constants import ROCEV2_UDP_PORT, DscpClass, Opcode
-from agent.wire.layers import MrcBTH, MrcCCState, MrcMETH, MrcNETH, MrcRETH, MrcSETH
+from agent.wire import frames
+from agent.wire.constants import ECN_ECT0, DscpClass, NackReason, Opcode
+from agent.wire.frames import Envelope, ev_from_headers
 
 SRC_V4, DST_V4 = "10.0.1.1", "10.0.2.2"
 SRC_V6, DST_V6 = "fd00:1::1", "fd00:2::2"
 HOST_MAC = "00:00:00:00:11:11"
+QP = 0x12
 
 
-def ip_header(
-    version: int,
-    dscp: int,
-    ecn: int,
+def envelope(
+    dst_mac: str,
+    *,
+    version: int = 4,
+    ev: int = 49152,
     flow_label: int = 0,
+    dscp: int | None = None,
+    ecn: int | None = None,
     src: str | None = None,
     dst: str | None = None,
     ttl: int = 64,
-) -> Packet:
-    tos = (dscp << 2) | ecn
-    if version == 4:
-        return IP(src=src or SRC_V4, dst=dst or DST_V4, tos=tos, ttl=ttl, flags="DF", id=0)
-    return IPv6(src=src or SRC_V6, dst=dst or DST_V6, tc=tos, fl=flow_label, hlim=ttl)
+) -> Envelope:
+    """Ethernet/IP/UDP for a frame from the suite's host; `ev` is the UDP source port here."""
+    v4 = version == 4
+    return Envelope(
+        src_ip=src or (SRC_V4 if v4 else SRC_V6),
+        dst_ip=dst or (DST_V4 if v4 else DST_V6),
+        ev=ev_from_headers(ev, 0 if v4 else flow_label),
+        src_mac=HOST_MAC,
+        dst_mac=dst_mac,
+        dscp=dscp,
+        ecn=ecn,
+        ttl=ttl,
+    )
 
 
 def mrc_data(
@@ -37,7 +54,7 @@ def mrc_data(
     ev: int = 49152,
     psn: int = 0,
     dscp: int = DscpClass.TRIMMABLE,
-    ecn: int = 2,
+    ecn: int = ECN_ECT0,
     payload_len: int = 1024,
     flow_label: int = 0,
     opcode: Opcode = Opcode.WRITE_ONLY,
@@ -47,20 +64,30 @@ def mrc_data(
     ttl: int = 64,
 ) -> Packet:
     """An MRC data frame (WRITE_*), ECT(0) by default, EV in the UDP source port."""
-    from agent.wire.layers import MrcImmDt, MrcTSETH
-
-    mrc = MrcBTH(opcode=opcode, dqpn=0x12, psn=psn, ts=int(ts)) / MrcMETH(msn=1)
-    if ts:
-        mrc = mrc / MrcTSETH(tx_ts=1234)
-    mrc = mrc / MrcRETH(va=0x1000 + psn * payload_len, rkey=0x42, dma_length=payload_len)
-    if opcode in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM):
-        mrc = mrc / MrcImmDt(imm=0xABCD)
-    mrc = mrc / Raw(bytes((psn + i) % 256 for i in range(payload_len)))
-    return (
-        Ether(dst=dst_mac, src=HOST_MAC)
-        / ip_header(version, dscp, ecn, flow_label, src, dst, ttl)
-        / UDP(sport=ev, dport=ROCEV2_UDP_PORT)
-        / mrc
+    env = envelope(
+        dst_mac,
+        version=version,
+        ev=ev,
+        flow_label=flow_label,
+        dscp=dscp,
+        ecn=ecn,
+        src=src,
+        dst=dst,
+        ttl=ttl,
+    )
+    imm = 0xABCD if opcode in (Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM) else None
+    return frames.mrc_data_packet(
+        env,
+        dqpn=QP,
+        psn=psn,
+        opcode=opcode,
+        payload=bytes((psn + i) % 256 for i in range(payload_len)),
+        msn=1,
+        va=0x1000 + psn * payload_len,
+        rkey=0x42,
+        dma_length=payload_len,
+        imm=imm,
+        tx_ts=1234 if ts else None,
     )
 
 
@@ -68,30 +95,21 @@ def mrc_sack(
     dst_mac: str, *, version: int = 4, ev: int = 49152, psn: int = 0, ecn: int = 0
 ) -> Packet:
     """A SACK (control class)."""
-    return (
-        Ether(dst=dst_mac, src=HOST_MAC)
-        / ip_header(version, DscpClass.CONTROL, ecn)
-        / UDP(sport=ev, dport=ROCEV2_UDP_PORT)
-        / MrcBTH(opcode=Opcode.SACK, dqpn=0x12, psn=psn)
-        / MrcSETH(cum_ack_psn=psn, entropy=ev)
-        / MrcCCState()
-    )
+    env = envelope(dst_mac, version=version, ev=ev, ecn=ecn)
+    return frames.mrc_sack(env, dqpn=QP, psn=psn, cum_ack_psn=psn, entropy=env.ev)
 
 
 def mrc_nack(dst_mac: str, *, version: int = 4, ev: int = 49152, psn: int = 0) -> Packet:
-    """A NACK (control class)."""
-    return (
-        Ether(dst=dst_mac, src=HOST_MAC)
-        / ip_header(version, DscpClass.CONTROL, 0)
-        / UDP(sport=ev, dport=ROCEV2_UDP_PORT)
-        / MrcBTH(opcode=Opcode.NACK, dqpn=0x12, psn=psn)
-        / MrcNETH(nack_psn=psn)
+    """A NACK for a trimmed packet (control class)."""
+    env = envelope(dst_mac, version=version, ev=ev)
+    return frames.mrc_nack(
+        env, dqpn=QP, psn=psn, nack_psn=psn, reason=NackReason.TRIMMED, entropy=env.ev
     )
 
 
 def routed(pkt: Packet, smac: str, dmac: str) -> Packet:
     """What a frame looks like after one routed hop: MACs rewritten, TTL/hop limit - 1."""
-    out = pkt.copy()
+    out = Ether(bytes(pkt))
     out[Ether].src = smac
     out[Ether].dst = dmac
     if IP in out:

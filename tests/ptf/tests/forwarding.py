@@ -9,7 +9,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from tests.ptf.base import SWITCH_MAC, MrcPtfTest, host_mac
-from tests.ptf.packets import DST_V4, DST_V6, HOST_MAC, mrc_data, mrc_sack, routed
+from tests.ptf.packets import DST_V4, DST_V6, HOST_MAC, mrc_data, mrc_nack, mrc_sack, routed
 
 DROP_TTL_EXPIRED = 8
 DROP_NO_ROUTE = 7
@@ -23,6 +23,7 @@ class RoutesForwardIpv4AndIpv6WithMacRewriteAndTtl(MrcPtfTest):
             for pkt in (
                 mrc_data(SWITCH_MAC, version=version, psn=7),
                 mrc_sack(SWITCH_MAC, version=version, psn=7),
+                mrc_nack(SWITCH_MAC, version=version, psn=7),
             ):
                 sent = Ether(bytes(pkt))
                 tu.send_packet(self, 1, sent)
