@@ -12,10 +12,10 @@ P4_PROGRAMS := mrc l3_baseline
 # pytest exits 5 when every test was deselected or skipped away: that is not a failure here.
 PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5), not a failure"; rc=0; fi; exit $$rc
 
-.PHONY: help setup test unit ptf e2e lint build doctor bench-dataplane bench-agent shell clean
+.PHONY: help setup test unit ptf e2e lint build doctor bench-dataplane bench-agent bench-controller shell clean
 
 help:  ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 setup:  ## Install apt packages and the virtualenv (.venv, sees Debian's Mininet); idempotent
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -29,13 +29,16 @@ setup:  ## Install apt packages and the virtualenv (.venv, sees Debian's Mininet
 	$(PY) -m pip install -q -e '.[dev]'
 	@$(PY) -c "import mininet, scapy, finsy, ptf; print('setup: virtualenv ready,', 'mininet', mininet.__file__)"
 
-test: unit ptf  ## Every test: unit, p4c artifact check, PTF (where BMv2 and root are present)
+test: unit ptf e2e  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present)
 
 unit:  ## pytest unit tests (tests needing p4c, BMv2 or root skip with a reason)
 	$(SUDO) $(PY) -m pytest -q tests/unit; $(PYTEST_OK5)
 
 ptf:  ## PTF data-plane suite against simple_switch_grpc over veths (skips without BMv2/root)
 	$(SUDO) $(PY) -m tests.ptf.runner $(PTF_ARGS)
+
+e2e:  ## End-to-end: controller on BMv2, Mininet fabrics, agents in namespaces (skip without tools/root)
+	$(SUDO) $(PY) -m pytest -q tests/bmv2 tests/e2e; $(PYTEST_OK5)
 
 lint:  ## ruff, mypy and the import-linter architecture contracts
 	$(VENV)/bin/ruff check .
@@ -63,6 +66,9 @@ bench-dataplane:  ## BMv2 packets/s: mrc.p4 vs the plain L3 baseline, tcpreplay 
 
 bench-agent:  ## Agent core pps, and mrc-perf vs iperf3 over a veth pair, lossless and 1% loss (JSON)
 	$(SUDO) $(PY) -m tools.bench_agent $(BENCH_ARGS)
+
+bench-controller:  ## Controller: batched vs single writes on BMv2; failover time over 50 link cuts (JSON)
+	$(SUDO) $(PY) -m tools.bench_controller $(BENCH_ARGS)
 
 shell:  ## p4runtime-shell on one switch (SW=s1), from its own virtualenv, no pipeline push
 	@test -x .venv-shell/bin/python || (/usr/bin/python3 -m venv .venv-shell && .venv-shell/bin/pip install -q p4runtime-shell)
