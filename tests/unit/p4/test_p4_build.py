@@ -27,8 +27,11 @@ pytestmark = pytest.mark.skipif(p4c is None, reason="p4c not installed (see `mak
 
 def installed_p4c_version() -> str:
     assert p4c is not None
-    return subprocess.run([p4c, "--version"], capture_output=True, text=True,
-                          check=True).stdout.splitlines()[0].strip()
+    return (
+        subprocess.run([p4c, "--version"], capture_output=True, text=True, check=True)
+        .stdout.splitlines()[0]
+        .strip()
+    )
 
 
 def normalised_json(path: Path) -> dict[str, object]:
@@ -45,9 +48,24 @@ def fresh_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("p4build")
     for prog in PROGRAMS:
         subprocess.run(
-            [p4c, "--target", "bmv2", "--arch", "v1model", "--std", "p4-16", "-o", str(out),
-             "--p4runtime-files", str(out / f"{prog}.p4info.txt"), str(P4SRC / f"{prog}.p4")],
-            check=True, capture_output=True, cwd=REPO)
+            [
+                p4c,
+                "--target",
+                "bmv2",
+                "--arch",
+                "v1model",
+                "--std",
+                "p4-16",
+                "-o",
+                str(out),
+                "--p4runtime-files",
+                str(out / f"{prog}.p4info.txt"),
+                str(P4SRC / f"{prog}.p4"),
+            ],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+        )
         (out / f"{prog}.p4info.txt").rename(out / f"{prog}.p4info.txtpb")
     return out
 
@@ -56,7 +74,8 @@ def fresh_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_committed_p4info_matches_the_sources(fresh_build: Path, prog: str) -> None:
     committed = (BUILD / f"{prog}.p4info.txtpb").read_text()
     assert (fresh_build / f"{prog}.p4info.txtpb").read_text() == committed, (
-        f"p4src/build/{prog}.p4info.txtpb is stale: run `make build` and commit it")
+        f"p4src/build/{prog}.p4info.txtpb is stale: run `make build` and commit it"
+    )
 
 
 @pytest.mark.parametrize("prog", PROGRAMS)
@@ -65,4 +84,5 @@ def test_committed_bmv2_json_matches_the_sources(fresh_build: Path, prog: str) -
     if recorded != installed_p4c_version():
         pytest.skip(f"installed p4c differs from the recorded {recorded!r}: P4Info checked only")
     assert normalised_json(fresh_build / f"{prog}.json") == normalised_json(
-        BUILD / f"{prog}.json"), f"p4src/build/{prog}.json is stale: run `make build`"
+        BUILD / f"{prog}.json"
+    ), f"p4src/build/{prog}.json is stale: run `make build`"
