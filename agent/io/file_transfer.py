@@ -20,7 +20,7 @@ from agent.core import MessageAcked, MrcConfig
 from agent.io.addresses import PeerAddress
 from agent.io.errors import ProtocolError, TransferFailedError, UsageError
 from agent.io.out_dir import check_file_name
-from agent.io.outbound import OutboundTransfer
+from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Commit, Committed, Purpose, SideMessage
 
@@ -78,6 +78,7 @@ class FileTransfer(OutboundTransfer):
         *,
         message_size: int = DEFAULT_FILE_MESSAGE_SIZE,
         config: MrcConfig | None = None,
+        stall_timeout: float = STALL_TIMEOUT,
     ) -> None:
         if message_size < 1:
             raise UsageError(f"message size must be positive, got {message_size}")
@@ -88,6 +89,7 @@ class FileTransfer(OutboundTransfer):
             message_size=message_size,
             name=check_file_name(name),
             config=config,
+            stall_timeout=stall_timeout,
         )
         self._data = memoryview(data)
         self.sha256 = hashlib.sha256(data).hexdigest()

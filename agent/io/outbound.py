@@ -63,6 +63,10 @@ CONNECT_TIMEOUT = 5.0
 #: Seconds to wait for any side-channel answer (welcome, committed, farewell): a receiver
 #: writing a large file to disk answers ``commit`` only once the file is synced.
 REPLY_TIMEOUT = 60.0
+#: Seconds without a single acknowledged byte, while writes are outstanding, after which a
+#: transfer gives up. The core's own peer timeout does not cover this: a path that passes
+#: small packets (probes, SACKs) but not data (an MTU black hole) keeps the peer "alive".
+STALL_TIMEOUT = 10.0
 _U24 = 0xFFFFFF
 
 
@@ -92,6 +96,7 @@ class OutboundTransfer(ABC):
         config: MrcConfig | None = None,
         connect_timeout: float = CONNECT_TIMEOUT,
         reply_timeout: float = REPLY_TIMEOUT,
+        stall_timeout: float = STALL_TIMEOUT,
     ) -> None:
         self.runtime = runtime
         self.peer = peer
@@ -102,6 +107,10 @@ class OutboundTransfer(ABC):
         self.config = self.endpoint.config
         self._connect_timeout = connect_timeout
         self._reply_timeout = reply_timeout
+        self._stall_timeout = stall_timeout
+        self._writing = False
+        self._progress_bytes = 0
+        self._progress_at = 0.0
         self.qp = runtime.pool.allocate_qp(self.endpoint)
         self._psn = secrets.randbelow(_U24 + 1)
         self._sock: socket.socket | None = None
@@ -253,10 +262,34 @@ class OutboundTransfer(ABC):
             len(remote),
             welcome.length,
         )
+        self._writing = True
+        self._progress_at = self.runtime.clock()
+        self.runtime.reactor.call_at(self._progress_at + 1.0, self._watch_progress)
         self._begin()
 
+    def _watch_progress(self) -> None:
+        """Fail a transfer whose writes make no progress at all for ``stall_timeout``."""
+        if self.finished or not self._writing:
+            return
+        now = self.runtime.clock()
+        acked = self.runtime.pool.connection_stats(self.qp).bytes_acked
+        if acked != self._progress_bytes:
+            self._progress_bytes, self._progress_at = acked, now
+        elif now - self._progress_at >= self._stall_timeout:
+            errors = self.runtime.io.counters().get("send_errors")
+            local = f"; local send errors: {errors}" if errors else ""
+            self._fail(
+                TransferFailedError(
+                    f"no data acknowledged by {self.peer} for {self._stall_timeout:g} s{local}"
+                )
+            )
+            return
+        self.runtime.reactor.call_at(now + 1.0, self._watch_progress)
+
     def send_side(self, message: SideMessage, expect: str) -> None:
-        """Send a side-channel message and wait (with the reply timeout) for ``expect``."""
+        """Send a side-channel message and wait (with the reply timeout) for ``expect``.
+        The writes are over by then: the stall watch stops."""
+        self._writing = False
         if self._channel is not None:
             self._channel.send(message.to_json())
             self._await_reply(expect)

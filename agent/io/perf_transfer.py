@@ -22,7 +22,7 @@ from typing import Any
 from agent.core import MessageAcked, MrcConfig
 from agent.io.addresses import PeerAddress
 from agent.io.errors import AgentError, ProtocolError, UsageError
-from agent.io.outbound import OutboundTransfer
+from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.reactor import Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Bye, Farewell, Purpose, SideMessage
@@ -82,6 +82,7 @@ class PerfTransfer(OutboundTransfer):
         config: MrcConfig | None = None,
         interval: float = DEFAULT_INTERVAL,
         on_progress: Callable[[PerfSample], None] | None = None,
+        stall_timeout: float = STALL_TIMEOUT,
     ) -> None:
         if message_size < 1:
             raise UsageError(f"message size must be positive, got {message_size}")
@@ -92,7 +93,12 @@ class PerfTransfer(OutboundTransfer):
         if interval <= 0:
             raise UsageError(f"interval must be positive, got {interval}")
         super().__init__(
-            runtime, peer, length=message_size, message_size=message_size, config=config
+            runtime,
+            peer,
+            length=message_size,
+            message_size=message_size,
+            config=config,
+            stall_timeout=stall_timeout,
         )
         self.duration = duration if duration is not None or total_bytes else DEFAULT_DURATION
         self.total_bytes = total_bytes

@@ -19,11 +19,14 @@ datagram until the socket is writable again, so backpressure never turns into pa
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 import struct
 
 from agent.core.datagram import OutgoingDatagram
 from agent.io.linux import IPV6_HDRINCL, SO_SNDBUFFORCE
+
+log = logging.getLogger(__name__)
 
 _IPV4_UDP = struct.Struct(">BBHHHBBH4s4sHHHH")
 _IPV6_UDP = struct.Struct(">IHBB16s16sHHHH")
@@ -149,20 +152,36 @@ class RawSender:
             sock = self._v6
             header = ipv6_udp_header(datagram)
         if sock is None:
-            self._count("no socket for this address family")
+            self._count("no socket for this address family", None, datagram)
             return True
         try:
             sock.sendmsg((header, datagram.payload), (), 0, (address, 0))
         except OSError as exc:
             if exc.errno in _WOULD_BLOCK:
                 return False
-            self._count(errno.errorcode.get(exc.errno or 0, str(exc)))
+            self._count(errno.errorcode.get(exc.errno or 0, str(exc)), exc, datagram)
             return True
         self.sent += 1
         return True
 
-    def _count(self, error: str) -> None:
-        self.send_errors[error] = self.send_errors.get(error, 0) + 1
+    def _count(
+        self, error: str, exc: OSError | None = None, datagram: OutgoingDatagram | None = None
+    ) -> None:
+        count = self.send_errors.get(error, 0)
+        self.send_errors[error] = count + 1
+        if count == 0 and datagram is not None:
+            # Once per kind: a persistent local error (a payload above the MTU, no route)
+            # would otherwise surface only as an unreachable peer seconds later.
+            size = len(datagram.payload) + _UDP_HEADER_LEN
+            detail = exc.strerror if exc is not None else error
+            hint = " (lower --payload or raise the MTU)" if error == "EMSGSIZE" else ""
+            log.warning(
+                "cannot send a %d-byte UDP datagram to %s: %s%s",
+                size,
+                self._addresses.get(datagram.ip.dst, "?"),
+                detail,
+                hint,
+            )
 
     def close(self) -> None:
         """Close both sockets."""

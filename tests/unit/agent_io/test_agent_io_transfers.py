@@ -316,3 +316,13 @@ def test_datagrams_a_full_socket_refuses_wait_in_order_and_none_is_lost(tmp_path
     finally:
         client.close()
         server.close()
+
+
+def test_a_path_that_passes_probes_but_never_data_fails_the_transfer_as_stalled(pair):
+    data_opcodes = range(0xC6, 0xCC)
+    pair.link_a.drop = lambda datagram: datagram.payload[0] in data_opcodes
+    transfer = FileTransfer(pair.client, pair.peer, b"d" * 20_000, "hole.bin", stall_timeout=1.5)
+    pair.run(transfer, timeout=30.0)
+    assert isinstance(transfer.error, TransferFailedError)
+    assert "no data acknowledged" in str(transfer.error)
+    assert transfer.error.exit_code == 5

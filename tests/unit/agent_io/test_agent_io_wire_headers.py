@@ -3,6 +3,9 @@ against scapy's parser and checksum code (no sockets needed)."""
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import socket
 import struct
 
@@ -14,7 +17,7 @@ from scapy.layers.inet6 import IPv6
 
 from agent.core import IpContext, OutgoingDatagram
 from agent.io.linux import IP_PKTINFO, IPV6_FLOWINFO, IPV6_PKTINFO, IPV6_TCLASS
-from agent.io.raw_sender import ipv4_udp_header, ipv6_udp_header, udp6_checksum
+from agent.io.raw_sender import RawSender, ipv4_udp_header, ipv6_udp_header, udp6_checksum
 from agent.io.udp_receiver import parse_ancillary_v4, parse_ancillary_v6
 from agent.wire.constants import ECN_ECT0, ECN_NOT_ECT, ROCEV2_UDP_PORT
 
@@ -107,3 +110,41 @@ def test_ipv6_ancillary_data_gives_traffic_class_destination_and_flow_label():
 def test_ipv6_without_flowinfo_means_flow_label_zero():
     ancillary = [(socket.IPPROTO_IPV6, IPV6_PKTINFO, DST6 + b"\x00" * 4)]
     assert parse_ancillary_v6(ancillary) == (0, DST6, 0)
+
+
+class _Socket:
+    """Stands in for the raw socket: fails every send with ``error``."""
+
+    def __init__(self, error: int) -> None:
+        self.error = error
+
+    def sendmsg(self, *_args: object) -> int:
+        raise OSError(self.error, os.strerror(self.error))
+
+    def fileno(self) -> int:
+        return -1
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("error", "refused"), [(errno.EAGAIN, True), (errno.ENOBUFS, True), (errno.EMSGSIZE, False)]
+)
+def test_a_full_buffer_asks_to_retry_while_other_send_errors_are_counted(error, refused):
+    sender = RawSender()
+    sender._v4 = _Socket(error)  # type: ignore[assignment]
+    accepted = sender.send(_datagram(SRC4, DST4, b"x"))
+    assert accepted is not refused
+    assert sender.send_errors == ({} if refused else {"EMSGSIZE": 1})
+
+
+def test_an_oversized_datagram_is_warned_about_once_with_a_hint(caplog):
+    sender = RawSender()
+    sender._v4 = _Socket(errno.EMSGSIZE)  # type: ignore[assignment]
+    with caplog.at_level(logging.WARNING, logger="agent.io.raw_sender"):
+        for _ in range(3):
+            sender.send(_datagram(SRC4, DST4, b"x" * 4000))
+    assert sender.send_errors == {"EMSGSIZE": 3}
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "--payload" in warnings[0] and "4008-byte" in warnings[0]
