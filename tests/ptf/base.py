@@ -40,7 +40,6 @@ class MrcPtfTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
         params = tu.test_params_get()
-        self.ports: list[int] = [int(p) for p in params["ports"].split(",")]
         self.thrift_port = int(params["thrift_port"])
         self.sw = SyncSwitch(
             params["grpc_addr"],

@@ -64,7 +64,6 @@ def run_suite(ptf_args: list[str], repeat: int) -> int:
                 "thrift_port": THRIFT_PORT,
                 "p4info": str(BUILD / "mrc.p4info.txtpb"),
                 "p4blob": str(BUILD / "mrc.json"),
-                "ports": ",".join(str(i) for i in range(1, N_PORTS + 1)),
                 "device_id": 1,
                 "unwatched_port": UNWATCHED_PORT,
             }
