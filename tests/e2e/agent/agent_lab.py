@@ -21,18 +21,37 @@ PERF = [sys.executable, "-m", "agent.cli.perf_main"]
 class AgentLab:
     """Namespaces ``tx`` and ``rx``, one veth, and the processes started in them."""
 
-    def __init__(self, tmp_path: Path, ipv6: bool = False) -> None:
+    def __init__(self, tmp_path: Path, ipv6: bool = False, second_plane: bool = False) -> None:
         self.tmp_path = tmp_path
         self.lab = NetnsLab()
         self.processes: list[Background] = []
         try:
             self.pair: VethPair = make_veth_pair(self.lab)
             self.addresses = {"tx": self.pair.tx_ip, "rx": self.pair.rx_ip}
+            #: Plane 1's addresses and interfaces, when there is a second plane.
+            self.plane1: dict[str, str] = {}
             if ipv6:
                 self._add_ipv6()
+            if second_plane:
+                self._add_second_plane()
         except BaseException:
             self.lab.close()
             raise
+
+    def _add_second_plane(self) -> None:
+        pair = self.pair
+        tx_if, rx_if = f"{self.lab.prefix}u", f"{self.lab.prefix}s"
+        self.lab.add_veth(tx_if, rx_if, netns_a=pair.tx_ns, netns_b=pair.rx_ns)
+        run(["ip", "addr", "add", "10.252.0.1/24", "dev", tx_if], netns=pair.tx_ns)
+        run(["ip", "addr", "add", "10.252.0.2/24", "dev", rx_if], netns=pair.rx_ns)
+        self.plane1 = {"tx": "10.252.0.1", "rx": "10.252.0.2", "tx_if": tx_if, "rx_if": rx_if}
+
+    def rx_packets(self, side: str, ifname: str) -> int:
+        """Packets ``ifname`` in ``side``'s namespace has received."""
+        text = run(
+            ["cat", f"/sys/class/net/{ifname}/statistics/rx_packets"], netns=self.netns(side)
+        )
+        return int(text)
 
     def _add_ipv6(self) -> None:
         pair = self.pair

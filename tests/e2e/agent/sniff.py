@@ -60,6 +60,7 @@ def capture(ifname: str, seconds: float) -> list[dict[str, object]]:
     stop = []
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.append(True))
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    sock.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: keep up with bursts
     sock.bind((ifname, 0))
     sock.settimeout(0.2)
     packets: list[dict[str, object]] = []
