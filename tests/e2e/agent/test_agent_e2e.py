@@ -244,3 +244,31 @@ def test_two_planes_share_a_transfer_and_each_carries_part_of_it(lab2, tmp_path)
     after = [lab2.rx_packets("rx", lab2.pair.rx_if), lab2.rx_packets("rx", lab2.plane1["rx_if"])]
     carried = [b - a for a, b in zip(before, after, strict=True)]
     assert all(count > 500 for count in carried), carried  # ~2000 data packets, split evenly
+
+
+def _mark_ce(netns: str, percent: int) -> None:
+    """Set CE on ``percent`` % of the MRC packets entering ``netns`` (a congested switch)."""
+    rule = (
+        "table inet mrc_test_ecn {\n"
+        "  chain prerouting {\n"
+        "    type filter hook prerouting priority raw; policy accept;\n"
+        f"    udp dport 4791 numgen random mod 100 < {percent} ip ecn set ce\n"
+        "  }\n"
+        "}\n"
+    )
+    subprocess.run(
+        ["ip", "netns", "exec", netns, "nft", "-f", "-"], input=rule, text=True, check=True
+    )
+
+
+def test_ce_marks_are_read_at_the_receiver_and_echoed_to_the_sender(lab, tmp_path):
+    lab.start("rx", [*PERF, "--server", "--plane", lab.addresses["rx"]], "server ready")
+    _mark_ce(lab.pair.rx_ns, 10)
+    run = lab.run(
+        "tx", [*PERF, "--to", lab.addresses["rx"], "--bytes", "1M", "--json", "--no-agent"]
+    )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    marks = result["receiver"]["connection"]["ecn_marks_received"]
+    assert 50 <= marks <= 250  # about 10 % of ~1000 data packets
+    assert result["connection"]["ecn_echoes"] > 0
