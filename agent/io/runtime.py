@@ -125,9 +125,9 @@ class AgentRuntime:
             self.pool.handle_timer(now)
         self.reactor.run_timers(now)
         self._dispatch_events()
+        # Work the handlers posted while dispatching leaves here too; events it raises later
+        # come out on a later turn.
         self._send(now)
-        # Sending can finish nothing by itself, but handlers may have posted more work while
-        # dispatching: events raised by that work come out on the next turn.
 
     def run(self, until: Callable[[], bool]) -> None:
         """Turn until ``until()`` is true (checked after every turn)."""
