@@ -251,7 +251,11 @@ class OutboundTransfer(ABC):
             send_psn=self._psn,
             receive_psn=welcome.psn,
         )
-        self.runtime.pool.connect(self.endpoint, spec)
+        try:
+            self.runtime.pool.connect(self.endpoint, spec)
+        except ValueError as exc:
+            self._fail(ProtocolError(f"cannot open the connection {self.peer} offered: {exc}"))
+            return
         self._connected = True
         self.runtime.on_events(self.qp, self._on_event)
         log.info(
