@@ -76,3 +76,12 @@ shell:  ## p4runtime-shell on one switch (SW=s1), from its own virtualenv, no pi
 
 clean:  ## Remove caches (keeps the virtualenv)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build
+
+# -- the testbed runner and experiments (testbed/, experiments/) ---------------------------------
+.PHONY: run-topology stop experiment
+
+run-topology:  ## TOPO on TARGET with controller and agents; Mininet CLI + fail/restore/restart/mrc/status
+	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),bmv2)
+
+stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
+	$(SUDO) $(PY) -m testbed stop

@@ -1,0 +1,129 @@
+"""``python -m testbed``: the testbed runner (``make run-topology``, ``make stop``).
+
+    python -m testbed run [TOPO] [--target bmv2]   # bring up, open the CLI, tear down on exit
+    python -m testbed stop [PREFIX...]             # stop every run (or those) and clean up
+
+``run`` reads CLI commands from stdin, so a script can drive it (``python -m testbed run <
+commands.txt``). Exit status: 0 when the run came up, every command succeeded and nothing was
+left behind; 1 when a command failed (stdin not a terminal) or the teardown left something;
+2 for a topology or target that does not exist; 3 when the target cannot run on this machine
+(the message lists what is missing and how to get it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from topologies import TopologyError
+from topologies.presets import PRESETS
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+#: Seconds ``stop`` gives a live runner to tear its own run down before sweeping it.
+RUNNER_STOP_TIMEOUT_S = 30.0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m testbed", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="bring a topology up and open the CLI")
+    run.add_argument(
+        "topology",
+        nargs="?",
+        default="leaf-spine",
+        help=f"a preset ({', '.join(PRESETS)}) or a topology file (default leaf-spine)",
+    )
+    run.add_argument("--target", default="bmv2", help="the switch target (today: bmv2)")
+    stop = commands.add_parser("stop", help="stop testbed runs and remove what they left")
+    stop.add_argument("prefixes", nargs="*", help="runs to stop (default: every run)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return _run(args.topology, args.target)
+    return _stop(args.prefixes)
+
+
+def _run(topology_ref: str, target: str) -> int:
+    from mininet.log import setLogLevel
+
+    from testbed.cli import TestbedCLI
+    from testbed.session import Testbed
+    from testbed.targets import TargetUnavailable
+
+    setLogLevel("output")
+    try:
+        testbed = Testbed(topology_ref, target)
+    except (TopologyError, ValueError) as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except TargetUnavailable as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    failures = 0
+    try:
+        with testbed.running():
+            print(testbed.network.summary())
+            assert testbed.controller is not None
+            print(
+                f"controller: status socket {testbed.controller.socket}; agents on "
+                f"{len(testbed.topology.hosts)} hosts; logs in {testbed.run_dir}"
+            )
+            print(
+                "testbed ready: fail, restore, restart, mrc, status; exit or Ctrl-C ends it",
+                flush=True,
+            )
+            cli = TestbedCLI(testbed)
+            failures = cli.failures
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+    left = testbed.leftovers
+    print(f"run {testbed.prefix} torn down: {left}", flush=True)
+    if left != "nothing left":
+        return EXIT_FAILED
+    return EXIT_FAILED if failures and not sys.stdin.isatty() else 0
+
+
+def _stop(prefixes: Sequence[str]) -> int:
+    """Ask each live runner to tear its run down (SIGTERM, as Ctrl-C), then sweep what is
+    left of every run, or of the named ones: a runner killed with SIGKILL leaves its switches,
+    agents and controller, which the sweep finds by the run prefix in their names."""
+    from topologies.mininet.cleanup import prefixes_on_machine, sweep
+    from topologies.mininet.naming import NamingError, check_run_prefix
+    from topologies.mininet.runs import recorded_runs, runs_root
+
+    try:
+        chosen = {check_run_prefix(prefix) for prefix in prefixes}
+    except NamingError as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    for record in recorded_runs(runs_root()).values():
+        if chosen and record.prefix not in chosen:
+            continue
+        if record.owner_alive and record.owner_pid != os.getpid():
+            print(f"{record.prefix}: asking its runner (pid {record.owner_pid}) to stop")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.owner_pid, signal.SIGTERM)
+            deadline = time.monotonic() + RUNNER_STOP_TIMEOUT_S
+            while record.owner_alive and time.monotonic() < deadline:
+                time.sleep(0.2)
+    status = 0
+    for prefix in sorted(chosen or prefixes_on_machine()):
+        left = sweep(prefix)
+        shutil.rmtree(runs_root() / prefix, ignore_errors=True)
+        print(f"{prefix}: {'removed' if left.empty else f'could not remove {left}'}")
+        if not left.empty:
+            status = EXIT_FAILED
+    print("testbed: nothing running" if status == 0 else "testbed: something could not be removed")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

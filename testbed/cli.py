@@ -1,0 +1,169 @@
+"""The Mininet CLI of a testbed run, with the testbed's own commands.
+
+    fail l1 s1          cut a link (names or node:port), wait for the controller to see it
+    restore l1 s1       bring it back, wait for the controller to see it up
+    restart s1          kill -9 a switch, start it empty, wait until the controller reprogrammed it
+    mrc h1 h3 [--bytes N] [--duration S] [--evs K]
+                        a transfer through the hosts' agents (mrc-perf), with its summary
+    status              the controller's status (links, groups, counters, last failover)
+
+Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``...), except ``link``:
+it sets both veth ends down, which freezes BMv2 (shared/bmv2-notes.md), so it points to
+``fail``/``restore`` instead. Ctrl-C ends the CLI, like ``exit``, and the runner tears the whole
+run down: unlike Mininet's own CLI, which ignores it, because the user pressing Ctrl-C in
+``make run-topology`` expects the testbed to go away.
+
+A testbed command that fails prints ``*** error: ...`` and the CLI goes on; the runner counts
+them, so a script fed on stdin can tell (the run exits 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from mininet.cli import CLI
+from mininet.util import quietRun
+
+from agent.cli.common import parse_size, positive_float, positive_int
+from agent.cli.report import perf_report
+from controller.app.status import format_status
+from testbed.agents import TransferSpec
+from testbed.session import Testbed
+
+#: Seconds ``fail``/``restore`` wait for the controller to see the change.
+LINK_STATE_TIMEOUT_S = 15.0
+
+
+class CommandError(Exception):
+    """A testbed command was given wrong arguments; the message says how to call it."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting the whole runner on a typo."""
+
+    def error(self, message: str) -> Any:
+        raise CommandError(f"{message}\nusage: {self.format_usage().strip()}")
+
+
+def _mrc_parser() -> _ArgumentParser:
+    parser = _ArgumentParser(prog="mrc", add_help=False)
+    parser.add_argument("source")
+    parser.add_argument("destination")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--bytes", type=parse_size, dest="total_bytes")
+    size.add_argument("--duration", type=positive_float)
+    parser.add_argument("--evs", type=positive_int)
+    return parser
+
+
+#: What ``mrc`` sends when neither --bytes nor --duration is given.
+DEFAULT_MRC_BYTES = 1 << 20
+
+
+class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
+    """Mininet's CLI on the run's network, plus ``fail``, ``restore``, ``restart``, ``mrc``,
+    ``status``."""
+
+    __test__ = False
+
+    def __init__(self, testbed: Testbed, **kwargs: Any) -> None:
+        self.testbed = testbed
+        self.failures = 0
+        assert testbed.network.mininet is not None
+        super().__init__(testbed.network.mininet, **kwargs)
+
+    def run(self) -> None:
+        """The command loop; Ctrl-C leaves it (Mininet's own loop would swallow it)."""
+        if self.isatty():
+            quietRun("stty echo sane intr ^C")
+        try:
+            self.cmdloop()
+        except KeyboardInterrupt:
+            self.stdout.write("\nInterrupted: tearing the testbed down\n")
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:  # the CLI must survive any failed command
+            self.failures += 1
+            self.stdout.write(f"*** error: {error}\n")
+        self.stdout.flush()
+
+    def _two_nodes(self, line: str, command: str) -> tuple[str, str]:
+        words = shlex.split(line)
+        if len(words) != 2:
+            raise CommandError(f"usage: {command} NODE[:PORT] NODE[:PORT]")
+        return words[0], words[1]
+
+    def do_fail(self, line: str) -> None:
+        """fail A B: cut the link between A and B (node or node:port) at its patch point."""
+
+        def action() -> None:
+            a, b = self._two_nodes(line, "fail")
+            link = self.testbed.fail(a, b)
+            seen = self.testbed.wait_link_state(link, down=True, timeout=LINK_STATE_TIMEOUT_S)
+            self.stdout.write(f"cut {link}; {_seen('down', seen)}\n")
+
+        self._guarded(action)
+
+    def do_restore(self, line: str) -> None:
+        """restore A B: bring the link between A and B back."""
+
+        def action() -> None:
+            a, b = self._two_nodes(line, "restore")
+            link = self.testbed.restore(a, b)
+            seen = self.testbed.wait_link_state(link, down=False, timeout=LINK_STATE_TIMEOUT_S)
+            self.stdout.write(f"restored {link}; {_seen('up', seen)}\n")
+
+        self._guarded(action)
+
+    def do_restart(self, line: str) -> None:
+        """restart S: kill -9 switch S, start it empty, wait until the controller reprograms it."""
+
+        def action() -> None:
+            words = shlex.split(line)
+            if len(words) != 1:
+                raise CommandError("usage: restart SWITCH")
+            mark = self.testbed.event_count()
+            pid = self.testbed.restart(words[0])
+            self.testbed.wait_in_service([words[0]], after=mark)
+            self.stdout.write(f"restarted {words[0]} (pid {pid}); reprogrammed by the controller\n")
+
+        self._guarded(action)
+
+    def do_mrc(self, line: str) -> None:
+        """mrc SRC DST [--bytes N | --duration S] [--evs K]: a transfer through the agents."""
+
+        def action() -> None:
+            args = _mrc_parser().parse_args(shlex.split(line))
+            total = args.total_bytes
+            if total is None and args.duration is None:
+                total = DEFAULT_MRC_BYTES
+            spec = TransferSpec(args.source, args.destination, total, args.duration, evs=args.evs)
+            result = self.testbed.transfer(spec)
+            self.stdout.write(perf_report(result, full_ev_table=False) + "\n")
+
+        self._guarded(action)
+
+    def do_status(self, _line: str) -> None:
+        """status: the controller's view (links, groups, counters, last failover)."""
+        self._guarded(lambda: self.stdout.write(format_status(self.testbed.status()) + "\n"))
+
+    def do_link(self, _line: str) -> None:
+        """link: not available on BMv2 (it freezes the switches); use fail/restore."""
+        self.failures += 1
+        self.stdout.write(
+            "*** error: `link` sets both veth ends down, which freezes BMv2; "
+            "use `fail A B` and `restore A B`\n"
+        )
+
+
+def _seen(state: str, seconds: float | None) -> str:
+    if seconds is None:
+        return f"the controller did not report it {state} within {LINK_STATE_TIMEOUT_S:.0f} s"
+    return f"the controller saw it {state} after {seconds:.1f} s"

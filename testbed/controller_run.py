@@ -1,0 +1,85 @@
+"""The run's controller: ``mrc-controller run`` as a child process, with its event log and
+status socket inside the run's directory.
+
+The socket and log file names carry the run prefix (``<prefix>-controller.sock``), so the
+controller's command line names ``<prefix>-`` and the prefix sweep of
+``topologies.mininet.cleanup`` (``make stop``) kills it even when the runner itself was
+killed with SIGKILL and never stopped it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from controller.app.status_socket import request_status
+from testbed.processes import ManagedProcess, ProcessFailed
+
+#: Seconds the controller gets to push the pipeline and the intent to every switch.
+IN_SERVICE_TIMEOUT_S = 120.0
+
+
+class ControllerRun:
+    """One controller process for a topology of a Mininet run."""
+
+    def __init__(self, topology_ref: str, run_dir: Path, prefix: str) -> None:
+        self.socket = run_dir / f"{prefix}-controller.sock"
+        self.event_log = run_dir / f"{prefix}-controller.jsonl"
+        command = [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "run",
+            topology_ref,
+            "--socket",
+            str(self.socket),
+            "--event-log",
+            str(self.event_log),
+        ]
+        self.process = ManagedProcess(
+            "mrc-controller", command, run_dir / f"{prefix}-controller.out"
+        )
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every complete event written so far."""
+        try:
+            data = self.event_log.read_bytes()
+        except OSError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+    def wait_in_service(
+        self, switches: list[str], after: int = 0, timeout: float = IN_SERVICE_TIMEOUT_S
+    ) -> None:
+        """Wait until every switch in ``switches`` was put in service (event index >= ``after``)."""
+        deadline = time.monotonic() + timeout
+        waiting = set(switches)
+        while True:
+            for event in self.events()[after:]:
+                if event.get("event") == "switch_in_service":
+                    waiting.discard(event.get("switch"))
+            if not waiting:
+                return
+            if not self.process.running:
+                raise ProcessFailed(
+                    f"the controller exited with status {self.process.process.returncode}:\n"
+                    f"{self.process.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise ProcessFailed(
+                    f"switches {sorted(waiting)} not in service after {timeout:.0f} s "
+                    f"(controller log: {self.event_log})"
+                )
+            time.sleep(0.1)
+
+    def status(self) -> dict[str, Any]:
+        """The controller's status snapshot (StatusUnavailable when it does not answer)."""
+        return request_status(self.socket)
+
+    def stop(self) -> int | None:
+        """SIGTERM: the controller closes its channels and removes its socket."""
+        return self.process.stop()

@@ -1,0 +1,174 @@
+"""A whole testbed run as one object: network, controller, agents; always torn down in full.
+
+    with Testbed.open("leaf-spine") as testbed:
+        testbed.fail("l1", "s1")
+        result = testbed.transfer(TransferSpec("h1", "h3", total_bytes=1 << 20))
+
+Bring-up order: the network (switches start empty), the controller (pushes the pipeline and
+the intent; the run waits until every switch is in service), then the agents. Teardown runs
+in the reverse order on every exit (exception, Ctrl-C, SIGTERM/SIGHUP through
+``running_network``'s signal handling) and ends with the network's prefix sweep, which also
+catches any agent or controller that refused to stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from testbed.agents import HostAgents, RunningTransfer, TransferSpec
+from testbed.controller_run import ControllerRun
+from testbed.targets import check_target
+from tools.netns import terminate_on_signals
+from topologies import load_topology
+from topologies.model import LinkId, Topology
+
+log = logging.getLogger(__name__)
+
+#: Longest a transfer may take beyond its own duration before the runner gives up on it.
+TRANSFER_SLACK_S = 120.0
+
+
+class Testbed:
+    """A running network with its controller and agents (see :meth:`open`)."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, topology_ref: str, target: str = "bmv2") -> None:
+        """Check the target and plan the run; nothing starts until :meth:`start`."""
+        from topologies.mininet.network import TestbedNetwork  # imports Mininet
+
+        self.topology_ref = topology_ref
+        self.topology: Topology = load_topology(topology_ref)
+        self.target = check_target(target, self.topology).name
+        self.network = TestbedNetwork(self.topology)
+        self.controller: ControllerRun | None = None
+        self.agents: HostAgents | None = None
+        self._transfers: list[RunningTransfer] = []
+        #: After :meth:`close`: what the teardown left, as a sentence ("nothing left").
+        self.leftovers: str | None = None
+
+    @classmethod
+    def open(
+        cls, topology_ref: str, target: str = "bmv2"
+    ) -> contextlib.AbstractContextManager[Testbed]:
+        """A started testbed for the ``with`` block, closed however the block ends."""
+        return cls(topology_ref, target).running()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Testbed]:
+        """Start this testbed for the ``with`` block and close it however the block ends; in
+        the main thread, SIGTERM and SIGHUP unwind it like Ctrl-C."""
+        in_main = threading.current_thread() is threading.main_thread()
+        with terminate_on_signals() if in_main else contextlib.nullcontext():
+            try:
+                self.start()
+                yield self
+            finally:
+                self.close()
+
+    @property
+    def prefix(self) -> str:
+        return self.network.prefix
+
+    @property
+    def run_dir(self) -> Path:
+        return self.network.run_dir
+
+    def start(self) -> None:
+        """Network, controller (until every switch is in service), agents."""
+        try:
+            self.network.start()
+            self.controller = ControllerRun(self.topology_ref, self.run_dir, self.prefix)
+            self.controller.wait_in_service([s.name for s in self.topology.switches])
+            self.agents = HostAgents(self.topology, self.run_dir, self.prefix)
+            self.agents.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> str:
+        """Stop transfers, agents, controller, then the network; returns what was left (a
+        sentence; "nothing left" when all went)."""
+        for transfer in self._transfers:
+            transfer.cancel()
+        self._transfers.clear()
+        if self.agents is not None:
+            _logged("stopping the agents", self.agents.stop)
+        if self.controller is not None:
+            _logged("stopping the controller", self.controller.stop)
+        self.leftovers = str(self.network.close())
+        return self.leftovers
+
+    # -- operations ------------------------------------------------------------------------
+    def fail(self, a: str, b: str) -> LinkId:
+        """Cut the link between ``a`` and ``b`` (the controller finds out by itself)."""
+        return self.network.cut(a, b)
+
+    def restore(self, a: str, b: str) -> LinkId:
+        """Bring a cut link back."""
+        return self.network.restore(a, b)
+
+    def wait_link_state(self, link: LinkId, down: bool, timeout: float) -> float | None:
+        """Seconds until the controller sees ``link`` down (or up), None if not in ``timeout``."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if (str(link) in self.status()["down_links"]) == down:
+                return time.monotonic() - started
+            time.sleep(0.1)
+        return None
+
+    def restart(self, switch: str) -> int:
+        """kill -9 a switch and start it again empty; returns its new pid once it serves.
+        The controller notices and reprograms it (see :meth:`wait_in_service`)."""
+        return self.network.restart_switch(switch)
+
+    def wait_in_service(self, switches: list[str], after: int) -> None:
+        """Wait until the controller put ``switches`` in service after event index ``after``."""
+        self._controller().wait_in_service(switches, after=after)
+
+    def event_count(self) -> int:
+        """How many controller events exist now (an ``after`` for :meth:`wait_in_service`)."""
+        return len(self._controller().events())
+
+    def status(self) -> dict[str, Any]:
+        """The controller's status snapshot."""
+        return self._controller().status()
+
+    def start_transfer(self, spec: TransferSpec) -> RunningTransfer:
+        """Start a transfer through the source host's agent."""
+        transfer = self._agents().start_transfer(spec)
+        self._transfers.append(transfer)
+        return transfer
+
+    def transfer(self, spec: TransferSpec) -> dict[str, Any]:
+        """Run a transfer to completion; its ``mrc-perf`` JSON result (TransferFailed else)."""
+        running = self.start_transfer(spec)
+        try:
+            return running.result(timeout=(spec.duration_s or 0.0) + TRANSFER_SLACK_S)
+        finally:
+            running.cancel()  # a no-op once it has finished; an interrupted one stops here
+            self._transfers.remove(running)
+
+    def _controller(self) -> ControllerRun:
+        if self.controller is None:
+            raise RuntimeError("the testbed is not started")
+        return self.controller
+
+    def _agents(self) -> HostAgents:
+        if self.agents is None:
+            raise RuntimeError("the testbed is not started")
+        return self.agents
+
+
+def _logged(what: str, action: Any) -> None:
+    """One teardown step; a failure is logged and the teardown goes on."""
+    try:
+        action()
+    except Exception:
+        log.exception("teardown: %s failed", what)

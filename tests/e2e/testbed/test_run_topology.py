@@ -1,0 +1,200 @@
+"""``make run-topology``: the network, its controller and an agent per host come up; the CLI's
+testbed commands work when fed on stdin; exit, Ctrl-C (during bring-up or at the prompt) and
+``make stop`` (even after the runner was killed) leave no namespace, veth or process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.mininet.machine_state import (
+    LineReader,
+    assert_nothing_left,
+    own_session_popen,
+    run_state,
+)
+
+pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("needs_testbed")]
+
+REPO = Path(__file__).resolve().parents[3]
+RUNNER = [sys.executable, "-m", "testbed"]
+#: Six BMv2s, a controller and four agents on a loaded two-core machine.
+BRING_UP_TIMEOUT_S = 180.0
+TEARDOWN_TIMEOUT_S = 60.0
+READY = r"testbed ready"
+
+
+def _prefix(runs_dir: Path, timeout: float = 60.0) -> str:
+    """The prefix of the one run the test started (its directory appears first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [p.name for p in runs_dir.iterdir() if re.fullmatch(r"mn[0-9a-f]{4}", p.name)]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no run appeared in {runs_dir}")
+
+
+def _run_pids(prefix: str) -> set[int]:
+    """Every process naming the run: switches, agents, controller."""
+    return set(run_state(prefix).processes)
+
+
+def _interactive(topology: Path) -> tuple[subprocess.Popen[str], LineReader]:
+    proc = subprocess.Popen(
+        [*RUNNER, "run", str(topology)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    return proc, LineReader(proc)
+
+
+def _send(proc: subprocess.Popen[str], line: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+
+
+@pytest.mark.usefixtures("runs_dir")
+def test_scripted_session_runs_every_testbed_command_and_leaves_nothing(
+    leaf_spine_file: Path,
+) -> None:
+    script = "\n".join(
+        [
+            "status",
+            "mrc h1 h3 --bytes 256K",
+            "mrc h1 h3 --bytes 128K --evs 1",
+            "fail l1 s1",
+            "mrc h1 h4 --bytes 128K",
+            "restore l1 s1",
+            "restart s2",
+            "mrc h2 h4 --bytes 128K",
+            "exit",
+        ]
+    )
+    proc = subprocess.run(
+        [*RUNNER, "run", str(leaf_spine_file)],
+        cwd=REPO,
+        input=script + "\n",
+        capture_output=True,
+        text=True,
+        timeout=BRING_UP_TIMEOUT_S + 240,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    up = re.search(r"up as run (mn[0-9a-f]{4})", output)
+    assert up, output
+    prefix = up.group(1)
+    assert "*** error" not in output
+    assert "l1       primary      in service" in output  # status: the controller's view
+    goodputs = re.findall(r"goodput .*\((\d+\.\d+) KiB confirmed", output)
+    assert [float(g) for g in goodputs] == [256.0, 128.0, 128.0, 128.0], output
+    assert "256 EVs over 1 plane(s)" in output and "1 EVs over 1 plane(s)" in output
+    assert re.search(r"cut l1:3<->s1:1; the controller saw it down after", output), output
+    assert re.search(r"restored l1:3<->s1:1; the controller saw it up after", output), output
+    assert re.search(r"restarted s2 \(pid \d+\); reprogrammed by the controller", output), output
+    assert f"run {prefix} torn down: nothing left" in output
+    assert_nothing_left(prefix)
+
+
+def test_failed_commands_are_reported_and_ctrl_c_at_the_prompt_tears_everything_down(
+    leaf_spine_file: Path, runs_dir: Path
+) -> None:
+    proc, reader = _interactive(leaf_spine_file)
+    try:
+        reader.wait_for(READY, BRING_UP_TIMEOUT_S)
+        prefix = _prefix(runs_dir)
+        pids = _run_pids(prefix)
+        assert len(pids) >= 6 + 4 + 1, f"expected switches, agents and controller: {pids}"
+        _send(proc, "fail l1 h4")
+        reader.wait_for(r"\*\*\* error: no link between l1 and h4", 30)
+        _send(proc, "link l1 s1 down")
+        reader.wait_for(r"\*\*\* error: `link` .* freezes BMv2", 30)
+        _send(proc, "mrc h1 h9")
+        reader.wait_for(r"\*\*\* error: no agent runs on 'h9'", 30)
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        # 1: commands failed and stdin is no terminal, so a script can tell.
+        assert proc.wait(TEARDOWN_TIMEOUT_S) == 1, reader.rest()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert f"run {prefix} torn down: nothing left" in reader.rest()
+    assert_nothing_left(prefix, pids)
+
+
+def test_ctrl_c_during_bring_up_tears_everything_down(
+    leaf_spine_file: Path, runs_dir: Path
+) -> None:
+    proc = own_session_popen([*RUNNER, "run", str(leaf_spine_file)])
+    reader = LineReader(proc)
+    try:
+        prefix = _prefix(runs_dir)
+        deadline = time.monotonic() + BRING_UP_TIMEOUT_S
+        while not run_state(prefix).namespaces and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run_state(prefix).namespaces, "the bring-up created no namespace"
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(TEARDOWN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "torn down" in reader.rest()
+    assert_nothing_left(prefix)
+
+
+def test_stop_tears_down_a_live_run_through_its_runner(
+    leaf_spine_file: Path, runs_dir: Path
+) -> None:
+    proc, reader = _interactive(leaf_spine_file)
+    try:
+        reader.wait_for(READY, BRING_UP_TIMEOUT_S)
+        prefix = _prefix(runs_dir)
+        pids = _run_pids(prefix)
+        stop = subprocess.run(
+            [*RUNNER, "stop", prefix], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert f"asking its runner (pid {proc.pid}) to stop" in stop.stdout
+        assert proc.wait(TEARDOWN_TIMEOUT_S) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert f"run {prefix} torn down: nothing left" in reader.rest()
+    assert_nothing_left(prefix, pids)
+
+
+def test_stop_cleans_up_after_a_runner_killed_with_sigkill(
+    leaf_spine_file: Path, runs_dir: Path
+) -> None:
+    proc, reader = _interactive(leaf_spine_file)
+    try:
+        reader.wait_for(READY, BRING_UP_TIMEOUT_S)
+        prefix = _prefix(runs_dir)
+        pids = _run_pids(prefix)
+        proc.kill()  # no teardown at all: switches, agents, controller stay behind
+        proc.wait(10)
+        assert run_state(prefix).processes, "nothing was left to clean: the test proves nothing"
+        stop = subprocess.run(
+            [*RUNNER, "stop", prefix], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert f"{prefix}: removed" in stop.stdout
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert_nothing_left(prefix, pids)
