@@ -166,6 +166,12 @@ class MrcConfig:
     #: Send a reliability probe (0xDE) when the tail of a burst goes unanswered, so tail losses
     #: are found by a SACK within about an RTT instead of by the RTO.
     tail_loss_probe: bool = True
+    #: Most data packets one SACK answers. The receiver answers whatever arrived since its last
+    #: SACK whenever the caller asks for output (after each receive batch), and at the latest
+    #: after this many packets: 16 cuts the sender's per-packet feedback work sixteenfold and
+    #: still returns about 20 acknowledgements per window of the default size (so the window
+    #: is clocked smoothly); 1 restores one SACK per packet.
+    sack_coalesce_max: int = 16
     #: A connection with work outstanding that hears nothing from its peer for this long
     #: fails: 3 s is far beyond any path repair the testbed does and short enough for a CLI.
     peer_timeout: float = 3.0
@@ -220,6 +226,8 @@ class MrcConfig:
             raise ValueError(f"rto_backoff must be >= 1, got {self.rto_backoff}")
         if self.reorder_window_min_rtt_fraction < 0 or self.reorder_window_rttvar_factor < 0:
             raise ValueError("reorder window factors must be >= 0")
+        if self.sack_coalesce_max < 1:
+            raise ValueError(f"sack_coalesce_max must be >= 1, got {self.sack_coalesce_max}")
         _positive("peer_timeout", self.peer_timeout)
         if self.congestion_control not in ("nscc", "dcqcn", "fixed"):
             raise ValueError(

@@ -112,6 +112,7 @@ class Connection:
             config, spec.local_qp, spec.remote_qp, spec.receive_psn, memory, self.counters, events
         )
         self._replies: list[tuple[Packet, int, int]] = []  # packet, plane, EV
+        self._sack_plane = 0  # plane of the latest data packet: its coalesced SACK's way back
         self._scratch: list[Packet] = []
         self._dscp = config.dscp
         self.closed = False
@@ -160,9 +161,12 @@ class Connection:
             return DropReason.WRONG_SOURCE
         self._last_heard = now
         if isinstance(packet, DataPacket):
-            replies = self._scratch
-            result = self.receiver.on_data(packet, datagram.ev, datagram.ecn == ECN_CE, replies)
-            self._queue_replies(plane, datagram.ev)
+            result = self.receiver.on_data(
+                packet, datagram.ev, datagram.ecn == ECN_CE, self._scratch
+            )
+            self._sack_plane = plane
+            if self._scratch:
+                self._queue_replies(plane, datagram.ev)
             return result
         if isinstance(packet, SackPacket):
             return self.sender.on_sack(packet, now)
@@ -237,6 +241,12 @@ class Connection:
         self._watch(now)
         out: list[OutgoingDatagram] = []
         control = self._dscp.control
+        receiver = self.receiver
+        if receiver.sack_pending:
+            # The caller has handed over everything that arrived: answer it with one SACK.
+            ev = receiver.pending_sack_ev
+            receiver.flush_sack(self._scratch)
+            self._queue_replies(self._sack_plane, ev)
         for packet, plane, ev in self._replies:
             out.append(self._datagram(packet, plane, ev, control, ECN_NOT_ECT))
         self._replies.clear()

@@ -10,11 +10,20 @@
   confirmed to the sender with an ACK. A refused write still consumes its PSN (so the
   connection keeps moving) but nothing is written; the message ends in a NAK
   (REMOTE_ACCESS_ERROR) and a ``WriteRejected`` event.
-* Answers: a SACK for every data packet (on the EV it came on, echoing its timestamp and its
-  ECN mark), a NACK for every trimmed header (TRIMMED or TRIMMED_LASTHOP, from its DSCP), a
-  SACK with the probe bit for every reliability probe. A duplicate of a finished message also
-  repeats that message's ACK/NAK, because the sender only resends a finished message's last
-  packet when that ACK went missing.
+* Answers: a NACK for every trimmed header (TRIMMED or TRIMMED_LASTHOP, from its DSCP), a
+  SACK with the probe bit for every reliability probe, a SACK for every duplicate. A duplicate
+  of a finished message also repeats that message's ACK/NAK, because the sender only resends a
+  finished message's last packet when that ACK went missing.
+* Data SACKs are coalesced: one SACK answers every data packet that arrived since the last
+  one, because at line rate a SACK per packet costs the sender as much as sending does. The
+  SACK echoes the EV and timestamp of the latest packet (its RTT sample and the EV the sender
+  hears about); its cumulative PSN and bitmap acknowledge all the others, and the sender
+  releases each packet's EV from that. A pending SACK goes out (``flush_sack``) when the
+  caller has nothing more to hand over (the runtime: after a receive batch; the simulator:
+  after every datagram), after ``sack_coalesce_max`` packets, before a packet the bitmap
+  could not cover together with the pending ones (PSN spread of 64 or more), and before any
+  other answer, so answers keep their order. A CE-marked packet is answered at once: its
+  ECN echo must steer the sender away from exactly that EV.
 """
 
 from __future__ import annotations
@@ -97,6 +106,15 @@ class Receiver:
         self._received_bytes = 0
         self._assemblies: dict[int, _Assembly] = {}
         self._outcomes: OrderedDict[int, int] = OrderedDict()  # msn -> AETH syndrome
+        self._coalesce_max = config.sack_coalesce_max
+        # The data packets not yet answered: how many, the lowest and highest PSN among them,
+        # and the latest one's PSN, EV and timestamp (what the SACK will echo).
+        self._unanswered = 0
+        self._unanswered_low = 0
+        self._unanswered_high = 0
+        self._latest_psn = 0
+        self._latest_ev = 0
+        self._latest_timestamp = 0
 
     def on_data(
         self, packet: DataPacket, ev: int, ce: bool, replies: list[Packet]
@@ -105,6 +123,7 @@ class Receiver:
         counters = self._counters
         offset = psn_diff(packet.psn, self.cack)
         if offset < 0 or (offset < self._window and (self._mask >> offset) & 1):
+            self.flush_sack(replies)
             return self._duplicate(packet, offset, ev, ce, replies)
         if offset >= self._window:
             return DropReason.OUT_OF_WINDOW
@@ -139,10 +158,63 @@ class Receiver:
         if packet.opcode in _IMM_OPCODE_SET:
             assembly.immediate = packet.immediate
         assembly.accounted += size
-        replies.append(self._sack(packet.psn, ev, ce, packet.tx_timestamp or 0, probe=False))
+        self._answer(packet.psn, ev, ce, packet.tx_timestamp or 0, replies)
         if assembly.accounted >= assembly.length:
+            self.flush_sack(replies)
             self._complete(msn, assembly, replies)
         return refusal
+
+    def _answer(self, psn: int, ev: int, ce: bool, timestamp: int, replies: list[Packet]) -> None:
+        """Acknowledge new data packet ``psn``: at once if CE-marked, otherwise coalesced."""
+        if self._unanswered:
+            low = self._unanswered_low
+            high = self._unanswered_high
+            if psn_diff(psn, low) < 0:
+                low = psn
+            elif psn_diff(psn, high) > 0:
+                high = psn
+            if ce or psn_diff(high, low) >= _BITMAP_BITS:
+                self.flush_sack(replies)
+                low = high = psn
+        else:
+            low = high = psn
+        if ce:
+            replies.append(self._sack(psn, psn, ev, True, timestamp, probe=False))
+            return
+        self._unanswered += 1
+        self._unanswered_low = low
+        self._unanswered_high = high
+        self._latest_psn = psn
+        self._latest_ev = ev
+        self._latest_timestamp = timestamp
+        if self._unanswered >= self._coalesce_max:
+            self.flush_sack(replies)
+
+    @property
+    def sack_pending(self) -> bool:
+        """Whether data packets await their (coalesced) SACK."""
+        return self._unanswered > 0
+
+    @property
+    def pending_sack_ev(self) -> int:
+        """The EV the pending SACK answers (the latest data packet's); meaningful only while
+        ``sack_pending``."""
+        return self._latest_ev
+
+    def flush_sack(self, replies: list[Packet]) -> None:
+        """Send the SACK answering every data packet not yet answered, if there are any."""
+        if self._unanswered:
+            self._unanswered = 0
+            replies.append(
+                self._sack(
+                    self._latest_psn,
+                    self._unanswered_high,
+                    self._latest_ev,
+                    False,
+                    self._latest_timestamp,
+                    probe=False,
+                )
+            )
 
     def on_trimmed(
         self, header: TrimmedDataHeader, ev: int, last_hop: bool, ce: bool, replies: list[Packet]
@@ -151,12 +223,15 @@ class Receiver:
         offset = psn_diff(header.psn, self.cack)
         if offset >= self._window:
             return DropReason.OUT_OF_WINDOW
+        self.flush_sack(replies)
         self._counters.trims_received += 1
         if offset < 0 or (self._mask >> offset) & 1:
             # A copy already arrived whole: tell the sender so instead of asking for another.
             if offset < -_MAX_OFFSET:
                 return DropReason.OUT_OF_WINDOW
-            replies.append(self._sack(header.psn, ev, ce, header.tx_timestamp or 0, probe=False))
+            replies.append(
+                self._sack(header.psn, header.psn, ev, ce, header.tx_timestamp or 0, probe=False)
+            )
             return None
         replies.append(
             NackPacket(
@@ -180,7 +255,8 @@ class Receiver:
         offset = psn_diff(probe.psn, self.cack)
         if not -_MAX_OFFSET <= offset < self._window:
             return DropReason.OUT_OF_WINDOW
-        replies.append(self._sack(probe.psn, ev, False, 0, probe=True))
+        self.flush_sack(replies)
+        replies.append(self._sack(probe.psn, probe.psn, ev, False, 0, probe=True))
         return None
 
     def _duplicate(
@@ -189,7 +265,8 @@ class Receiver:
         if offset < -_MAX_OFFSET:
             return DropReason.OUT_OF_WINDOW
         self._counters.duplicates_received += 1
-        replies.append(self._sack(packet.psn, ev, ce, packet.tx_timestamp or 0, probe=False))
+        psn = packet.psn
+        replies.append(self._sack(psn, psn, ev, ce, packet.tx_timestamp or 0, probe=False))
         syndrome = self._outcomes.get(packet.msn)
         if syndrome is not None:
             replies.append(AckPacket(self._remote_qp, self.cack, syndrome, packet.msn))
@@ -204,15 +281,19 @@ class Receiver:
             self.cack = (self.cack + run) & PSN_MASK
         self._mask = mask
 
-    def _sack(self, psn: int, ev: int, ce: bool, timestamp: int, probe: bool) -> SackPacket:
-        offset = psn_diff(psn, self.cack)
-        base = offset - (_BITMAP_BITS - 1) if offset >= _BITMAP_BITS else 0
+    def _sack(
+        self, psn: int, top: int, ev: int, ce: bool, timestamp: int, probe: bool
+    ) -> SackPacket:
+        """A SACK answering ``psn``, its bitmap placed to cover ``top`` (>= ``psn``) and the 63
+        PSNs below it."""
+        top_offset = psn_diff(top, self.cack)
+        base = top_offset - (_BITMAP_BITS - 1) if top_offset >= _BITMAP_BITS else 0
         mask = self._mask
         return SackPacket(
             dest_qp=self._remote_qp,
             psn=self.cack,
             cack_psn=self.cack,
-            ack_psn_offset=offset,
+            ack_psn_offset=psn_diff(psn, self.cack),
             entropy=ev,
             bitmap=(mask >> base) & _BITMAP_MASK,
             sack_offset=base,

@@ -349,35 +349,37 @@ class Sender:
         elif shift > -64:
             reported |= bitmap >> -shift
         newly = reported & self._outstanding
+        una = self._una
+        records = self._records
+        # The RTT sample first: confirmations scheduled while acknowledging use the RTO, and a
+        # coalesced SACK may acknowledge a whole message together with its first sample.
         answered: SentPacket | None = None
+        rtt_sample: float | None = None
+        index = psn_diff(answered_psn, una)
+        if not sack.probe_response and index >= 0 and (newly >> index) & 1:
+            answered = records[answered_psn]
+            if sack.echoed_timestamp == answered.ts16:
+                rtt_sample = now - answered.sent_time
+                self._rtt.update(rtt_sample)
         acked_bytes = 0
         rack = self._rack_order
         if newly:
             self._outstanding &= ~newly
-            records = self._records
-            una = self._una
             while newly:
                 low = newly & -newly
                 newly ^= low
                 rec = records.pop((una + low.bit_length() - 1) & PSN_MASK)
                 acked_bytes += self._acknowledge(rec, now)
-                if rec.psn == answered_psn:
-                    answered = rec
-                elif rec.transmissions == 1 and rec.order > rack:
+                if rec.transmissions == 1 and rec.order > rack and rec is not answered:
                     rack = rec.order
             self._advance_una()
-        rtt_sample: float | None = None
         if sack.probe_response:
             if self._probe_outstanding and answered_psn == self._probe_psn:
                 self._probe_outstanding = False
                 rack = max(rack, self._probe_order)
         elif answered is not None:
             entry = answered.entry
-            if sack.echoed_timestamp == answered.ts16:
-                rtt_sample = now - answered.sent_time
-                self._rtt.update(rtt_sample)
-                rack = max(rack, answered.order)
-            elif answered.transmissions == 1:
+            if rtt_sample is not None or answered.transmissions == 1:
                 rack = max(rack, answered.order)
             if entry is not None:
                 if sack.skip_mode == SackSkipMode.SKIP_ONCE:
