@@ -1,23 +1,29 @@
 """The host agents of a run (``mrc-agent serve`` in every host's namespace) and transfers
-between them (``mrc-perf`` through the sending host's agent).
+between them (perf transfers, as ``mrc-perf`` runs them, through the sending host's agent).
 
 Every agent gets its own control socket in the run directory: Unix socket paths live in the
 file system, which all namespaces share, so the default path would be claimed by the first
-agent only. A transfer runs ``mrc-perf`` inside the sender's namespace, pointed at that
-agent's socket; the agent does the sending, so the transfer uses the agent's EVs, planes and
-congestion control exactly as any other client would.
+agent only. A transfer is the ``perf`` request ``mrc-perf`` sends when an agent runs, on the
+sender's agent's socket; the agent does the sending, so the transfer uses the agent's EVs,
+planes and congestion control exactly as any other client would. The runner sends that
+request itself rather than starting ``mrc-perf``: the same request and result, without a
+Python start-up per transfer on a two-core machine, and with the live progress samples that
+the experiments time their link cuts by.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed.processes import REPO, ManagedProcess
+from agent.io.control_client import connect_to_agent
+from agent.io.control_protocol import PerfRequest
+from agent.io.errors import AgentError
+from testbed.processes import ManagedProcess
 from topologies.mininet.naming import host_netns
 from topologies.model import Host, Topology
 
@@ -27,12 +33,13 @@ AGENT_READY_TIMEOUT_S = 30.0
 
 
 class TransferFailed(RuntimeError):
-    """``mrc-perf`` did not complete; the message has its exit status and error line."""
+    """A transfer did not complete; the message names the hosts and the agent's error."""
 
 
 @dataclass(frozen=True)
 class TransferSpec:
-    """One ``mrc-perf`` run: from ``source`` to ``destination``, sized by bytes or seconds."""
+    """One perf transfer: from ``source`` to ``destination``, sized by bytes or seconds;
+    what is left None keeps the agent's default (256 EVs, 64 KiB messages, 1 s samples)."""
 
     source: str
     destination: str
@@ -42,62 +49,8 @@ class TransferSpec:
     message_size: int | None = None
     interval_s: float | None = None
 
-    def options(self) -> list[str]:
-        """The ``mrc-perf`` options for what this spec sets (the rest keep their defaults)."""
-        options: list[str] = []
-        for flag, value in (
-            ("--bytes", self.total_bytes),
-            ("--duration", self.duration_s),
-            ("--evs", self.evs),
-            ("--message-size", self.message_size),
-            ("--interval", self.interval_s),
-        ):
-            if value is not None:
-                options += [flag, str(value)]
-        return options
 
-
-class RunningTransfer:
-    """A transfer in progress; :meth:`result` waits for its JSON result."""
-
-    def __init__(self, spec: TransferSpec, argv: list[str]) -> None:
-        self.spec = spec
-        self.process = subprocess.Popen(
-            argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-
-    def result(self, timeout: float) -> dict[str, Any]:
-        """The ``mrc-perf --json`` result; TransferFailed when it failed or ran out of time."""
-        spec = self.spec
-        try:
-            stdout, stderr = self.process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.communicate()
-            raise TransferFailed(
-                f"{spec.source} -> {spec.destination}: no result within {timeout:.0f} s"
-            ) from None
-        if self.process.returncode != 0:
-            reason = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
-            raise TransferFailed(
-                f"{spec.source} -> {spec.destination}: mrc-perf exited with status "
-                f"{self.process.returncode}: {reason}"
-            )
-        try:
-            result = json.loads(stdout)
-        except ValueError:
-            raise TransferFailed(
-                f"{spec.source} -> {spec.destination}: mrc-perf printed no JSON result"
-            ) from None
-        if not isinstance(result, dict):
-            raise TransferFailed(f"{spec.source} -> {spec.destination}: result is not an object")
-        return result
-
-    def cancel(self) -> None:
-        """Stop the transfer now (the run is being torn down)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate()
+ProgressCallback = Callable[[dict[str, Any]], None]
 
 
 class HostAgents:
@@ -139,29 +92,51 @@ class HostAgents:
         """The address a peer reaches ``host``'s agent on (its first NIC's IPv4)."""
         return str(self.topology.host(host).nics[0].ipv4.ip)
 
-    def start_transfer(self, spec: TransferSpec) -> RunningTransfer:
-        """Start ``mrc-perf`` in the source's namespace through its agent."""
+    def transfer(
+        self, spec: TransferSpec, on_progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """Run ``spec`` through the source's agent (its control socket, as ``mrc-perf``
+        does) and return the agent's result; ``on_progress`` gets each interval's sample as
+        it happens. TransferFailed when the agent reports an error."""
         for host in (spec.source, spec.destination):
             if host not in self.agents:
                 raise ValueError(f"no agent runs on {host!r} (hosts: {', '.join(self.agents)})")
         if spec.source == spec.destination:
             raise ValueError(f"a transfer needs two hosts, got {spec.source} twice")
-        argv = [
-            "ip",
-            "netns",
-            "exec",
-            self.netns_of(spec.source),
-            sys.executable,
-            "-m",
-            "agent.cli.perf_main",
-            "--to",
-            self.address_of(spec.destination),
-            "--socket",
-            str(self.socket_of(spec.source)),
-            "--json",
-            *spec.options(),
-        ]
-        return RunningTransfer(spec, argv)
+        where = f"{spec.source} -> {spec.destination}"
+        try:
+            client = connect_to_agent(str(self.socket_of(spec.source)))
+            if client is None:
+                raise TransferFailed(f"{where}: the agent on {spec.source} does not answer")
+            with client:
+                return client.request(
+                    PerfRequest(
+                        to=self.address_of(spec.destination),
+                        total_bytes=spec.total_bytes,
+                        duration=spec.duration_s,
+                        evs=spec.evs,
+                        message_size=spec.message_size,
+                        interval=spec.interval_s,
+                    ),
+                    on_progress,
+                )
+        except AgentError as error:
+            raise TransferFailed(f"{where}: {error}") from None
+
+    def transfer_all(self, specs: Sequence[TransferSpec]) -> list[dict[str, Any] | TransferFailed]:
+        """Run ``specs`` at the same time (one thread each: they only wait on sockets);
+        each one's result, or its failure, in order."""
+
+        def one(spec: TransferSpec) -> dict[str, Any] | TransferFailed:
+            try:
+                return self.transfer(spec)
+            except TransferFailed as failure:
+                return failure
+
+        if not specs:
+            return []
+        with ThreadPoolExecutor(max_workers=len(specs)) as pool:
+            return list(pool.map(one, specs))
 
     def stop(self) -> None:
         """SIGTERM every agent (SIGKILL after the grace period)."""

@@ -4,7 +4,7 @@
     restore l1 s1       bring it back, wait for the controller to see it up
     restart s1          kill -9 a switch, start it empty, wait until the controller reprogrammed it
     mrc h1 h3 [--bytes N] [--duration S] [--evs K]
-                        a transfer through the hosts' agents (mrc-perf), with its summary
+                        a transfer through the hosts' agents (as mrc-perf), progress and summary
     status              the controller's status (links, groups, counters, last failover)
 
 Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``...), except ``link``:
@@ -28,7 +28,7 @@ from mininet.cli import CLI
 from mininet.util import quietRun
 
 from agent.cli.common import parse_size, positive_float, positive_int
-from agent.cli.report import perf_report
+from agent.cli.report import perf_report, progress_line
 from controller.app.status import format_status
 from testbed.agents import TransferSpec
 from testbed.session import Testbed
@@ -145,7 +145,9 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
             if total is None and args.duration is None:
                 total = DEFAULT_MRC_BYTES
             spec = TransferSpec(args.source, args.destination, total, args.duration, evs=args.evs)
-            result = self.testbed.transfer(spec)
+            result = self.testbed.transfer(
+                spec, lambda sample: self.stdout.write(progress_line(sample) + "\n")
+            )
             self.stdout.write(perf_report(result, full_ev_table=False) + "\n")
 
         self._guarded(action)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from testbed.agents import HostAgents, RunningTransfer, TransferSpec
+from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.controller_run import ControllerRun
 from testbed.targets import check_target
 from tools.netns import terminate_on_signals
@@ -29,9 +29,6 @@ from topologies import load_topology
 from topologies.model import LinkId, Topology
 
 log = logging.getLogger(__name__)
-
-#: Longest a transfer may take beyond its own duration before the runner gives up on it.
-TRANSFER_SLACK_S = 120.0
 
 
 class Testbed:
@@ -49,7 +46,6 @@ class Testbed:
         self.network = TestbedNetwork(self.topology)
         self.controller: ControllerRun | None = None
         self.agents: HostAgents | None = None
-        self._transfers: list[RunningTransfer] = []
         #: After :meth:`close`: what the teardown left, as a sentence ("nothing left").
         self.leftovers: str | None = None
 
@@ -93,11 +89,8 @@ class Testbed:
             raise
 
     def close(self) -> str:
-        """Stop transfers, agents, controller, then the network; returns what was left (a
-        sentence; "nothing left" when all went)."""
-        for transfer in self._transfers:
-            transfer.cancel()
-        self._transfers.clear()
+        """Stop the agents (which ends their transfers), the controller, then the network;
+        returns what was left as a sentence ("nothing left" when all went)."""
         if self.agents is not None:
             _logged("stopping the agents", self.agents.stop)
         if self.controller is not None:
@@ -140,20 +133,16 @@ class Testbed:
         """The controller's status snapshot."""
         return self._controller().status()
 
-    def start_transfer(self, spec: TransferSpec) -> RunningTransfer:
-        """Start a transfer through the source host's agent."""
-        transfer = self._agents().start_transfer(spec)
-        self._transfers.append(transfer)
-        return transfer
+    def transfer(
+        self, spec: TransferSpec, on_progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """Run a transfer to completion through the source host's agent; its result (the
+        JSON ``mrc-perf --json`` prints), or TransferFailed."""
+        return self._agents().transfer(spec, on_progress)
 
-    def transfer(self, spec: TransferSpec) -> dict[str, Any]:
-        """Run a transfer to completion; its ``mrc-perf`` JSON result (TransferFailed else)."""
-        running = self.start_transfer(spec)
-        try:
-            return running.result(timeout=(spec.duration_s or 0.0) + TRANSFER_SLACK_S)
-        finally:
-            running.cancel()  # a no-op once it has finished; an interrupted one stops here
-            self._transfers.remove(running)
+    def transfer_all(self, specs: list[TransferSpec]) -> list[dict[str, Any] | TransferFailed]:
+        """Run transfers at the same time; each one's result or failure, in order."""
+        return self._agents().transfer_all(specs)
 
     def _controller(self) -> ControllerRun:
         if self.controller is None:

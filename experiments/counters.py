@@ -1,0 +1,68 @@
+"""Switch counters from the controller's status (``mrc-controller status --json``): which
+uplink a flow uses and how loaded each switch-to-switch link is, both from the next-hop
+(action-profile member) counters.
+
+Counters only grow (a restarted switch aside), so every figure is a difference between two
+snapshots taken around the traffic of interest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topologies.model import Topology
+
+
+def member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
+    """Packets per egress port of ``switch``'s next-hop members (member index -> its port)."""
+    ports = {
+        member["member_index"]: member["port"]
+        for group in status["groups"].get(switch, [])
+        for member in group["members"]
+    }
+    counted = status["counters"].get(switch, {}).get("members", {})
+    packets: dict[int, int] = {}
+    for index, port in ports.items():
+        cell = counted.get(str(index))
+        if cell is not None:
+            packets[port] = packets.get(port, 0) + int(cell["packets"])
+    return packets
+
+
+def busiest_uplink(
+    topology: Topology, switch: str, before: dict[str, Any], after: dict[str, Any]
+) -> tuple[str, int, int]:
+    """The switch-to-switch port of ``switch`` whose members forwarded the most packets
+    between two status snapshots: (peer switch, port, packets)."""
+    start, end = member_packets(before, switch), member_packets(after, switch)
+    peers = _switch_peers(topology, switch)
+    counts = {port: end.get(port, 0) - start.get(port, 0) for port in peers}
+    if not counts:
+        raise ValueError(f"{switch} has no switch-to-switch links")
+    port = max(counts, key=lambda p: counts[p])
+    return peers[port], port, counts[port]
+
+
+def link_loads(topology: Topology, before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+    """Packets each switch-to-switch link carried between two snapshots, both directions,
+    keyed by the link's id: what the next-hop members at its two ends forwarded onto it.
+    Member counters, not port counters: those also count the controller's LLDP probes,
+    which on a slow link would hide the traffic being measured."""
+    loads = {}
+    for link in topology.links:
+        total = 0
+        for end in (link.a, link.b):
+            start = member_packets(before, end.node).get(end.port, 0)
+            total += member_packets(after, end.node).get(end.port, 0) - start
+        loads[str(link.id)] = total
+    return loads
+
+
+def _switch_peers(topology: Topology, switch: str) -> dict[int, str]:
+    peers = {}
+    for link in topology.links:
+        if link.a.node == switch:
+            peers[link.a.port] = link.b.node
+        elif link.b.node == switch:
+            peers[link.b.port] = link.a.node
+    return peers

@@ -1,0 +1,138 @@
+"""What an experiment module provides to the runner, and the runner itself.
+
+An experiment is a set of functions over plain data: the runner brings the network up once,
+calls ``run_mode`` for every seed and mode, then ``summarize``, ``draw`` and ``text``, and
+writes the results directory. Every experiment thereby gets the same teardown, the same
+summary.json skeleton and the same checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.results import MODES, new_result_dir, summary_problems, versions, write_json
+from experiments.topology_variant import Variant, write_variant
+from testbed.session import Testbed
+from topologies import load_topology
+
+log = logging.getLogger(__name__)
+
+RunMode = Callable[[Testbed, Any, str, int], tuple[dict[str, Any], dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment: its defaults and the functions the runner calls."""
+
+    name: str
+    default_topology: str
+    params_type: type
+    variant: Callable[[Any], Variant]
+    run_mode: RunMode
+    summarize: Callable[[dict[str, dict[str, dict[str, Any]]]], dict[str, Any]]
+    draw: Callable[[Path, dict[str, Any], dict[str, Any], Any], list[str]]
+    text: Callable[[dict[str, Any]], list[str]]
+
+
+def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
+    """The experiment's Params with ``settings`` (field name -> text) applied; ValueError for
+    an unknown field or a value of the wrong type."""
+    fields = {f.name: f for f in dataclasses.fields(experiment.params_type)}
+    values: dict[str, Any] = {}
+    for key, text in settings.items():
+        if key not in fields:
+            raise ValueError(
+                f"{experiment.name} has no parameter {key!r}; parameters: {', '.join(fields)}"
+            )
+        default = getattr(experiment.params_type(), key)
+        try:
+            values[key] = _parse_value(default, text)
+        except ValueError:
+            raise ValueError(f"{key}={text!r}: expected a {type(default).__name__}") from None
+    params = experiment.params_type(**values)
+    check = getattr(params, "check", None)
+    if check is not None:
+        check()
+    return params
+
+
+def run_experiment(
+    experiment: Experiment,
+    *,
+    topology_ref: str | None,
+    target: str,
+    seeds: int,
+    params: Any,
+    results_root: Path,
+) -> Path:
+    """Run every seed in every mode on one bring-up; write and return the results directory."""
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, got {seeds}")
+    topology_ref = topology_ref or experiment.default_topology
+    directory = new_result_dir(results_root, experiment.name)
+    topology_file = write_variant(topology_ref, experiment.variant(params), directory)
+    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in MODES}
+    series: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
+    with Testbed.open(str(topology_file), target) as testbed:
+        for seed in range(seeds):
+            for mode in MODES:
+                log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
+                record, samples = experiment.run_mode(testbed, params, mode, seed)
+                runs[mode][str(seed)] = record
+                series[mode][str(seed)] = samples
+    leftovers = testbed.leftovers  # set by the teardown at the end of the block
+    figures = experiment.summarize(runs)
+    transfers = [
+        t for seeds_ in runs.values() for r in seeds_.values() for t in r["transfers"].values()
+    ]
+    summary: dict[str, Any] = {
+        "experiment": experiment.name,
+        "target": target,
+        "topology": {
+            "ref": topology_ref,
+            "name": load_topology(str(topology_file)).name,
+            "file": topology_file.name,
+        },
+        "seeds": seeds,
+        "versions": versions(),
+        "parameters": dataclasses.asdict(params),
+        "runs": runs,
+        "figures": figures,
+        "invariants": {
+            "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
+            "all_completed": all(t["completed"] for t in transfers),
+        },
+        "teardown": leftovers,
+    }
+    write_json(directory / "timeseries.json", series)
+    summary["pngs"] = experiment.draw(directory, runs, series, params)
+    write_json(directory / "summary.json", summary)
+    problems = summary_problems(json.loads((directory / "summary.json").read_text()), seeds)
+    lines = [
+        f"{experiment.name} on {topology_ref} ({target}), {seeds} seed(s); "
+        f"commit {summary['versions']['project_commit']}",
+        *experiment.text(figures),
+        f"invariants: bytes lost {summary['invariants']['bytes_lost']}, every transfer "
+        f"completed: {'yes' if summary['invariants']['all_completed'] else 'NO'}",
+        *(f"ILL-FORMED: {problem}" for problem in problems),
+    ]
+    (directory / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory
+
+
+def _parse_value(default: Any, text: str) -> Any:
+    """``text`` as the type of ``default`` (bool accepts true/false, yes/no, on/off, 1/0)."""
+    if isinstance(default, bool):
+        lowered = text.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(text)
+    return type(default)(text)

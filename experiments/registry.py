@@ -1,0 +1,10 @@
+"""The experiments ``make experiment NAME=...`` knows, by name."""
+
+from __future__ import annotations
+
+from experiments import failover
+from experiments.experiment import Experiment
+
+EXPERIMENTS: dict[str, Experiment] = {
+    experiment.name: experiment for experiment in (failover.EXPERIMENT,)
+}

@@ -1,0 +1,110 @@
+"""The results directory of an experiment run and what it must hold.
+
+``results/<name>-<timestamp>/`` gets ``summary.json`` (the figures a reader compares),
+``timeseries.json`` (the raw samples the figures are drawn from), ``summary.txt`` (the summary
+for a terminal), PNG figures and ``topology.yaml`` (the network measured). ``summary.json``
+always names the experiment, target, topology, seeds and the versions of everything that
+shapes a result, so a number can be traced to the code and tools that produced it;
+:func:`summary_problems` is the check the tests (and a reader's scripts) apply.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from tools.toolchain import P4C, SIMPLE_SWITCH_GRPC, find_tool, tool_version
+
+REPO = Path(__file__).resolve().parents[1]
+MODES = ("mrc", "single")
+#: Per-transfer fields every mode and seed must report.
+TRANSFER_FIELDS = (
+    "bytes_sent",
+    "bytes_delivered",
+    "bytes_lost",
+    "completed",
+    "goodput_bps",
+    "retransmits",
+)
+
+
+def new_result_dir(root: Path, name: str) -> Path:
+    """A fresh ``<root>/<name>-<YYYYmmdd-HHMMSS>`` (a suffix when two start in one second)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for attempt in range(100):
+        path = root / (f"{name}-{stamp}" if attempt == 0 else f"{name}-{stamp}-{attempt}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"cannot create a results directory for {name} under {root}")
+
+
+def versions() -> dict[str, str]:
+    """The project commit (``+dirty`` with local changes), p4c, BMv2 and the kernel."""
+    return {
+        "project_commit": _git_commit(),
+        "p4c": _tool_version(P4C) or _compiled_with(),
+        "bmv2": _tool_version(SIMPLE_SWITCH_GRPC) or "not found",
+        "kernel": platform.release(),
+    }
+
+
+def _git_commit() -> str:
+    def git(*args: str) -> str:
+        proc = subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30, check=False
+        )
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _tool_version(spec: Any) -> str:
+    path = find_tool(spec)
+    return tool_version(spec, path) if path else ""
+
+
+def _compiled_with() -> str:
+    """Without p4c here: the version that compiled the committed artifacts."""
+    recorded = REPO / "p4src" / "build" / "p4c-version.txt"
+    if recorded.is_file():
+        return f"{recorded.read_text().strip()} (compiled the committed p4src/build)"
+    return "not found"
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
+    """What makes ``summary`` ill-formed (empty when it is well-formed)."""
+    problems = [
+        f"missing {key!r}"
+        for key in ("experiment", "target", "topology", "seeds", "versions", "runs", "figures")
+        if key not in summary
+    ]
+    if problems:
+        return problems
+    for key in ("project_commit", "p4c", "bmv2", "kernel"):
+        if not summary["versions"].get(key):
+            problems.append(f"versions lacks {key!r}")
+    if summary["seeds"] != seeds:
+        problems.append(f"seeds is {summary['seeds']}, expected {seeds}")
+    for mode in MODES:
+        runs = summary["runs"].get(mode)
+        if not isinstance(runs, dict) or sorted(runs) != [str(s) for s in range(seeds)]:
+            problems.append(f"runs[{mode!r}] does not hold seeds 0..{seeds - 1}")
+            continue
+        for seed, run in runs.items():
+            for transfer_name, transfer in run["transfers"].items():
+                missing = [field for field in TRANSFER_FIELDS if field not in transfer]
+                if missing:
+                    problems.append(f"{mode}/{seed}/{transfer_name} lacks {missing}")
+    return problems

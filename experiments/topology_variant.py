@@ -1,0 +1,52 @@
+"""The topology an experiment runs on: the user's choice (a preset or a file) with the
+settings the experiment needs written into a copy in the results directory.
+
+The copy is what the controller programs (queue rates reach BMv2 through it) and what the
+summary records, so a result always names the exact network it was measured on. Service
+ports and names stay as the user's file has them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topologies import load_topology
+from topologies.presets import PRESETS
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Changes to a topology's settings; None leaves a setting as the file has it."""
+
+    #: Egress queue rate (packets/s) of every switch-to-switch link; host links keep theirs.
+    fabric_rate_pps: int | None = None
+    #: LLDP probe interval: every probe costs BMv2 forwarding time that traffic then lacks.
+    lldp_interval_ms: int | None = None
+
+
+def source_document(topology_ref: str) -> dict[str, Any]:
+    """The YAML document of a preset name or a file path."""
+    path = PRESETS[topology_ref].path if topology_ref in PRESETS else Path(topology_ref)
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(document, dict):
+        raise ValueError(f"{topology_ref}: not a topology document")
+    return document
+
+
+def write_variant(topology_ref: str, variant: Variant, directory: Path) -> Path:
+    """Write the changed topology to ``directory/topology.yaml`` (validated by loading it)."""
+    document = source_document(topology_ref)
+    settings = document.setdefault("settings", {})
+    if variant.lldp_interval_ms is not None:
+        settings.setdefault("lldp", {})["interval_ms"] = variant.lldp_interval_ms
+    if variant.fabric_rate_pps is not None:
+        for link in document.get("links", []):
+            link["queue_rate_pps"] = variant.fabric_rate_pps
+    path = directory / "topology.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    load_topology(str(path))  # a variant the validator refuses fails here, before bring-up
+    return path
