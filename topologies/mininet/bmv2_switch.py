@@ -14,6 +14,7 @@ command, say) must not kill the switches; teardown ends them explicitly.
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import socket
 import subprocess
@@ -24,12 +25,14 @@ from typing import IO, Any
 
 from mininet.node import Switch
 
-from tools.bmv2 import Bmv2Options, bmv2_command
+from tools.bmv2 import Bmv2Options, bmv2_command, thrift_cli
 
 #: How long a stopping BMv2 gets after SIGTERM before SIGKILL.
 STOP_GRACE_S = 3.0
 #: How much of BMv2's own output an error message quotes.
 LOG_TAIL_BYTES = 2000
+#: One port line of ``simple_switch_CLI``'s ``show_ports``: number, interface, status.
+_SHOW_PORTS_LINE = re.compile(r"^\s*(\d+)\s+(\S+)\s+(UP|DOWN)\b", re.MULTILINE)
 
 
 class SwitchStartError(RuntimeError):
@@ -151,6 +154,15 @@ class Bmv2Switch(Switch):  # type: ignore[misc]  # Mininet has no type hints
         assert self.process is not None
         return self.process.pid
 
+    def port_status(self) -> dict[int, bool]:
+        """BMv2's own view of each port's link (True: up), over Thrift.
+
+        BMv2 polls link state (every 200 ms) and only then tells PI, whose watch-port enforcer
+        updates the groups: after a cut or a restore this is the state to wait for before
+        reprogramming groups, or before expecting ``watch_port`` to have acted.
+        """
+        return parse_show_ports(thrift_cli(["show_ports"], self.bmv2.thrift_port))
+
     def _close_output(self) -> None:
         if self._output is not None:
             self._output.close()
@@ -164,6 +176,11 @@ class Bmv2Switch(Switch):  # type: ignore[misc]  # Mininet has no type hints
                 return output.read().decode(errors="replace")
         except OSError as error:
             return f"(unreadable: {error})"
+
+
+def parse_show_ports(text: str) -> dict[int, bool]:
+    """Port number to link up, from the output of ``simple_switch_CLI``'s ``show_ports``."""
+    return {int(port): status == "UP" for port, _, status in _SHOW_PORTS_LINE.findall(text)}
 
 
 def _accepts(host: str, port: int) -> bool:

@@ -212,6 +212,16 @@ class TestbedNetwork:
         self._cut.discard(link_id)
         return link_id
 
+    def link_state(self, a: str, b: str) -> dict[str, bool]:
+        """Whether each switch end of the link between ``a`` and ``b`` is up, as its BMv2 sees
+        it (hosts have no entry): what a cut or restore has reached so far."""
+        link = find_link(self.topology, a, b)
+        return {
+            end.node: self.switch(end.node).port_status().get(end.port, False)
+            for end in (link.a, link.b)
+            if not self.topology.is_host(end.node)
+        }
+
     def restart_switch(self, name: str) -> int:
         """kill -9 the switch's BMv2 and start it again with the same options; returns the new
         pid once it serves again. It comes back empty: its controller reprograms it."""

@@ -13,6 +13,10 @@ Two BMv2/PI behaviours measured here shape how it is used:
   ``simple_switch_grpc`` (SIGFPE, exit status -8). The intent gives every spine a one-member
   group per leaf and every leaf a one-member group per host, so after a cut the tests install
   the intent for the new link state before sending anything that could reach such a group;
+* reprogramming groups right after a cut, before BMv2 has polled the link down and PI's
+  watch-port enforcer has acted, now and then also ended with the spine on the cut link dead
+  (SIGFPE) on a loaded machine; the tests wait for BMv2 to report the port down first
+  (``TestbedNetwork.link_state``);
 * removing a member from a group that carries ``watch_port`` fails in PI (see
   :func:`shrink_steps`).
 """

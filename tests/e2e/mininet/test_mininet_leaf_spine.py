@@ -63,7 +63,27 @@ def _assert_all_reach_all(network, wait: float = REACH_TIMEOUT_S) -> None:
         lambda: ping_all(network), lambda rs: all(r.lossless for r in rs), timeout=wait
     )
     lossy = [str(result) for result in results if not result.lossless]
-    assert not lossy, f"lost pings: {lossy}"
+    assert not lossy, f"lost pings: {lossy}; {_switch_exits(network)}"
+
+
+def _wait_link(network, a: str, b: str, up: bool) -> None:
+    """Wait until the BMv2s at both switch ends see the link up (or down)."""
+    state = eventually(
+        lambda: network.link_state(a, b),
+        lambda ends: all(is_up == up for is_up in ends.values()),
+        timeout=LINK_STATE_TIMEOUT_S,
+    )
+    assert all(is_up == up for is_up in state.values()), f"{a}-{b}: {state}"
+
+
+def _switch_exits(network) -> str:
+    """Which BMv2s are no longer running (a lost ping is often a crashed switch)."""
+    exits = {
+        switch.name: switch.process.poll()
+        for switch in network.mininet.switches
+        if switch.process.poll() is not None
+    }
+    return f"switches exited (status): {exits}" if exits else "every switch runs"
 
 
 def _link_flags(netns: str | None, ifname: str) -> set[str]:
@@ -137,11 +157,13 @@ def test_a_spine_link_cut_only_takes_the_patch_ends_down(network, fabric):
             assert {"UP", "NO-CARRIER"} <= switch_side
             assert "UP" not in _link_flags(network.wiring.patch_panel_netns, end.panel_ifname)
         assert network.cut_links == {link_id}
+        _wait_link(network, "l1", "s2", up=False)
     finally:
         network.restore("l1", "s2")
     for end in patch.ends:
         assert {"UP", "LOWER_UP"} <= _link_flags(None, end.switch_ifname)
     assert network.cut_links == frozenset()
+    _wait_link(network, "l1", "s2", up=True)
 
 
 def test_watch_port_moves_a_flow_off_a_cut_spine_link_without_any_controller(network, fabric):
@@ -179,25 +201,36 @@ def test_watch_port_moves_a_flow_off_a_cut_spine_link_without_any_controller(net
         before, after = counts
         return after[used[0].member_index] == before[used[0].member_index]
 
+    def back_on_it(counts: tuple[dict[int, int], dict[int, int]]) -> bool:
+        before, after = counts
+        return after[used[0].member_index] - before[used[0].member_index] >= 5
+
     network.cut("l1", spine)
     try:
+        _wait_link(network, "l1", spine, up=False)
         before, after = eventually(traffic_moved, off_the_cut_member, LINK_STATE_TIMEOUT_S)
     finally:
         network.restore("l1", spine)
+        _wait_link(network, "l1", spine, up=True)
     assert after[used[0].member_index] == before[used[0].member_index]
     moved = sum(after[i] - before[i] for i in after if i != used[0].member_index)
     assert moved >= 5
+    # Restored, the member is active again and the flow hashes back onto it.
+    assert back_on_it(eventually(traffic_moved, back_on_it, LINK_STATE_TIMEOUT_S))
 
 
 def test_every_host_reaches_every_other_once_the_groups_follow_a_spine_link_cut(network, fabric):
     link_id = network.cut("l2", "s3")
     try:
+        # Reprogram once BMv2 has seen the cut: see fabric_program on the race otherwise.
+        _wait_link(network, "l2", "s3", up=False)
         fabric.program(down={link_id})
         _assert_all_reach_all(network)
     finally:
         network.restore("l2", "s3")
+        _wait_link(network, "l2", "s3", up=True)
         fabric.program()
-    _assert_all_reach_all(network, wait=LINK_STATE_TIMEOUT_S)
+    _assert_all_reach_all(network)
 
 
 def test_a_cut_host_link_is_unreachable_and_forwards_again_once_restored(network, fabric):
@@ -208,10 +241,12 @@ def test_a_cut_host_link_is_unreachable_and_forwards_again_once_restored(network
             None, network.wiring.nic_for(link_id).switch_ifname
         )
         # What the controller does on the cut, before any packet meets the dead port.
+        _wait_link(network, "h4", "l2", up=False)
         fabric.program(down={link_id})
         assert ping(network, "h1", "h4", count=2).received == 0
     finally:
         network.restore("h4", "l2")
+        _wait_link(network, "h4", "l2", up=True)
         fabric.program()
     for family in (4, 6):
         for source, target in (("h1", "h4"), ("h4", "h2")):
