@@ -236,14 +236,14 @@ def decode(
     body = memoryview(datagram)[:-ICRC_LEN]
     (carried,) = _ICRC.unpack_from(datagram, size - ICRC_LEN)
     if opcode in _DATA_OPCODE_SET:
-        headers = data_header_struct(opcode, bool(datagram[8] & BTH_FLAG_TS)).size
-        if len(body) < headers:
+        layout = data_header_struct(opcode, bool(datagram[8] & BTH_FLAG_TS))
+        if len(body) < layout.size:
             raise DecodeError(
                 DropReason.TRUNCATED,
-                f"opcode {opcode:#x}: {len(body)} bytes, headers need {headers}",
+                f"opcode {opcode:#x}: {len(body)} bytes, headers need {layout.size}",
             )
         _check_icrc(body, carried, ip, src_port, dst_port)
-        return _decode_data(datagram, opcode, trimmed=False)
+        return _decode_data(datagram, opcode, trimmed=False, layout=layout)
     decoder = _CONTROL_DECODERS.get(opcode)
     if decoder is None:
         raise DecodeError(DropReason.UNKNOWN_OPCODE, f"opcode {opcode:#x}")
@@ -262,10 +262,14 @@ def _check_icrc(
         raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
 
 
-def _decode_data(datagram: bytes, opcode: int, *, trimmed: bool) -> DataPacket | TrimmedDataHeader:
+def _decode_data(
+    datagram: bytes, opcode: int, *, trimmed: bool, layout: struct.Struct | None = None
+) -> DataPacket | TrimmedDataHeader:
+    """``layout``: the header struct when the caller already looked it up."""
     flags = datagram[8]
     timestamped = bool(flags & BTH_FLAG_TS)
-    layout = data_header_struct(opcode, timestamped)
+    if layout is None:
+        layout = data_header_struct(opcode, timestamped)
     end = len(datagram) if trimmed else len(datagram) - ICRC_LEN
     if end < layout.size:
         raise DecodeError(

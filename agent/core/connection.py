@@ -281,14 +281,9 @@ class Connection:
     ) -> OutgoingDatagram:
         ip = self._paths[plane]
         src_port = ev >> 16
+        # Positional: one per packet sent (payload, ip, plane, src_port, flow_label, dscp, ecn).
         return OutgoingDatagram(
-            payload=encode(packet, ip, src_port),
-            ip=ip,
-            plane=plane,
-            src_port=src_port,
-            flow_label=ev & 0xFFFF,
-            dscp=dscp,
-            ecn=ecn,
+            encode(packet, ip, src_port), ip, plane, src_port, ev & 0xFFFF, dscp, ecn
         )
 
     def _run_probes(self, now: float, out: list[OutgoingDatagram]) -> None:

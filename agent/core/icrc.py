@@ -23,11 +23,11 @@ _UDP_HEADER_LEN = 8
 _IPV4_HEADER_LEN = 20
 _BTH_RESERVED_OFFSET = 4
 _ONES_8 = b"\xff" * 8
-_ONE = b"\xff"
-# pseudo-LRH, IPv4 header (masked), UDP header (checksum masked)
-_V4_PSEUDO = struct.Struct(">8sBBHHHBBH4s4sHHHH")
-# pseudo-LRH, IPv6 header (traffic class, flow label, hop limit masked), UDP header
-_V6_PSEUDO = struct.Struct(">8sIHBB16s16sHHHH")
+# pseudo-LRH, IPv4 header (masked), UDP header (checksum masked), BTH bytes 0-4 (4 masked):
+# one pack and two crc32 calls per packet, the ICRC runs on every packet sent and received.
+_V4_PSEUDO = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
+# pseudo-LRH, IPv6 header (traffic class, flow label, hop limit masked), UDP header, BTH 0-4
+_V6_PSEUDO = struct.Struct(">8sIHBB16s16sHHHH4sB")
 _V6_FIRST_WORD = 0x6FFFFFFF
 _ICRC = struct.Struct("<I")
 
@@ -35,9 +35,15 @@ _ICRC = struct.Struct("<I")
 def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: int) -> int:
     """The ICRC of MRC packet ``mrc`` (BTH onwards, *without* its 4-byte ICRC trailer).
 
+    Raises ``ValueError`` for fewer than 5 bytes (callers check for a whole BTH first).
+
     ``ip``, ``src_port`` and ``dst_port`` are the headers the packet travels (or travelled) in.
     """
     udp_length = _UDP_HEADER_LEN + len(mrc) + ICRC_LEN
+    view = memoryview(mrc)
+    if len(view) <= _BTH_RESERVED_OFFSET:
+        raise ValueError(f"{len(view)} bytes: an MRC packet starts with a 12-byte BTH")
+    bth_start = bytes(view[:_BTH_RESERVED_OFFSET])
     if len(ip.src) == 4:
         pseudo = _V4_PSEUDO.pack(
             _ONES_8,
@@ -55,6 +61,8 @@ def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port
             dst_port,
             udp_length,
             0xFFFF,
+            bth_start,
+            0xFF,
         )
     else:
         pseudo = _V6_PSEUDO.pack(
@@ -69,12 +77,10 @@ def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port
             dst_port,
             udp_length,
             0xFFFF,
+            bth_start,
+            0xFF,
         )
-    view = memoryview(mrc)
-    crc = zlib.crc32(pseudo)
-    crc = zlib.crc32(view[:_BTH_RESERVED_OFFSET], crc)
-    crc = zlib.crc32(_ONE, crc)
-    return zlib.crc32(view[_BTH_RESERVED_OFFSET + 1 :], crc)
+    return zlib.crc32(view[_BTH_RESERVED_OFFSET + 1 :], zlib.crc32(pseudo))
 
 
 def icrc_bytes(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: int) -> bytes:
@@ -84,7 +90,7 @@ def icrc_bytes(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: 
 
 def icrc_valid(datagram: bytes, ip: IpContext, src_port: int, dst_port: int) -> bool:
     """Whether the last 4 bytes of the UDP payload ``datagram`` are its correct ICRC."""
-    if len(datagram) < ICRC_LEN:
+    if len(datagram) < ICRC_LEN + _BTH_RESERVED_OFFSET + 1:
         return False
     body = memoryview(datagram)[:-ICRC_LEN]
     (carried,) = _ICRC.unpack_from(datagram, len(datagram) - ICRC_LEN)

@@ -79,12 +79,15 @@ class MemoryTable:
 
     def write(self, rkey: int, va: int, data: bytes) -> DropReason | None:
         """Place ``data`` at ``va``; returns the refusal reason instead when it is not allowed."""
-        refusal = self.check(rkey, va, len(data))
-        if refusal is not None:
-            return refusal
-        region = self._regions[rkey]
+        # ``check`` inlined: this runs for every data packet received.
+        region = self._regions.get(rkey)
+        if region is None:
+            return DropReason.BAD_RKEY
         start = va - region.va
-        region.buffer[start : start + len(data)] = data
+        end = start + len(data)
+        if start < 0 or end > len(region.buffer):
+            return DropReason.OUT_OF_BOUNDS
+        region.buffer[start:end] = data
         return None
 
     def read(self, rkey: int, va: int, length: int) -> bytes:

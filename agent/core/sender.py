@@ -37,8 +37,9 @@ from agent.core.packets import AckPacket, DataPacket, NackPacket, ReliabilityPro
 from agent.core.psn import MSN_MASK, PSN_MASK, psn_diff
 from agent.core.rtt import RttEstimator
 from agent.core.stats import ConnectionCounters, RetransmitCause
-from agent.wire.constants import AethSyndrome, NackReason, Opcode, SackSkipMode
+from agent.wire.constants import IMM_OPCODES, AethSyndrome, NackReason, Opcode, SackSkipMode
 
+_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
 _MAX_MESSAGE = 0xFFFFFFFF  # RETH dma_length is 32 bits
 _MAX_VA = (1 << 64) - 1
 _US = 1_000_000
@@ -306,23 +307,25 @@ class Sender:
     def _build(self, rec: SentPacket, retransmit: bool) -> DataPacket:
         message = rec.message
         opcode = rec.opcode
-        immediate = (
-            message.immediate if opcode in (Opcode.WRITE_ONLY_IMM, Opcode.WRITE_LAST_IMM) else None
-        )
+        immediate = message.immediate if opcode in _IMM_OPCODE_SET else None
+        offset = rec.offset
+        end = offset + rec.length
+        # Positional: this runs for every packet sent, and keyword calls cost more.
         return DataPacket(
-            opcode=opcode,
-            dest_qp=self._remote_qp,
-            psn=rec.psn,
-            msn=message.msn,
-            rqmsn=self._rqmsn(),
-            va=message.remote_va + rec.offset,
-            rkey=message.rkey,
-            dma_length=message.length,
-            payload=bytes(message.data[rec.offset : rec.offset + rec.length]),
-            immediate=immediate,
-            tx_timestamp=rec.ts16,
-            ack_req=rec.offset + rec.length >= message.length,
-            retransmit=retransmit,
+            opcode,
+            self._remote_qp,
+            rec.psn,
+            message.msn,
+            self._rqmsn(),
+            message.remote_va + offset,
+            message.rkey,
+            message.length,
+            bytes(message.data[offset:end]),
+            immediate,
+            rec.ts16,
+            0,
+            end >= message.length,
+            retransmit,
         )
 
     def _rqmsn(self) -> int:

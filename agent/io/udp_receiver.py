@@ -44,6 +44,9 @@ MAX_DATAGRAM = 9216
 RECEIVE_BUFFER_BYTES = 16 << 20
 _CMSG_SPACE = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(20) + socket.CMSG_SPACE(4) + 64
 _IPPROTO_IP = socket.IPPROTO_IP
+#: A plain int: ``socket.MSG_TRUNC`` is an IntFlag, and ``&`` on it costs an enum call per
+#: datagram.
+_MSG_TRUNC = int(socket.MSG_TRUNC)
 _IPPROTO_IPV6 = socket.IPPROTO_IPV6
 
 
@@ -121,7 +124,7 @@ class UdpReceiver:
                 self._drop(errno.errorcode.get(exc.errno or 0, str(exc)))
                 break
             count += 1
-            if flags & socket.MSG_TRUNC:
+            if flags & _MSG_TRUNC:
                 self._drop("longer than MAX_DATAGRAM")
                 continue
             source = address[0]
