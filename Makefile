@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := mininet iproute2 ethtool tcpdump tshark iperf3 tcpreplay nftables \
-	python3-venv python3-pip python3-thrift util-linux procps
+	python3-venv python3-pip python3-thrift util-linux procps iputils-ping
 # Root is needed for namespaces, veths and BMv2 interfaces; the toolchain overrides travel along.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
 P4C ?= $(shell command -v p4c 2>/dev/null)
