@@ -112,8 +112,9 @@ def _check_u24(name: str, value: int) -> None:
 
 
 def _encode_data_headers(p: DataPacket | TrimmedDataHeader) -> bytes:
-    _check_u24("dest_qp", p.dest_qp)
-    _check_u24("psn", p.psn)
+    if not (0 <= p.dest_qp <= _U24 and 0 <= p.psn <= _U24):  # inlined: once per packet
+        _check_u24("dest_qp", p.dest_qp)
+        _check_u24("psn", p.psn)
     if p.opcode not in _DATA_OPCODE_SET:
         raise ValueError(f"opcode {p.opcode:#x} is not an MRC data opcode")
     has_imm = p.opcode in _IMM_OPCODE_SET
@@ -193,6 +194,9 @@ def encode(packet: Packet, ip: IpContext, src_port: int, dst_port: int = ROCEV2_
 
     A ``TrimmedDataHeader`` encodes to the header bytes alone, as a switch forwards it.
     """
+    if type(packet) is DataPacket:  # the data path: one call less per packet sent
+        body = _encode_data_headers(packet) + packet.payload
+        return body + _ICRC.pack(compute_icrc(body, ip, src_port, dst_port))
     body = encode_body(packet)
     if type(packet) is TrimmedDataHeader:
         return body

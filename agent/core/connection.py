@@ -161,12 +161,11 @@ class Connection:
             return DropReason.WRONG_SOURCE
         self._last_heard = now
         if isinstance(packet, DataPacket):
-            result = self.receiver.on_data(
-                packet, datagram.ev, datagram.ecn == ECN_CE, self._scratch
-            )
+            ev = ((datagram.src_port & 0xFFFF) << 16) | (datagram.flow_label & 0xFFFF)
+            result = self.receiver.on_data(packet, ev, datagram.ecn == ECN_CE, self._scratch)
             self._sack_plane = plane
             if self._scratch:
-                self._queue_replies(plane, datagram.ev)
+                self._queue_replies(plane, ev)
             return result
         if isinstance(packet, SackPacket):
             return self.sender.on_sack(packet, now)

@@ -57,6 +57,7 @@ from agent.wire.constants import (
 _BITMAP_BITS = 64
 _BITMAP_MASK = (1 << _BITMAP_BITS) - 1
 _MAX_OFFSET = 0x7FFF
+_PSN_HALF = 1 << 23
 _U24 = 0xFFFFFF
 _ONLY_OPCODES = frozenset({Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM})
 _IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
@@ -142,7 +143,13 @@ class Receiver:
         elif assembly.length != length or assembly.rkey != packet.rkey:
             return DropReason.BAD_FIELD
         # The PSN is consumed from here on, whether the bytes are placed or refused.
-        self._mark(offset)
+        mask = self._mask | (1 << offset)
+        if offset == 0:  # cack moves over the run of arrived PSNs it now heads
+            inverted = ~mask
+            run = (inverted & -inverted).bit_length() - 1  # trailing ones
+            mask >>= run
+            self.cack = (self.cack + run) & PSN_MASK
+        self._mask = mask
         if ce:
             counters.ecn_marks_received += 1
         refusal = self._memory.write(packet.rkey, packet.va, payload) if size else None
@@ -169,11 +176,12 @@ class Receiver:
         if self._unanswered:
             low = self._unanswered_low
             high = self._unanswered_high
-            if psn_diff(psn, low) < 0:
-                low = psn
-            elif psn_diff(psn, high) > 0:
+            # psn_diff inlined (once per packet): ahead of high, or behind low, mod 2**24.
+            if 0 < (psn - high) & PSN_MASK < _PSN_HALF:
                 high = psn
-            if ce or psn_diff(high, low) >= _BITMAP_BITS:
+            elif 0 < (low - psn) & PSN_MASK < _PSN_HALF:
+                low = psn
+            if ce or (high - low) & PSN_MASK >= _BITMAP_BITS:
                 self.flush_sack(replies)
                 low = high = psn
         else:
@@ -271,15 +279,6 @@ class Receiver:
         if syndrome is not None:
             replies.append(AckPacket(self._remote_qp, self.cack, syndrome, packet.msn))
         return None
-
-    def _mark(self, offset: int) -> None:
-        mask = self._mask | (1 << offset)
-        if offset == 0:
-            inverted = ~mask
-            run = (inverted & -inverted).bit_length() - 1  # trailing ones
-            mask >>= run
-            self.cack = (self.cack + run) & PSN_MASK
-        self._mask = mask
 
     def _sack(
         self, psn: int, top: int, ev: int, ce: bool, timestamp: int, probe: bool
