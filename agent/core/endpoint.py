@@ -9,6 +9,11 @@ time and I/O and drives it with four calls::
     endpoint.datagrams_to_send(now)            # after either of the above: send them all
     endpoint.next_event()                      # until None: completions, failures
 
+Data packets received between two ``datagrams_to_send`` calls are answered by one SACK
+(``MrcConfig.sack_coalesce_max`` bounds how many), so a caller that hands over a batch of
+datagrams before asking for output gets one SACK per batch, and one that asks after every
+datagram gets one per packet.
+
 Input is never trusted: a datagram that is malformed, fails its ICRC, names an unknown QP, comes
 from the wrong address, lies outside the PSN window or writes where it may not is dropped and
 counted in ``stats.drops``; none of these raise.
