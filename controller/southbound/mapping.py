@@ -3,12 +3,14 @@
 The one place that knows how intent concepts become P4 state:
 
 * a member is an action-profile member running ``routing_hashed`` (port, MACs, counter index);
-* a group is an action-profile group (``watch_port`` on every member of a multi-member group, so
-  BMv2 drops a member as soon as its port's carrier goes) plus the ``next.hashed`` entry that
-  selects it by next-hop id (a route's ``next_id`` is its group's id). A one-member group gets no
-  ``watch_port``: BMv2 1.15 dies with SIGFPE when a packet hits a group whose every member is
-  down (its selector divides by the number of live members), and there is no other member to
-  fail over to anyway; the packet is dropped at the dead port until the controller reroutes;
+* a group is an action-profile group (``watch_port`` on every member, so BMv2 drops a member as
+  soon as its port's carrier goes) plus the ``next.hashed`` entry that selects it by next-hop id
+  (a route's ``next_id`` is its group's id). Known hazard: BMv2 1.15 dies (SIGFPE) when a packet
+  hits a group whose every member is down, e.g. a spine's one-member group toward a leaf whose
+  link was cut. The controller's LLDP detection (tens of ms) normally reprograms the fabric before
+  BMv2's 200 ms link poll deactivates the member. Leaving one-member groups unwatched avoids the
+  crash but makes PI refuse the later regrowth to a watched group ("WatchPortEnforcer: error
+  when activating member"), so every member stays watched;
 * a route is an LPM entry setting that next-hop id;
 * a port is a ``trim_config`` entry and a ``port_ecn`` entry (thresholds, or marking off
   toward hosts); queue depth and rate are not P4 state (:mod:`controller.southbound.queues`);
@@ -66,14 +68,11 @@ def member_record(member: NextHopMember) -> MemberRecord:
 
 def group_records(group: NextHopGroup) -> tuple[GroupRecord, TableEntryRecord]:
     """The action-profile group of a next-hop group, and the entry that selects it."""
-    watched = len(group.members) > 1
     record = GroupRecord.of(
         p4.HASHED_SELECTOR,
         group.group_id,
         (
-            GroupMemberRef(
-                p4.member_id(member.member_index), 1, member.watch_port if watched else None
-            )
+            GroupMemberRef(p4.member_id(member.member_index), 1, member.watch_port)
             for member in group.members
         ),
     )

@@ -72,6 +72,12 @@ def test_a_cut_link_is_detected_and_routed_around_then_restored(
         pair_network.restore("l1:3", "l2:3")
     controller.events.wait_for("link_up", 10, after=start)
     wait_until(lambda: _holds_intent(pair_topology), 10, "groups restored after the link")
+    # The failover is recorded once every switch acknowledged its writes, which can be a moment
+    # after the groups read back restored: wait for the record, not for the state.
+    restored = controller.events.wait_for(
+        "failover", 10, lambda e: e["trigger"] == [f"{cut} up"], start
+    )
+    assert restored["complete"]
     status = controller.status()
     assert status["last_failover"]["trigger"] == [f"{cut} up"]
     _no_write_failed(controller)

@@ -81,15 +81,6 @@ def test_the_group_toward_the_far_leaf_spreads_over_every_spine_and_watches_each
     ]
 
 
-def test_a_one_member_group_watches_no_port(l1_records):
-    """BMv2 dies (SIGFPE) when a packet hits a group whose every member is down; a group with a
-    single member has nowhere to fail over to, so it must never be able to reach that state."""
-    groups = {r.group_id: r for r in l1_records.values() if isinstance(r, GroupRecord)}
-    host_groups = [g for g in groups.values() if len(g.members) == 1]
-    assert len(host_groups) == 2, "one single-member group per local host"
-    assert all(m.watch_port is None for g in host_groups for m in g.members)
-
-
 def test_each_group_is_selected_by_its_next_hop_id(l1_records):
     selectors = _of_table(l1_records, p4.NEXT_HASHED)
     assert sorted((dict(s.match)["next_id"], s.group_id) for s in selectors) == [
