@@ -13,14 +13,24 @@ from typing import Any
 from topologies.model import Topology
 
 
+class CountersUnavailable(LookupError):
+    """The controller could not read a switch's counters for this snapshot (it reports an
+    error instead, e.g. a read that timed out on a loaded machine)."""
+
+
 def member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
-    """Packets per egress port of ``switch``'s next-hop members (member index -> its port)."""
+    """Packets per egress port of ``switch``'s next-hop members (member index -> its port);
+    CountersUnavailable when the snapshot has none for ``switch``."""
+    switch_counters = status["counters"].get(switch)
+    if not isinstance(switch_counters, dict) or "members" not in switch_counters:
+        reason = (switch_counters or {}).get("error", "not read")
+        raise CountersUnavailable(f"{switch}: counters unavailable ({reason})")
     ports = {
         member["member_index"]: member["port"]
         for group in status["groups"].get(switch, [])
         for member in group["members"]
     }
-    counted = status["counters"].get(switch, {}).get("members", {})
+    counted = switch_counters["members"]
     packets: dict[int, int] = {}
     for index, port in ports.items():
         cell = counted.get(str(index))
@@ -43,17 +53,27 @@ def busiest_uplink(
     return peers[port], port, counts[port]
 
 
-def link_loads(topology: Topology, before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+def link_loads(
+    topology: Topology, before: dict[str, Any], after: dict[str, Any]
+) -> dict[str, int | None]:
     """Packets each switch-to-switch link carried between two snapshots, both directions,
-    keyed by the link's id: what the next-hop members at its two ends forwarded onto it.
-    Member counters, not port counters: those also count the controller's LLDP probes,
-    which on a slow link would hide the traffic being measured."""
-    loads = {}
+    keyed by the link's id (None where an end's counters could not be read): what the
+    next-hop members at its two ends forwarded onto it. Member counters, not port counters:
+    those also count the controller's LLDP probes, which on a slow link would hide the
+    traffic being measured. Members count at ingress, so packets a full queue then drops
+    are included: this is the load offered to the link."""
+    loads: dict[str, int | None] = {}
     for link in topology.links:
-        total = 0
+        total: int | None = 0
         for end in (link.a, link.b):
-            start = member_packets(before, end.node).get(end.port, 0)
-            total += member_packets(after, end.node).get(end.port, 0) - start
+            try:
+                start = member_packets(before, end.node).get(end.port, 0)
+                stop = member_packets(after, end.node).get(end.port, 0)
+            except CountersUnavailable:
+                total = None
+                break
+            assert total is not None
+            total += stop - start
         loads[str(link.id)] = total
     return loads
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ class Experiment:
     summarize: Callable[[dict[str, dict[str, dict[str, Any]]]], dict[str, Any]]
     draw: Callable[[Path, dict[str, Any], dict[str, Any], Any], list[str]]
     text: Callable[[dict[str, Any]], list[str]]
+    #: Whether the controller runs LLDP discovery (off where links are slowed: see Testbed).
+    discovery: bool = True
 
 
 def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
@@ -79,13 +82,17 @@ def run_experiment(
     topology_file = write_variant(topology_ref, experiment.variant(params), directory)
     runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in MODES}
     series: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
-    with Testbed.open(str(topology_file), target) as testbed:
+    with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
         for seed in range(seeds):
             for mode in MODES:
                 log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
                 record, samples = experiment.run_mode(testbed, params, mode, seed)
                 runs[mode][str(seed)] = record
                 series[mode][str(seed)] = samples
+        if testbed.controller is not None and testbed.controller.event_log.is_file():
+            # The run directory goes with the teardown; the controller's account of link
+            # state and failovers stays with the results, for explaining odd figures.
+            shutil.copyfile(testbed.controller.event_log, directory / "controller-events.jsonl")
     leftovers = testbed.leftovers  # set by the teardown at the end of the block
     figures = experiment.summarize(runs)
     transfers = [
@@ -108,6 +115,7 @@ def run_experiment(
             "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
             "all_completed": all(t["completed"] for t in transfers),
         },
+        "controller_discovery": experiment.discovery,
         "teardown": leftovers,
     }
     write_json(directory / "timeseries.json", series)

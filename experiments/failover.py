@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import plots
-from experiments.counters import busiest_uplink
+from experiments.counters import CountersUnavailable, busiest_uplink
 from experiments.experiment import Experiment
 from experiments.metrics import (
     failed_transfer_metrics,
@@ -84,6 +84,7 @@ class _Schedule:
         self.cut: tuple[str, int, int] | None = None
         self.cut_s: float | None = None
         self.restore_s: float | None = None
+        self.cut_error: str | None = None
         self._start: float | None = None
 
     def _now(self) -> float:
@@ -97,14 +98,27 @@ class _Schedule:
         params = self.params
         if self.probe is None and elapsed >= params.cut_at_s - PROBE_LEAD_S:
             self.probe = self.testbed.status()
-        if self.cut is None and self.probe is not None and self._now() >= params.cut_at_s:
-            spine, port, packets = busiest_uplink(
-                self.testbed.topology, self.leaf, self.before, self.probe
-            )
+        due = self.cut is None and self.cut_error is None and self.probe is not None
+        if due and self._now() >= params.cut_at_s:
+            try:
+                spine, port, packets = self._busiest()
+            except CountersUnavailable as error:
+                self.cut_error = str(error)  # recorded; the transfer runs on uncut
+                return
             self.testbed.fail(f"{self.leaf}:{port}", spine)
             self.cut, self.cut_s = (spine, port, packets), self._now()
         if self.cut is not None and self.restore_s is None and self._now() >= params.restore_at_s:
             self.restore()
+
+    def _busiest(self) -> tuple[str, int, int]:
+        """The busiest uplink since the start; a snapshot whose counters could not be read
+        (a loaded machine) is taken again once, at the moment of the cut."""
+        assert self.probe is not None
+        topology = self.testbed.topology
+        try:
+            return busiest_uplink(topology, self.leaf, self.before, self.probe)
+        except CountersUnavailable:
+            return busiest_uplink(topology, self.leaf, self.before, self.testbed.status())
 
     def restore(self) -> None:
         """Bring the cut link back (also after a failed transfer); idempotent."""
@@ -144,6 +158,7 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         "cut_link": None if schedule.cut is None else f"{leaf}:{schedule.cut[1]}-{schedule.cut[0]}",
         "cut_probe_packets": None if schedule.cut is None else schedule.cut[2],
         "cut_s": schedule.cut_s,
+        "cut_error": schedule.cut_error,
         "restore_s": schedule.restore_s,
         "recovery_s": None
         if schedule.cut_s is None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from experiments import failover
+from experiments import failover, spray
 from experiments.experiment import Experiment
 
 EXPERIMENTS: dict[str, Experiment] = {
-    experiment.name: experiment for experiment in (failover.EXPERIMENT,)
+    experiment.name: experiment for experiment in (failover.EXPERIMENT, spray.EXPERIMENT)
 }

@@ -24,6 +24,13 @@ class Variant:
 
     #: Egress queue rate (packets/s) of every switch-to-switch link; host links keep theirs.
     fabric_rate_pps: int | None = None
+    #: Egress queue depth (packets) of every switch-to-switch link: at a few hundred
+    #: packets/s the default 64 would mean a queueing delay of a fraction of a second.
+    fabric_queue_depth: int | None = None
+    #: Queue depth at which trimmable packets are trimmed (must stay below every depth).
+    trim_threshold: int | None = None
+    #: RED-like ECN marking between these queue depths.
+    ecn_thresholds: tuple[int, int] | None = None
     #: LLDP probe interval: every probe costs BMv2 forwarding time that traffic then lacks.
     lldp_interval_ms: int | None = None
 
@@ -43,9 +50,16 @@ def write_variant(topology_ref: str, variant: Variant, directory: Path) -> Path:
     settings = document.setdefault("settings", {})
     if variant.lldp_interval_ms is not None:
         settings.setdefault("lldp", {})["interval_ms"] = variant.lldp_interval_ms
-    if variant.fabric_rate_pps is not None:
-        for link in document.get("links", []):
+    if variant.trim_threshold is not None:
+        settings["trim_threshold"] = variant.trim_threshold
+    if variant.ecn_thresholds is not None:
+        low, high = variant.ecn_thresholds
+        settings["ecn"] = {"min_threshold": low, "max_threshold": high}
+    for link in document.get("links", []):
+        if variant.fabric_rate_pps is not None:
             link["queue_rate_pps"] = variant.fabric_rate_pps
+        if variant.fabric_queue_depth is not None:
+            link["queue_depth"] = variant.fabric_queue_depth
     path = directory / "topology.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     load_topology(str(path))  # a variant the validator refuses fails here, before bring-up

@@ -25,7 +25,9 @@ IN_SERVICE_TIMEOUT_S = 120.0
 class ControllerRun:
     """One controller process for a topology of a Mininet run."""
 
-    def __init__(self, topology_ref: str, run_dir: Path, prefix: str) -> None:
+    def __init__(
+        self, topology_ref: str, run_dir: Path, prefix: str, discovery: bool = True
+    ) -> None:
         self.socket = run_dir / f"{prefix}-controller.sock"
         self.event_log = run_dir / f"{prefix}-controller.jsonl"
         command = [
@@ -38,6 +40,7 @@ class ControllerRun:
             str(self.socket),
             "--event-log",
             str(self.event_log),
+            *([] if discovery else ["--no-discovery"]),
         ]
         self.process = ManagedProcess(
             "mrc-controller", command, run_dir / f"{prefix}-controller.out"

@@ -36,11 +36,17 @@ class Testbed:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, topology_ref: str, target: str = "bmv2") -> None:
-        """Check the target and plan the run; nothing starts until :meth:`start`."""
+    def __init__(self, topology_ref: str, target: str = "bmv2", discovery: bool = True) -> None:
+        """Check the target and plan the run; nothing starts until :meth:`start`.
+
+        ``discovery=False`` runs the controller without LLDP (links are as the topology says):
+        on links slowed to a few hundred packets/s, probes wait in the same queue as the data
+        and arrive late, which the controller takes for cuts.
+        """
         from topologies.mininet.network import TestbedNetwork  # imports Mininet
 
         self.topology_ref = topology_ref
+        self.discovery = discovery
         self.topology: Topology = load_topology(topology_ref)
         self.target = check_target(target, self.topology).name
         self.network = TestbedNetwork(self.topology)
@@ -51,10 +57,10 @@ class Testbed:
 
     @classmethod
     def open(
-        cls, topology_ref: str, target: str = "bmv2"
+        cls, topology_ref: str, target: str = "bmv2", discovery: bool = True
     ) -> contextlib.AbstractContextManager[Testbed]:
         """A started testbed for the ``with`` block, closed however the block ends."""
-        return cls(topology_ref, target).running()
+        return cls(topology_ref, target, discovery).running()
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Testbed]:
@@ -80,7 +86,9 @@ class Testbed:
         """Network, controller (until every switch is in service), agents."""
         try:
             self.network.start()
-            self.controller = ControllerRun(self.topology_ref, self.run_dir, self.prefix)
+            self.controller = ControllerRun(
+                self.topology_ref, self.run_dir, self.prefix, self.discovery
+            )
             self.controller.wait_in_service([s.name for s in self.topology.switches])
             self.agents = HostAgents(self.topology, self.run_dir, self.prefix)
             self.agents.start()

@@ -47,3 +47,9 @@ def runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def leaf_spine_file(tmp_path: Path) -> Path:
     """The leaf-spine preset on ports no other test module uses (gRPC 5065x, Thrift 969x)."""
     return preset_on_own_ports("leaf-spine", tmp_path, grpc_base=50650, thrift_base=9690)
+
+
+@pytest.fixture
+def leaf_spine_4x4_file(tmp_path: Path) -> Path:
+    """The leaf-spine-4x4 preset on ports no other test module uses (gRPC 5075x, Thrift 979x)."""
+    return preset_on_own_ports("leaf-spine-4x4", tmp_path, grpc_base=50750, thrift_base=9790)
