@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -63,6 +64,10 @@ def _capture(lab: AgentLab, pcap: Path) -> subprocess.Popen[bytes]:
             "-s",
             "0",
             "-U",
+            # Each packet to the file as it arrives: otherwise libpcap hands packets over in
+            # blocks after a 1 s timeout, and a transfer that ends sooner before tcpdump is
+            # stopped leaves an empty capture.
+            "--immediate-mode",
             "-w",
             str(pcap),
             "udp",
@@ -72,10 +77,18 @@ def _capture(lab: AgentLab, pcap: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    # tcpdump says "listening on" once its capture socket is attached; the file header alone
+    # comes earlier, and a fast transfer on a loaded machine could finish in between.
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    seen = b""
     deadline = time.monotonic() + 10
-    while not pcap.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)  # tcpdump writes the file header before its socket is attached
+    while b"listening on" not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0 and proc.poll() is None, f"tcpdump did not start: {seen.decode()}"
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if ready:
+            seen += os.read(fd, 4096)
     return proc
 
 
