@@ -54,9 +54,11 @@ class IpContext:
         return len(self.src) == 16
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IncomingDatagram:
     """A received UDP datagram to port 4791, as the runtime saw it.
+
+    Treat as immutable; not declared frozen for speed (one per datagram, see ``DataPacket``).
 
     ``dscp`` and ``ecn`` come from the IP TOS / traffic-class byte: the DSCP tells a trimmed
     packet apart (it then has no payload and no ICRC), the ECN bits carry the CE mark that the
@@ -77,9 +79,11 @@ class IncomingDatagram:
         return ev_from_headers(self.src_port, self.flow_label)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OutgoingDatagram:
     """A UDP datagram the runtime must send exactly as described.
+
+    Treat as immutable; not declared frozen for speed (one per datagram, see ``DataPacket``).
 
     ``plane`` is the index of the local address (NIC port) it leaves from, ``ip.src`` that
     address; ``src_port`` / ``flow_label`` carry the EV; ``dscp`` is its traffic class and
