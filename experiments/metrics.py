@@ -46,6 +46,9 @@ def transfer_metrics(result: dict[str, Any], total_bytes: int | None = None) -> 
         "trims_seen": int(connection.get("trims_seen", 0)),
         "ecn_echoes": int(connection.get("ecn_echoes", 0)),
         "timeouts": int(connection.get("timeouts", 0)),
+        "tail_probes": int(connection.get("tail_probes", 0)),
+        "ev_probes_sent": int(connection.get("ev_probes_sent", 0)),
+        "data_packets_sent": int(connection.get("data_packets_sent", 0)),
         # Copies the receiver already had: retransmissions that were not needed (a late
         # packet taken for lost), as opposed to repairs.
         "duplicates_received": int(
