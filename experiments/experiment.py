@@ -57,7 +57,7 @@ def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
         try:
             values[key] = _parse_value(default, text)
         except ValueError:
-            raise ValueError(f"{key}={text!r}: expected a {type(default).__name__}") from None
+            raise ValueError(f"{key}={text!r}: expected {type(default).__name__}") from None
     params = experiment.params_type(**values)
     check = getattr(params, "check", None)
     if check is not None:
