@@ -14,7 +14,7 @@ the experiments time their link cuts by.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
 from testbed.processes import ManagedProcess
 from topologies.mininet.naming import host_netns
-from topologies.model import Host, Topology
+from topologies.model import Host, LinkId, Topology
 
 #: What ``mrc-agent serve`` prints once it owns UDP 4791 and its sockets.
 AGENT_READY = "mrc-agent: ready"
@@ -88,16 +88,32 @@ class HostAgents:
             options += ["--plane", str(nic.ipv4.ip)]
         return [*options, "--socket", str(self.socket_of(host.name))]
 
-    def address_of(self, host: str) -> str:
-        """The address a peer reaches ``host``'s agent on (its first NIC's IPv4)."""
-        return str(self.topology.host(host).nics[0].ipv4.ip)
+    def address_of(self, host: str, source: str | None = None, cut: Collection[LinkId] = ()) -> str:
+        """The address a peer reaches ``host``'s agent on: its first NIC's IPv4 on a plane
+        where neither ``host``'s NIC nor ``source``'s has been cut (the side channel runs
+        over one plane; with every plane cut at one end, the first NIC's, to fail clearly)."""
+        target = self.topology.host(host)
+        if source is not None:
+            sender = self.topology.host(source)
+            for nic in target.nics:
+                if target.link(nic).id in cut:
+                    continue
+                if any(
+                    own.plane == nic.plane and sender.link(own).id not in cut for own in sender.nics
+                ):
+                    return str(nic.ipv4.ip)
+        return str(target.nics[0].ipv4.ip)
 
     def transfer(
-        self, spec: TransferSpec, on_progress: ProgressCallback | None = None
+        self,
+        spec: TransferSpec,
+        on_progress: ProgressCallback | None = None,
+        cut: Collection[LinkId] = (),
     ) -> dict[str, Any]:
         """Run ``spec`` through the source's agent (its control socket, as ``mrc-perf``
         does) and return the agent's result; ``on_progress`` gets each interval's sample as
-        it happens. TransferFailed when the agent reports an error."""
+        it happens; ``cut`` (links cut now) steers the side channel to a plane still up.
+        TransferFailed when the agent reports an error."""
         for host in (spec.source, spec.destination):
             if host not in self.agents:
                 raise ValueError(f"no agent runs on {host!r} (hosts: {', '.join(self.agents)})")
@@ -111,7 +127,7 @@ class HostAgents:
             with client:
                 return client.request(
                     PerfRequest(
-                        to=self.address_of(spec.destination),
+                        to=self.address_of(spec.destination, spec.source, cut),
                         total_bytes=spec.total_bytes,
                         duration=spec.duration_s,
                         evs=spec.evs,
@@ -123,13 +139,15 @@ class HostAgents:
         except AgentError as error:
             raise TransferFailed(f"{where}: {error}") from None
 
-    def transfer_all(self, specs: Sequence[TransferSpec]) -> list[dict[str, Any] | TransferFailed]:
+    def transfer_all(
+        self, specs: Sequence[TransferSpec], cut: Collection[LinkId] = ()
+    ) -> list[dict[str, Any] | TransferFailed]:
         """Run ``specs`` at the same time (one thread each: they only wait on sockets);
         each one's result, or its failure, in order."""
 
         def one(spec: TransferSpec) -> dict[str, Any] | TransferFailed:
             try:
-                return self.transfer(spec)
+                return self.transfer(spec, cut=cut)
             except TransferFailed as failure:
                 return failure
 

@@ -32,6 +32,7 @@ from agent.cli.report import perf_report, progress_line
 from controller.app.status import format_status
 from testbed.agents import TransferSpec
 from testbed.session import Testbed
+from topologies.model import LinkId
 
 #: Seconds ``fail``/``restore`` wait for the controller to see the change.
 LINK_STATE_TIMEOUT_S = 15.0
@@ -106,8 +107,7 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
         def action() -> None:
             a, b = self._two_nodes(line, "fail")
             link = self.testbed.fail(a, b)
-            seen = self.testbed.wait_link_state(link, down=True, timeout=LINK_STATE_TIMEOUT_S)
-            self.stdout.write(f"cut {link}; {_seen('down', seen)}\n")
+            self.stdout.write(f"cut {link}; {self._controller_view(link, down=True)}\n")
 
         self._guarded(action)
 
@@ -117,10 +117,16 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
         def action() -> None:
             a, b = self._two_nodes(line, "restore")
             link = self.testbed.restore(a, b)
-            seen = self.testbed.wait_link_state(link, down=False, timeout=LINK_STATE_TIMEOUT_S)
-            self.stdout.write(f"restored {link}; {_seen('up', seen)}\n")
+            self.stdout.write(f"restored {link}; {self._controller_view(link, down=False)}\n")
 
         self._guarded(action)
+
+    def _controller_view(self, link: LinkId, down: bool) -> str:
+        """How the controller took the change: when it saw it, or that it does not track it."""
+        if not self.testbed.controller_tracks(link):
+            return "a host link: the controller does not track it (hosts answer no LLDP)"
+        seen = self.testbed.wait_link_state(link, down=down, timeout=LINK_STATE_TIMEOUT_S)
+        return _seen("down" if down else "up", seen)
 
     def do_restart(self, line: str) -> None:
         """restart S: kill -9 switch S, start it empty, wait until the controller reprograms it."""

@@ -115,6 +115,11 @@ class Testbed:
         """Bring a cut link back."""
         return self.network.restore(a, b)
 
+    def controller_tracks(self, link: LinkId) -> bool:
+        """Whether the controller keeps a state for ``link``: switch-to-switch links only
+        (hosts answer no LLDP probes)."""
+        return any(entry["link"] == str(link) for entry in self.status()["links"])
+
     def wait_link_state(self, link: LinkId, down: bool, timeout: float) -> float | None:
         """Seconds until the controller sees ``link`` down (or up), None if not in ``timeout``."""
         started = time.monotonic()
@@ -146,11 +151,11 @@ class Testbed:
     ) -> dict[str, Any]:
         """Run a transfer to completion through the source host's agent; its result (the
         JSON ``mrc-perf --json`` prints), or TransferFailed."""
-        return self._agents().transfer(spec, on_progress)
+        return self._agents().transfer(spec, on_progress, self.network.cut_links)
 
     def transfer_all(self, specs: list[TransferSpec]) -> list[dict[str, Any] | TransferFailed]:
         """Run transfers at the same time; each one's result or failure, in order."""
-        return self._agents().transfer_all(specs)
+        return self._agents().transfer_all(specs, self.network.cut_links)
 
     def _controller(self) -> ControllerRun:
         if self.controller is None:
