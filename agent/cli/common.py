@@ -11,17 +11,15 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import signal
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 
 from agent.core import MrcConfig
 from agent.io.addresses import local_address_towards, parse_planes, resolve
 from agent.io.config_overrides import CONGESTION_CONTROLS, with_overrides
 from agent.io.control_server import SOCKET_ENV, default_socket_path
 from agent.io.errors import AgentError, ExitCode, UsageError
+from tools.netns import terminate_on_signals
 
 _EXIT_CODE_MEANINGS = {
     ExitCode.OK: "done (send: the receiver confirmed every byte)",
@@ -142,25 +140,10 @@ def configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
 
 
-@contextmanager
-def interrupt_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt, like Ctrl-C, so cleanup always runs."""
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
 def run_command(prog: str, command: Callable[[], int]) -> int:
     """Run ``command`` and turn its failure into a message and an exit code."""
     try:
-        with interrupt_on_signals():
+        with terminate_on_signals():
             return command()
     except AgentError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
