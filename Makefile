@@ -12,7 +12,7 @@ P4_PROGRAMS := mrc l3_baseline
 # pytest exits 5 when every test was deselected or skipped away: that is not a failure here.
 PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5), not a failure"; rc=0; fi; exit $$rc
 
-.PHONY: help setup test unit ptf e2e lint build doctor bench-dataplane bench-agent bench-controller shell clean
+.PHONY: help setup test unit ptf e2e lint build doctor bench-dataplane bench-agent bench-controller bench-targets shell clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ bench-agent:  ## Agent core pps, and mrc-perf vs iperf3 over a veth pair, lossle
 
 bench-controller:  ## Controller: batched vs single writes on BMv2; failover time over 50 link cuts (JSON)
 	$(SUDO) $(PY) -m tools.bench_controller $(BENCH_ARGS)
+
+bench-targets:  ## spray (leaf-spine-4x4) on every available target, MRC vs single path over 5 seeds (JSON)
+	$(SUDO) $(PY) -m tools.bench_targets $(BENCH_ARGS)
 
 shell:  ## p4runtime-shell on one switch (SW=s1), from its own virtualenv, no pipeline push
 	@test -x .venv-shell/bin/python || (/usr/bin/python3 -m venv .venv-shell && .venv-shell/bin/pip install -q p4runtime-shell)

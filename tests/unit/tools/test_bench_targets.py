@@ -1,0 +1,49 @@
+"""`make bench-targets` condenses each target's spray summary into the comparison issue 6 asks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tools import bench_targets
+
+
+def spray_summary(ratio: float | None, lost: int = 0, completed: bool = True) -> dict:
+    mode = {"aggregate_goodput_bps_mean": 4e6, "cpu_busy_fraction_max": 0.4}
+    return {
+        "figures": {
+            "goodput_ratio_mean": ratio,
+            "goodput_ratio_min": ratio,
+            "goodput_ratio_max": ratio,
+            "goodput_ratio_stdev": 0.0,
+            "goodput_ratio_mrc_over_single": {"0": ratio},
+            "mrc": mode,
+            "single": {**mode, "aggregate_goodput_bps_mean": 3e6},
+        },
+        "invariants": {"bytes_lost": lost, "all_completed": completed},
+    }
+
+
+def test_condense_reports_goodput_per_mode_and_the_ratio_against_the_target() -> None:
+    condensed = bench_targets.condense(spray_summary(1.45), Path("/r"))
+    assert condensed["aggregate_goodput_bps"] == {"mrc": 4e6, "single": 3e6}
+    assert condensed["ratio_mrc_over_single"]["mean"] == 1.45
+    assert condensed["meets_target"] is True
+    assert condensed["results"] == "/r"
+
+
+@pytest.mark.parametrize("ratio", [1.1, None])
+def test_a_ratio_below_the_target_or_unknown_does_not_meet_it(ratio: float | None) -> None:
+    assert bench_targets.condense(spray_summary(ratio), Path("/r"))["meets_target"] is False
+
+
+def test_lost_bytes_and_incomplete_transfers_are_carried_through() -> None:
+    condensed = bench_targets.condense(spray_summary(1.5, lost=10, completed=False), Path("/r"))
+    assert condensed["bytes_lost"] == 10
+    assert condensed["all_completed"] is False
+
+
+def test_an_unknown_target_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_targets.main(["--targets", "tofino"]) == 2
+    assert "unknown targets ['tofino']" in capsys.readouterr().err
