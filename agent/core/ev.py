@@ -10,9 +10,11 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
   timeout: the path may be broken); DENIED is set by the operator and never used or probed.
 * A slot remembers its *home* EV. When the home EV is retired (ASSUMED_BAD or DENIED) a fresh
   EV of the same plane, a *stand-in*, takes the slot so the set keeps its size. The retired home
-  EV is probed every ``probe_interval``; after ``probes_to_revive`` consecutive answered probes it
-  takes its slot back and the stand-in is dropped. A repaired path therefore returns with the
-  EVs that used to reach it, within a few probe intervals.
+  EV is probed in rounds every ``probe_interval``; after ``probes_to_revive`` consecutive answered
+  probes it takes its slot back and the stand-in is dropped. A repaired path therefore returns
+  with the EVs that used to reach it. Retired EVs with no answered probe yet share a budget of
+  ``probe_share`` probes per data packet sent, round robin: a dead path can hold a quarter of
+  the set, and probing each of them every interval sent more probes than data.
 * A stand-in first proves itself with ``probes_to_admit`` answered probes (the testbed's choice,
   see ``MrcConfig.probes_to_admit``): while a path is dead, a random fresh EV has the same chance
   of hashing onto it as the one it replaces, and an unproven EV would lose data again. A
@@ -132,6 +134,8 @@ class EvSet:
         self._by_seq: dict[int, EvEntry] = {}
         self._next_seq = 0
         self._next_round: float | None = None
+        self._data_picks = 0  # data packets given an EV since the last probe round
+        self._probe_credit = 0.0
 
     # --- data path ------------------------------------------------------------------------
 
@@ -151,6 +155,7 @@ class EvSet:
             if state is _GOOD and usable[entry.plane]:
                 entry.uses += 1
                 entry.outstanding += 1
+                self._data_picks += 1
                 return entry
             if state is _SKIP and usable[entry.plane]:
                 entry.state = _GOOD  # passed over once
@@ -159,6 +164,7 @@ class EvSet:
         entry_or_none = self._rotate()
         if entry_or_none is not None:
             entry_or_none.outstanding += 1
+            self._data_picks += 1
         return entry_or_none
 
     def next_for_control(self) -> EvEntry | None:
@@ -264,8 +270,12 @@ class EvSet:
         """EVs to probe now, each with the probe's sequence number.
 
         A probe unanswered for ``timeout`` counts as a failure: the EV's streak restarts (a
-        stand-in is replaced). Probes go out at once for new stand-ins and EVs just allowed,
-        and every ``probe_interval`` for all EVs under probation.
+        stand-in is replaced). Probes go out at once for new stand-ins and EVs just allowed.
+        Every ``probe_interval`` a round re-probes the EVs under probation: stand-ins and
+        retired EVs whose last probe was answered (a path that looks repaired) every round,
+        retired EVs with nothing answered yet only within the round's budget (see
+        ``_round_budget``), round robin, so that a dead path's many EVs cost a bounded share
+        of the packets sent instead of one probe each per interval.
         """
         due: list[tuple[EvEntry, int]] = []
         if self._probe_now:
@@ -274,6 +284,8 @@ class EvSet:
                 if entry.state is _BAD and entry.probe_seq is None and self._probable(entry):
                     due.append((entry, self._send_probe(entry, now)))
         if self._next_round is not None and now >= self._next_round:
+            budget = self._round_budget()
+            rationed: list[EvEntry] = []
             for entry in list(self._probing):
                 if not self._probable(entry):
                     continue
@@ -281,11 +293,35 @@ class EvSet:
                     if now - entry.probe_sent_at < timeout:
                         continue
                     self._probe_failed(entry, now)
-                    if entry.state is not _BAD:
+                    if entry.state is not _BAD or entry not in self._probing:
+                        continue  # a discarded stand-in: its replacement is probed at once
+                if entry.home and entry.probe_streak == 0:
+                    if budget == 0:
                         continue
+                    budget -= 1
+                    rationed.append(entry)
                 due.append((entry, self._send_probe(entry, now)))
+            for entry in rationed:  # to the back of the line: round robin
+                self._probing.remove(entry)
+                self._probing.append(entry)
             self._next_round = now + self._config.probe_interval if self._probing else None
         return due
+
+    def _round_budget(self) -> int:
+        """Probes a round may spend on retired EVs with no answered probe yet.
+
+        ``probe_share`` of the data packets sent since the last round, so that probing grows
+        with the traffic and never dominates it (on a software fabric every packet costs the
+        same, however small). A round without data earns as much as one data packet, so that
+        an idle or stalled connection (every EV retired) still finds a repaired path, slowly.
+        Only the fraction of a probe carries over to the next round (what a round leaves
+        unspent is dropped), so that nothing saves up a burst.
+        """
+        picks, self._data_picks = self._data_picks, 0
+        credit = self._probe_credit + self._config.probe_share * max(picks, 1)
+        budget = int(credit)
+        self._probe_credit = credit - budget
+        return budget
 
     def on_probe_answered(self, seq: int, value: int) -> bool:
         """A probe response arrived; False if it answers no outstanding probe of ours."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from agent.core.config import MrcConfig
 from agent.core.ev import EvEntry, EvSet
 from agent.wire.constants import EvState
@@ -114,7 +116,7 @@ def test_a_stand_in_that_fails_its_probe_is_replaced_by_another():
 
 
 def test_a_retired_ev_returns_after_three_consecutive_answered_probes():
-    evs = _set(size=4)
+    evs = _set(size=4, probe_share=1.0)  # budget enough to probe it from the first round
     victim = _rotation(evs, 4)[2]
     evs.retire(victim, now=0.0)
     _answer_all(evs, now=0.0)  # admits the stand-in
@@ -134,7 +136,7 @@ def test_a_retired_ev_returns_after_three_consecutive_answered_probes():
 
 
 def test_a_missed_probe_restarts_the_count():
-    evs = _set(size=2)
+    evs = _set(size=2, probe_share=1.0)  # budget enough to probe it from the first round
     victim = _rotation(evs, 2)[0]
     evs.retire(victim, now=0.0)
     _answer_all(evs, now=0.0)
@@ -239,3 +241,69 @@ def test_control_picks_do_not_hold_an_ev():
     evs = _set(size=2)
     entry = evs.next_for_control()
     assert entry is not None and entry.outstanding == 0
+
+
+# --- the probe budget: a dead path's many retired EVs cost a bounded share of packets --------
+
+
+def _retire_without_data(evs: EvSet, count: int) -> list[EvEntry]:
+    """Retire the first ``count`` home EVs (stand-ins need no probe: probes_to_admit=0)."""
+    victims = evs.active_entries()[:count]
+    for entry in victims:
+        evs.retire(entry, now=0.0)
+    return victims
+
+
+def test_a_round_without_data_earns_one_data_packets_worth_and_each_retired_ev_gets_its_turn():
+    evs = _set(size=16, probes_to_admit=0, probe_share=0.5)
+    victims = _retire_without_data(evs, 8)
+    probed: list[EvEntry] = []
+    for step in range(1, 17):
+        now = evs.next_probe_time()  # the next round, as the connection drives it
+        assert now is not None
+        due = evs.probes_due(now, timeout=INTERVAL)  # never answered
+        assert len(due) == (step % 2 == 0)  # half a probe per idle round: every other round
+        probed.extend(entry for entry, _seq in due)
+    assert sorted(probed, key=id) == sorted(victims, key=id)  # each once, round robin
+
+
+def test_data_sent_since_the_last_round_buys_probes_in_proportion():
+    evs = _set(size=16, probes_to_admit=0, probe_share=0.25)
+    _retire_without_data(evs, 8)
+    for _ in range(8):
+        entry = evs.next_for_data()
+        assert entry is not None
+        evs.release(entry)
+    assert len(evs.probes_due(INTERVAL, timeout=INTERVAL)) == 2  # 0.25 x 8 data packets
+    _rotation(evs, 2)  # 0.5 probe: not enough for one, and data flowed, so no floor either
+    assert evs.probes_due(2 * INTERVAL, timeout=INTERVAL) == []
+    _rotation(evs, 2)  # the half left over and another half make one
+    assert len(evs.probes_due(3 * INTERVAL, timeout=INTERVAL)) == 1
+
+
+def test_a_retired_ev_whose_probe_was_answered_is_probed_every_round_beyond_the_budget():
+    evs = _set(size=16, probes_to_admit=0, probe_share=1.0)  # one other probe per idle round
+    _retire_without_data(evs, 8)
+    (promising,) = _answer_all(evs, now=INTERVAL)
+    for step in range(2, 4):
+        due = dict(evs.probes_due(step * INTERVAL, timeout=INTERVAL))
+        assert promising in due and len(due) == 2  # it, and the budget's one other
+        assert evs.on_probe_answered(due[promising], promising.value)  # the other is lost
+    assert promising.state is EvState.GOOD and promising.active
+
+
+def test_a_stand_in_whose_admission_probe_timed_out_is_not_probed_again():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[0]
+    evs.retire(victim, now=0.0)
+    first = victim.slot.current
+    evs.probes_due(0.0, timeout=INTERVAL)  # admission probe sent, never answered
+    probed = [entry for entry, _seq in evs.probes_due(INTERVAL, timeout=INTERVAL)]
+    assert first not in probed  # discarded: its value may be drawn again, never re-admitted
+    assert victim.slot.current is not first
+
+
+@pytest.mark.parametrize("share", [0.0, -0.1, 1.5])
+def test_a_probe_share_outside_0_to_1_is_refused_since_zero_would_never_revive_an_ev(share):
+    with pytest.raises(ValueError, match="probe_share"):
+        MrcConfig(probe_share=share)
