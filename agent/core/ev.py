@@ -18,7 +18,9 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
 * A stand-in first proves itself with ``probes_to_admit`` answered probes (the testbed's choice,
   see ``MrcConfig.probes_to_admit``): while a path is dead, a random fresh EV has the same chance
   of hashing onto it as the one it replaces, and an unproven EV would lose data again. A
-  stand-in that fails a probe, or later loses a packet, is discarded and a new one drawn.
+  stand-in that fails a probe, or later loses a packet, is discarded and a new one drawn; one
+  drawn after a failed probe waits for the probe budget (below), so that a dead plane or
+  fabric does not draw and probe a fresh EV for every slot at every probe timeout.
 * A plane can be unusable (the local port or the peer's port is down): its slots are skipped.
 * Ack-clocked choice (the testbed's refinement of the rotation): data prefers an EV whose
   previous packet has been answered, taken from a free list refilled in the order answers
@@ -271,11 +273,12 @@ class EvSet:
 
         A probe unanswered for ``timeout`` counts as a failure: the EV's streak restarts (a
         stand-in is replaced). Probes go out at once for new stand-ins and EVs just allowed.
-        Every ``probe_interval`` a round re-probes the EVs under probation: stand-ins and
-        retired EVs whose last probe was answered (a path that looks repaired) every round,
-        retired EVs with nothing answered yet only within the round's budget (see
-        ``_round_budget``), round robin, so that a dead path's many EVs cost a bounded share
-        of the packets sent instead of one probe each per interval.
+        Every ``probe_interval`` a round re-probes the EVs under probation: those whose last
+        probe was answered (a path that looks repaired) every round, those with nothing
+        answered yet (retired home EVs, and stand-ins drawn after a stand-in failed its
+        probe) only within the round's budget (see ``_round_budget``), round robin, so that
+        a dead path's many EVs cost a bounded share of the packets sent instead of one
+        probe each per interval.
         """
         due: list[tuple[EvEntry, int]] = []
         if self._probe_now:
@@ -295,7 +298,7 @@ class EvSet:
                     self._probe_failed(entry, now)
                     if entry.state is not _BAD or entry not in self._probing:
                         continue  # a discarded stand-in: its replacement is probed at once
-                if entry.home and entry.probe_streak == 0:
+                if entry.probe_streak == 0:
                     if budget == 0:
                         continue
                     budget -= 1
@@ -380,12 +383,12 @@ class EvSet:
                 self._values_in_use.add(value)
                 return value
 
-    def _fill_with_standin(self, slot: EvSlot, now: float) -> None:
+    def _fill_with_standin(self, slot: EvSlot, now: float, at_once: bool = True) -> None:
         needed = self._config.probes_to_admit
         standin = EvEntry(slot, self._draw_value(), home=False, state=_BAD if needed else _GOOD)
         slot.current = standin
         if needed:
-            self._start_probing(standin, needed, now, at_once=True)
+            self._start_probing(standin, needed, now, at_once=at_once)
         else:
             self._offer(standin)
 
@@ -425,7 +428,9 @@ class EvSet:
         if not entry.home:
             slot = entry.slot
             self._discard(entry)
-            self._fill_with_standin(slot, now)
+            # Its replacement waits for the budget: when a whole plane or fabric is dead,
+            # failed stand-ins replaced and probed at once would probe every slot per timeout.
+            self._fill_with_standin(slot, now, at_once=False)
 
     def _admit(self, entry: EvEntry) -> None:
         self._stop_probing(entry)

@@ -307,3 +307,20 @@ def test_a_stand_in_whose_admission_probe_timed_out_is_not_probed_again():
 def test_a_probe_share_outside_0_to_1_is_refused_since_zero_would_never_revive_an_ev(share):
     with pytest.raises(ValueError, match="probe_share"):
         MrcConfig(probe_share=share)
+
+
+def test_the_stand_in_drawn_after_a_stand_in_failed_waits_for_the_budget():
+    evs = _set(size=16, probe_share=0.5)
+    victims = evs.active_entries()[:8]
+    for entry in victims:
+        evs.retire(entry, now=0.0)
+    assert len(evs.probes_due(0.0, timeout=INTERVAL)) == 8  # first stand-ins: probed at once
+    now = evs.next_probe_time()
+    assert now is not None
+    assert evs.probes_due(now, timeout=INTERVAL) == []  # all 8 failed: no storm of redraws
+    assert all(
+        not v.slot.current.home and v.slot.current.state is EvState.ASSUMED_BAD for v in victims
+    )
+    now = evs.next_probe_time()
+    assert now is not None
+    assert len(evs.probes_due(now, timeout=INTERVAL)) == 1  # half a probe per idle round
