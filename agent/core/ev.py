@@ -19,7 +19,7 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
   see ``MrcConfig.probes_to_admit``): while a path is dead, a random fresh EV has the same chance
   of hashing onto it as the one it replaces, and an unproven EV would lose data again. A
   stand-in that fails a probe, or later loses a packet, is discarded and a new one drawn; one
-  drawn after a failed probe waits for the probe budget (below), so that a dead plane or
+  drawn after a failed probe waits for the probe budget (above), so that a dead plane or
   fabric does not draw and probe a fresh EV for every slot at every probe timeout.
 * A plane can be unusable (the local port or the peer's port is down): its slots are skipped.
 * Ack-clocked choice (the testbed's refinement of the rotation): data prefers an EV whose
