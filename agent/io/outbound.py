@@ -54,7 +54,7 @@ from agent.io.side_channel import (
     parse_side_message,
     peer_plane_addresses,
 )
-from agent.io.stats_json import connection_stats_to_json
+from agent.io.stats_json import connection_stats_to_json, ev_state_counts
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,21 @@ def describe_connect_error(code: int, peer: PeerAddress) -> str:
             f"(or `mrc-perf --server`) running there?"
         )
     return f"peer {peer} unreachable: {os.strerror(code)}"
+
+
+def describe_stall(stats: ConnectionStats) -> str:
+    """What a stalled connection looked like, in one line: a stall is rare and hard to
+    reproduce, so the error itself must say whether EVs, the window, timeouts or probes held
+    the data back."""
+    states = ", ".join(
+        f"{count} {state}" for state, count in sorted(ev_state_counts(stats.evs).items())
+    )
+    return (
+        f"EVs: {states}; cwnd {stats.cwnd} B, {stats.bytes_in_flight} B in flight, "
+        f"rto {stats.rto:.3g} s after {stats.timeouts} timeouts; "
+        f"{stats.data_packets_sent} data packets sent, {stats.packets_acked} acked; "
+        f"EV probes {stats.ev_probes_sent} sent, {stats.ev_probes_answered} answered"
+    )
 
 
 class OutboundTransfer(ABC):
@@ -276,7 +291,8 @@ class OutboundTransfer(ABC):
         if self.finished or not self._writing:
             return
         now = self.runtime.clock()
-        acked = self.runtime.pool.connection_stats(self.qp).bytes_acked
+        stats = self.runtime.pool.connection_stats(self.qp)
+        acked = stats.bytes_acked
         if acked != self._progress_bytes:
             self._progress_bytes, self._progress_at = acked, now
         elif now - self._progress_at >= self._stall_timeout:
@@ -284,7 +300,8 @@ class OutboundTransfer(ABC):
             local = f"; local send errors: {errors}" if errors else ""
             self._fail(
                 TransferFailedError(
-                    f"no data acknowledged by {self.peer} for {self._stall_timeout:g} s{local}"
+                    f"no data acknowledged by {self.peer} for {self._stall_timeout:g} s{local} "
+                    f"({describe_stall(stats)})"
                 )
             )
             return
