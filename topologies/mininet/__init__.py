@@ -1,23 +1,27 @@
-"""Bring a topology file up in Mininet with one BMv2 (``simple_switch_grpc``) per switch.
+"""Bring a topology file up in Mininet, with one BMv2 (``simple_switch_grpc``) per switch
+(target ``bmv2``) or one kernel-forwarding namespace per switch (target ``linux``).
 
     from topologies import load_topology
     from topologies.mininet import running_network
 
-    with running_network(load_topology("leaf-spine")) as net:
+    with running_network(load_topology("leaf-spine"), target="linux") as net:
         net.cut("l1", "s1")
         net.restore("l1", "s1")
 
-From a shell: ``python -m topologies.mininet up leaf-spine`` (Ctrl-C tears down) and
-``python -m topologies.mininet clean`` (removes what killed runs left behind).
+From a shell: ``python -m topologies.mininet up leaf-spine [--target linux]`` (Ctrl-C tears
+down) and ``python -m topologies.mininet clean`` (removes what killed runs left behind).
 
-Modules: ``naming`` (run prefix and every name derived from it), ``wiring`` (the plan of veths,
-patches and names, checked before anything is created), ``host_config`` (the commands that
-configure a host NIC), ``link_lookup`` (``cut l1 s1`` to a topology link), ``bmv2_switch``,
-``testbed_host`` and ``patch_panel`` (the Mininet nodes), ``network`` (bring-up, operations,
-teardown), ``runs`` and ``cleanup`` (the run registry and the prefix sweep), ``cli``.
+Modules: ``naming`` (run prefix and every name derived from it), ``switch_target`` (the two
+targets), ``wiring`` (the plan of veths, patches and names, checked before anything is
+created), ``preflight`` (what a target needs from the machine), ``host_config`` (the commands
+that configure a host NIC), ``link_lookup`` (``cut l1 s1`` to a topology link),
+``bmv2_switch``, ``kernel_switch``, ``testbed_host`` and ``patch_panel`` (the Mininet nodes),
+``network`` (bring-up, operations, teardown), ``runs`` and ``cleanup`` (the run registry and
+the prefix sweep), ``cli``.
 
 The Mininet-dependent names are imported on first use, so the planning modules (naming,
-wiring, host_config, link_lookup) work where Mininet is not installed.
+switch_target, wiring, preflight, host_config, link_lookup) work where Mininet is not
+installed.
 """
 
 from __future__ import annotations
@@ -25,9 +29,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from topologies.mininet.network import BringUpError, TestbedNetwork, running_network
+    from topologies.mininet.network import (
+        BringUpError,
+        NotApplicable,
+        SwitchTarget,
+        TestbedNetwork,
+        running_network,
+    )
 
-__all__ = ["BringUpError", "TestbedNetwork", "running_network"]
+__all__ = ["BringUpError", "NotApplicable", "SwitchTarget", "TestbedNetwork", "running_network"]
 
 
 def __getattr__(name: str) -> Any:

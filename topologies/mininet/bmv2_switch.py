@@ -187,18 +187,3 @@ def _accepts(host: str, port: int) -> bool:
     with contextlib.closing(socket.socket()) as probe:
         probe.settimeout(0.2)
         return probe.connect_ex((host, port)) == 0
-
-
-def port_in_use(port: int) -> bool:
-    """Whether a TCP port is taken, so that a switch could not listen on it.
-
-    Binding (with SO_REUSEADDR, as servers do) rather than connecting also catches a port a
-    server holds without accepting yet.
-    """
-    with contextlib.closing(socket.socket()) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("0.0.0.0", port))
-        except OSError:
-            return True
-    return False

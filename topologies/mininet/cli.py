@@ -1,13 +1,16 @@
 """Command line for debugging bring-up and cleaning after crashes.
 
     python -m topologies.mininet up leaf-spine     # bring up, print a summary, wait for Ctrl-C
+    python -m topologies.mininet up leaf-spine --target linux   # kernel switches instead of BMv2
     python -m topologies.mininet list              # runs on this machine and their owners
     python -m topologies.mininet clean             # remove runs whose owner is gone
     python -m topologies.mininet clean --all       # remove every run, live or not (`make stop`)
 
 ``up`` tears everything down on Ctrl-C, SIGTERM or SIGHUP and exits 0; a topology that does
 not load exits 2, a machine that cannot run it (no root, no BMv2, a port taken) exits 1 with
-what is missing. ``clean`` exits 1 if something of a run could not be removed.
+what is missing. A network brought up here is unprogrammed: BMv2s hold no program, kernel
+switches no routes (the controller writes both). ``clean`` exits 1 if something of a run
+could not be removed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import threading
 from collections.abc import Sequence
 
 from topologies.errors import TopologyError
+from topologies.mininet.switch_target import SwitchTarget
 from topologies.presets import PRESETS, load_topology
 
 
@@ -28,6 +32,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="bring a topology up and wait for Ctrl-C")
     up.add_argument("topology", help=f"a preset ({', '.join(PRESETS)}) or a topology file")
+    up.add_argument(
+        "--target",
+        choices=[target.value for target in SwitchTarget],
+        default=SwitchTarget.BMV2.value,
+        help="switch target (default bmv2)",
+    )
     up.add_argument("--keep-logs", action="store_true", help="keep the BMv2 logs after teardown")
     up.add_argument(
         "--startup-timeout", type=float, default=30.0, help="seconds each switch gets to start"
@@ -38,13 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     clean.add_argument("--all", action="store_true", help="remove every run, even live ones")
     args = parser.parse_args(argv)
     if args.command == "up":
-        return _up(args.topology, args.keep_logs, args.startup_timeout)
+        return _up(args.topology, SwitchTarget(args.target), args.keep_logs, args.startup_timeout)
     if args.command == "list":
         return _list()
     return _clean(args.prefixes, args.all)
 
 
-def _up(topology_name: str, keep_logs: bool, startup_timeout: float) -> int:
+def _up(topology_name: str, target: SwitchTarget, keep_logs: bool, startup_timeout: float) -> int:
     from tools.netns import terminate_on_signals
     from topologies.mininet.network import BringUpError, TestbedNetwork
 
@@ -53,7 +63,9 @@ def _up(topology_name: str, keep_logs: bool, startup_timeout: float) -> int:
     except TopologyError as error:
         print(error, file=sys.stderr)
         return 2
-    network = TestbedNetwork(topology, keep_logs=keep_logs, startup_timeout=startup_timeout)
+    network = TestbedNetwork(
+        topology, target=target, keep_logs=keep_logs, startup_timeout=startup_timeout
+    )
     try:
         with terminate_on_signals(), network:
             print(network.summary())

@@ -7,7 +7,8 @@ machine), and therefore the BMv2 command lines. A crashed run is then found and 
 prefix alone, like ``mn -c`` does for Mininet's own names, without touching anything else
 (PTF and benchmark runs use ``mrc...`` names and are never matched).
 
-Names inside a run's private namespaces (a host's NICs, the patch panel's ports) need no prefix.
+Names inside a run's private namespaces (a host's NICs, the patch panel's ports, a kernel
+switch's ``swpN`` ports) need no prefix.
 Linux limits interface names to 15 characters: root-namespace names use the readable
 ``<prefix>-<switch>-<port>`` when it fits and ``<prefix>-<switch position>-<port>`` otherwise
 (a node name starts with a letter, so the two forms never collide).
@@ -54,6 +55,20 @@ def run_of(name: str) -> str | None:
 def host_netns(prefix: str, host: str) -> str:
     """Named network namespace of a host (``ip netns exec <it> ...`` runs inside the host)."""
     return f"{prefix}-{host}"
+
+
+def switch_netns(prefix: str, switch: str) -> str:
+    """Named network namespace of a kernel (``linux`` target) switch, named like a host's: the
+    controller's netlink southbound reaches it by this name, and the prefix sweep removes it."""
+    return f"{prefix}-{switch}"
+
+
+def kernel_switch_port(port: int) -> str:
+    """Interface of ``port`` inside a kernel switch's namespace, Cumulus style (``swp3``)."""
+    name = f"swp{port}"
+    if len(name) > MAX_IFNAME_LEN:
+        raise NamingError(f"switch port name {name!r} is longer than {MAX_IFNAME_LEN}")
+    return name
 
 
 def patch_panel_netns(prefix: str) -> str:

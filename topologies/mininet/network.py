@@ -1,17 +1,20 @@
-"""Bring a topology up in Mininet with one BMv2 per switch, operate it, and tear it all down.
+"""Bring a topology up in Mininet, operate it, and tear it all down.
 
-    with running_network(load_topology("leaf-spine")) as net:
-        net.cut("l1", "s1")            # patch ends down: both BMv2s see carrier loss
+    with running_network(load_topology("leaf-spine")) as net:    # target="linux" for kernel
+        net.cut("l1", "s1")            # patch ends down: both switches see carrier loss
         net.restore("l1", "s1")
-        net.restart_switch("s2")       # kill -9, start again with the same options
+        net.restart_switch("s2")       # bmv2: kill -9, start again with the same options
         net.set_queue("l1", 3, rate_pps=500, depth=32)
 
-What comes up: every switch as a ``simple_switch_grpc`` in the root namespace with no program
-(the controller pushes it), every host in a named namespace with the topology's NICs
-configured, every switch-to-switch link patched through a bridge in the patch-panel namespace
-(see ``patch_panel``). Offloads are off on both ends of every veth. Mininet's TCLink shaping is
-not used (it needs netem, which some kernels lack): the bottleneck for ECN and trimming is
-BMv2's own egress queue, set with :meth:`TestbedNetwork.set_queue`.
+What comes up, on the ``bmv2`` target (default): every switch as a ``simple_switch_grpc`` in
+the root namespace with no program (the controller pushes it); on the ``linux`` target: every
+switch as a namespace of its own forwarding in the kernel, ports ``swpN``, with no forwarding
+state (the controller writes it; see ``kernel_switch``). On both, every host in a named
+namespace with the topology's NICs configured, every switch-to-switch link patched through a
+bridge in the patch-panel namespace (see ``patch_panel``), offloads off on both ends of every
+veth. Mininet's TCLink shaping is not used (it needs netem, which some kernels lack): the
+bottleneck is the switch's own egress queue, set with :meth:`TestbedNetwork.set_queue` (BMv2's
+queue over Thrift, or a ``tbf`` on a kernel switch's port).
 
 Teardown runs on every exit: normal, exception, Ctrl-C, SIGTERM/SIGHUP (turned into
 KeyboardInterrupt by :func:`running_network`), and interpreter exit (atexit) for a network
@@ -33,23 +36,35 @@ from mininet.net import Mininet
 
 from tools.bmv2 import Bmv2Options, thrift_cli
 from tools.netns import terminate_on_signals
-from tools.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
-from topologies.mininet.bmv2_switch import Bmv2Switch, port_in_use
+from topologies.mininet.bmv2_switch import Bmv2Switch
 from topologies.mininet.cleanup import Leftovers, sweep
 from topologies.mininet.host_config import offloads_off, sysctl
+from topologies.mininet.kernel_switch import KernelSwitch, NotApplicable
 from topologies.mininet.link_lookup import find_link
 from topologies.mininet.naming import PATCH_PANEL_NODE
 from topologies.mininet.patch_panel import PatchPanel
+from topologies.mininet.preflight import preflight_problems
 from topologies.mininet.runs import allocate_prefix, remove_record, runs_root, write_record
+from topologies.mininet.switch_target import SwitchTarget
 from topologies.mininet.system import run_all_in
 from topologies.mininet.testbed_host import TestbedHost
 from topologies.mininet.wiring import Wiring, plan_wiring
 from topologies.model import LinkId, Topology
 
+__all__ = [
+    "BringUpError",
+    "NotApplicable",
+    "SwitchNode",
+    "SwitchTarget",
+    "TestbedNetwork",
+    "preflight_problems",
+    "running_network",
+]
+
 log = logging.getLogger(__name__)
 
-#: Commands the bring-up runs besides BMv2 and Mininet's own.
-REQUIRED_COMMANDS = ("ip", "ethtool", "sysctl", "mnexec")
+#: A switch of either target.
+SwitchNode = Bmv2Switch | KernelSwitch
 
 
 class BringUpError(RuntimeError):
@@ -58,29 +73,6 @@ class BringUpError(RuntimeError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("cannot bring the topology up:\n  - " + "\n  - ".join(problems))
         self.problems = problems
-
-
-def preflight_problems(topology: Topology) -> list[str]:
-    """What prevents ``topology`` from coming up on this machine (empty when nothing does)."""
-    problems = []
-    if not is_root():
-        problems.append("needs root (network namespaces, veths, BMv2 on raw interfaces)")
-    binary = find_tool(SIMPLE_SWITCH_GRPC)
-    if binary is None:
-        problems.append(f"simple_switch_grpc not found: {SIMPLE_SWITCH_GRPC.how_to_get}")
-    elif not bmv2_has_thrift(binary):
-        problems.append(f"{binary} has no Thrift server (queue settings need it): rebuild it")
-    for command in REQUIRED_COMMANDS:
-        if shutil.which(command) is None:
-            problems.append(f"command {command!r} not found (`make setup` installs it)")
-    for switch in topology.switches:
-        for what, port in (("gRPC", switch.grpc_port), ("Thrift", switch.thrift_port)):
-            if port_in_use(port):
-                problems.append(
-                    f"switch {switch.name}: {what} port {port} is in use (another run still up? "
-                    "`python -m topologies.mininet clean` removes dead runs)"
-                )
-    return problems
 
 
 class TestbedNetwork:
@@ -92,18 +84,21 @@ class TestbedNetwork:
         self,
         topology: Topology,
         *,
+        target: SwitchTarget | str = SwitchTarget.BMV2,
         keep_logs: bool = False,
         startup_timeout: float = 30.0,
         runs_dir: Path | None = None,
     ) -> None:
-        """Plan the run (prefix, names); nothing on the machine changes until :meth:`start`."""
+        """Plan the run (prefix, names); nothing on the machine changes until :meth:`start`.
+        ValueError for a target that does not exist."""
         self.topology = topology
+        self.target = SwitchTarget.parse(target)
         self.keep_logs = keep_logs
         self.startup_timeout = startup_timeout
         root = runs_dir or runs_root()
         self.prefix = allocate_prefix(root)
         self.run_dir = root / self.prefix
-        self.wiring: Wiring = plan_wiring(topology, self.prefix)
+        self.wiring: Wiring = plan_wiring(topology, self.prefix, self.target)
         self.mininet: Mininet | None = None
         self.patch_panel: PatchPanel | None = None
         self.leftovers: Leftovers | None = None
@@ -116,7 +111,7 @@ class TestbedNetwork:
         """Create everything and start every switch; on any failure, tear down and re-raise."""
         if self._started:
             raise RuntimeError(f"run {self.prefix} was already started")
-        problems = preflight_problems(self.topology)
+        problems = preflight_problems(self.topology, self.target)
         if problems:
             raise BringUpError(problems)
         self.run_dir.mkdir(parents=True)
@@ -128,7 +123,7 @@ class TestbedNetwork:
             self._create_links()
             assert self.mininet is not None
             self.mininet.build()  # configures the hosts (TestbedHost.config)
-            self.mininet.start()  # launches BMv2 everywhere, then waits for each
+            self.mininet.start()  # BMv2: launches them all, then waits for each; linux: ports up
         except BaseException:
             self.close()
             raise
@@ -142,7 +137,8 @@ class TestbedNetwork:
         self._closed = True
         atexit.unregister(self.close)
         for switch in self._switch_nodes():
-            _logged(f"stopping {switch.name}", switch.stop_process)
+            if isinstance(switch, Bmv2Switch):
+                _logged(f"stopping {switch.name}", switch.stop_process)
         if self.mininet is not None:
             nodes = [*self.mininet.hosts, *self.mininet.switches]
             if self.patch_panel is not None:
@@ -171,16 +167,27 @@ class TestbedNetwork:
             raise KeyError(f"{name!r} is not a host")
         return node
 
-    def switch(self, name: str) -> Bmv2Switch:
+    def switch(self, name: str) -> SwitchNode:
         """The Mininet switch ``name``."""
         node = self._net()[name]
-        if not isinstance(node, Bmv2Switch):
+        if not isinstance(node, Bmv2Switch | KernelSwitch):
             raise KeyError(f"{name!r} is not a switch")
         return node
 
+    def bmv2_switch(self, name: str) -> Bmv2Switch:
+        """The BMv2 switch ``name``; NotApplicable on the linux target."""
+        node = self.switch(name)
+        if not isinstance(node, Bmv2Switch):
+            raise NotApplicable(f"{name} is a kernel switch (target {self.target}), not a BMv2")
+        return node
+
     def grpc_address(self, switch: str) -> str:
-        """Where the switch's P4Runtime server listens."""
-        return self.switch(switch).bmv2.grpc_addr
+        """Where the switch's P4Runtime server listens (bmv2 only: NotApplicable on linux)."""
+        return self.bmv2_switch(switch).bmv2.grpc_addr
+
+    def switch_netns(self, switch: str) -> str | None:
+        """The named namespace the switch's ports live in; None: the root namespace (bmv2)."""
+        return self.wiring.switch_netns[switch]
 
     @property
     def cut_links(self) -> frozenset[LinkId]:
@@ -190,8 +197,8 @@ class TestbedNetwork:
     # -- operations --------------------------------------------------------------------------
     def cut(self, a: str, b: str) -> LinkId:
         """Cut the link between ``a`` and ``b`` (names, or ``node:port``) without ever setting
-        a BMv2-bound interface down: a host link from the host's side, a switch link at the
-        patch panel."""
+        a switch's own interface down: a host link from the host's side, a switch link at the
+        patch panel; the switch ends only lose carrier, on either target."""
         link_id = find_link(self.topology, a, b).id
         if link_id in self.wiring.host_link_ids:
             nic = self.wiring.nic_for(link_id)
@@ -213,8 +220,9 @@ class TestbedNetwork:
         return link_id
 
     def link_state(self, a: str, b: str) -> dict[str, bool]:
-        """Whether each switch end of the link between ``a`` and ``b`` is up, as its BMv2 sees
-        it (hosts have no entry): what a cut or restore has reached so far."""
+        """Whether each switch end of the link between ``a`` and ``b`` is up, as the switch
+        sees it (BMv2's port status; a kernel switch's carrier in its namespace; hosts have no
+        entry): what a cut or restore has reached so far."""
         link = find_link(self.topology, a, b)
         return {
             end.node: self.switch(end.node).port_status().get(end.port, False)
@@ -224,17 +232,20 @@ class TestbedNetwork:
 
     def restart_switch(self, name: str) -> int:
         """kill -9 the switch's BMv2 and start it again with the same options; returns the new
-        pid once it serves again. It comes back empty: its controller reprograms it."""
+        pid once it serves again. It comes back empty: its controller reprograms it.
+        NotApplicable on the linux target (see ``kernel_switch``)."""
         return self.switch(name).restart(self.startup_timeout)
 
     def set_queue(
         self, switch: str, port: int, rate_pps: int, depth: int, priority: int = 0
     ) -> None:
-        """Set the rate (packets/s, 0 = unlimited) and depth (packets) of one egress priority
-        queue of one port over Thrift (BMv2 has no P4Runtime call for it).
+        """Set the rate (packets/s, 0 = unlimited) and depth (packets) of one egress queue of
+        one port: on BMv2 one priority queue, over Thrift (BMv2 has no P4Runtime call for it);
+        on a kernel switch the port's ``tbf`` (see ``KernelSwitch.set_queue``).
 
-        Priority 0 is the normal queue (the bottleneck for ECN and trimming); 1 is the
-        high-priority queue of trimmed headers and control packets, limited separately.
+        Priority 0 is the normal queue (the bottleneck for ECN and trimming); 1 is BMv2's
+        high-priority queue of trimmed headers and control packets, limited separately. A
+        kernel switch has one queue per port (no trimming, so no high-priority queue).
         """
         node = self.switch(switch)
         if port not in self.wiring.switch_ports[switch]:
@@ -243,6 +254,14 @@ class TestbedNetwork:
             raise ValueError(f"queue rate must be >= 0 packets/s (0 = unlimited), not {rate_pps}")
         if depth < 1:
             raise ValueError(f"queue depth must be at least 1 packet, not {depth}")
+        if isinstance(node, KernelSwitch):
+            if priority != 0:
+                raise ValueError(
+                    f"the linux target has one queue per port (no trimming, so no "
+                    f"high-priority queue): priority must be 0, not {priority}"
+                )
+            node.set_queue(port, rate_pps, depth)
+            return
         if not 0 <= priority < node.bmv2.priority_queues:
             raise ValueError(
                 f"priority must be in 0..{node.bmv2.priority_queues - 1}, not {priority}"
@@ -257,9 +276,15 @@ class TestbedNetwork:
 
     def summary(self) -> str:
         """What is running, in a few lines per node (the CLI prints this)."""
-        lines = [f"topology {self.topology.name} up as run {self.prefix} (logs: {self.run_dir})"]
+        lines = [
+            f"topology {self.topology.name} up as run {self.prefix} on target {self.target} "
+            f"(logs: {self.run_dir})"
+        ]
         for switch in self.topology.switches:
             node = self.switch(switch.name)
+            if isinstance(node, KernelSwitch):
+                lines.append(f"  {switch.name:<10} {node.summary_line()}")
+                continue
             ports = ", ".join(
                 f"{port}@{ifname}" for port, ifname in self.wiring.switch_ports[switch.name].items()
             )
@@ -281,21 +306,8 @@ class TestbedNetwork:
     def _create_nodes(self) -> None:
         net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False)
         self.mininet = net
-        settings = self.topology.settings
         for switch in self.topology.switches:
-            net.addSwitch(
-                switch.name,
-                cls=Bmv2Switch,
-                bmv2=Bmv2Options(
-                    ports=self.wiring.switch_ports[switch.name],
-                    device_id=switch.device_id,
-                    grpc_port=switch.grpc_port,
-                    thrift_port=switch.thrift_port,
-                    cpu_port=settings.cpu_port,
-                    log_dir=self.run_dir,
-                ),
-                startup_timeout=self.startup_timeout,
-            )
+            self._add_switch(net, switch.name)
         for host in self.topology.hosts:
             net.addHost(
                 host.name,
@@ -308,6 +320,28 @@ class TestbedNetwork:
             self.patch_panel = PatchPanel(PATCH_PANEL_NODE, netns=self.wiring.patch_panel_netns)
             # Reachable by name in the Mininet CLI (`patch-panel ip link`), but not a host.
             net.nameToNode[PATCH_PANEL_NODE] = self.patch_panel
+
+    def _add_switch(self, net: Mininet, name: str) -> None:
+        switch = self.topology.switch(name)
+        ports = self.wiring.switch_ports[name]
+        if self.target is SwitchTarget.LINUX:
+            netns = self.wiring.switch_netns[name]
+            assert netns is not None
+            net.addSwitch(name, cls=KernelSwitch, netns=netns, ports=ports)
+            return
+        net.addSwitch(
+            name,
+            cls=Bmv2Switch,
+            bmv2=Bmv2Options(
+                ports=ports,
+                device_id=switch.device_id,
+                grpc_port=switch.grpc_port,
+                thrift_port=switch.thrift_port,
+                cpu_port=self.topology.settings.cpu_port,
+                log_dir=self.run_dir,
+            ),
+            startup_timeout=self.startup_timeout,
+        )
 
     def _create_links(self) -> None:
         net = self._net()
@@ -338,7 +372,9 @@ class TestbedNetwork:
                 addr1=self.topology.switch(end.switch).port_mac(end.port),
                 up=False,
             )
-        for ports in self.wiring.switch_ports.values():
+        for switch_name, ports in self.wiring.switch_ports.items():
+            if self.wiring.switch_netns[switch_name] is not None:
+                continue  # a kernel switch brings its own ports up (KernelSwitch.start)
             for ifname in ports.values():
                 run_all_in(
                     None,
@@ -362,16 +398,19 @@ class TestbedNetwork:
             raise RuntimeError(f"run {self.prefix} has no patch panel")
         return self.patch_panel
 
-    def _switch_nodes(self) -> list[Bmv2Switch]:
+    def _switch_nodes(self) -> list[SwitchNode]:
         if self.mininet is None:
             return []
-        return [node for node in self.mininet.switches if isinstance(node, Bmv2Switch)]
+        return [
+            node for node in self.mininet.switches if isinstance(node, Bmv2Switch | KernelSwitch)
+        ]
 
 
 @contextlib.contextmanager
 def running_network(
     topology: Topology,
     *,
+    target: SwitchTarget | str = SwitchTarget.BMV2,
     keep_logs: bool = False,
     startup_timeout: float = 30.0,
     runs_dir: Path | None = None,
@@ -382,7 +421,11 @@ def running_network(
     killed test run or a closed terminal unwinds through the teardown as Ctrl-C does.
     """
     network = TestbedNetwork(
-        topology, keep_logs=keep_logs, startup_timeout=startup_timeout, runs_dir=runs_dir
+        topology,
+        target=target,
+        keep_logs=keep_logs,
+        startup_timeout=startup_timeout,
+        runs_dir=runs_dir,
     )
     in_main = threading.current_thread() is threading.main_thread()
     with terminate_on_signals() if in_main else contextlib.nullcontext():

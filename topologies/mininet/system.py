@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -113,3 +114,18 @@ def _self_and_ancestors() -> set[int]:
             break
         pid = int(stat.rsplit(")", 1)[1].split()[1])
     return pids
+
+
+def port_in_use(port: int) -> bool:
+    """Whether a TCP port is taken, so that a switch could not listen on it.
+
+    Binding (with SO_REUSEADDR, as servers do) rather than connecting also catches a port a
+    server holds without accepting yet.
+    """
+    with contextlib.closing(socket.socket()) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False

@@ -4,11 +4,13 @@ Computed from the topology and the run prefix alone, before anything is created,
 name is checked (length, uniqueness) up front and a bad topology fails without side effects.
 
 * A host NIC is one veth: the NIC end in the host's namespace, named as the topology names it,
-  and the switch end in the root namespace, bound by BMv2.
-* A switch-to-switch link is two veths through the patch panel: each switch's end in the root
-  namespace, each other end in the patch-panel namespace, the two panel ends joined by a bridge.
-  Cutting the link sets the panel ends down, so both switch ends only lose carrier: a
-  BMv2-bound interface is never set down (that freezes BMv2, behavioral-model issue 1215).
+  and the switch end where the switch target keeps its ports: in the root namespace, bound by
+  BMv2 (``bmv2``), or as ``swpN`` in the switch's own namespace (``linux``).
+* A switch-to-switch link is two veths through the patch panel: each switch's end where its
+  ports live, each other end in the patch-panel namespace, the two panel ends joined by a
+  bridge. Cutting the link sets the panel ends down, so both switch ends only lose carrier: a
+  BMv2-bound interface is never set down (that freezes BMv2, behavioral-model issue 1215), and
+  a kernel switch sees exactly what a cable pull shows a real one.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from functools import cached_property
 from topologies.mininet.naming import (
     bridge_name,
     host_netns,
+    kernel_switch_port,
     patch_ifname,
     patch_panel_netns,
     switch_ifname,
+    switch_netns,
 )
+from topologies.mininet.switch_target import SwitchTarget
 from topologies.model import Link, LinkId, Nic, Plane, Topology
 
 #: First routing table of a host's per-NIC source rules (one table per NIC, in NIC order).
@@ -69,9 +74,13 @@ class Wiring:
     """Every name and connection of one run, derived from the topology and the prefix."""
 
     prefix: str
+    target: SwitchTarget
     patch_panel_netns: str
-    #: Per switch, its P4 port numbers and the root-namespace interfaces BMv2 binds to them.
+    #: Per switch, its port numbers and their interfaces: the root-namespace veth ends BMv2
+    #: binds (``bmv2``), or ``swpN`` in the switch's namespace (``linux``).
     switch_ports: dict[str, dict[int, str]]
+    #: Per switch, the named namespace its ports live in; None: the root namespace (``bmv2``).
+    switch_netns: dict[str, str | None]
     host_nics: tuple[HostNicWiring, ...]
     patches: tuple[PatchWiring, ...]
 
@@ -105,15 +114,12 @@ class Wiring:
         return {wiring.link_id: wiring for wiring in self.host_nics}
 
 
-def plan_wiring(topology: Topology, prefix: str) -> Wiring:
-    """The wiring of ``topology`` for the run ``prefix`` (NamingError if a name cannot fit)."""
-    positions = {switch.name: index for index, switch in enumerate(topology.switches, start=1)}
-    switch_ports: dict[str, dict[int, str]] = {}
-    for switch in topology.switches:
-        switch_ports[switch.name] = {
-            port: switch_ifname(prefix, switch.name, positions[switch.name], port)
-            for port in topology.switch_ports(switch.name)
-        }
+def plan_wiring(
+    topology: Topology, prefix: str, target: SwitchTarget = SwitchTarget.BMV2
+) -> Wiring:
+    """The wiring of ``topology`` for the run ``prefix`` on ``target`` (NamingError if a name
+    cannot fit)."""
+    switch_ports = _switch_ports(topology, prefix, target)
     host_nics = []
     for host in topology.hosts:
         for table_offset, nic in enumerate(host.nics):
@@ -144,8 +150,13 @@ def plan_wiring(topology: Topology, prefix: str) -> Wiring:
         patches.append(PatchWiring(link=link, bridge=bridge_name(index), ends=(ends[0], ends[1])))
     wiring = Wiring(
         prefix=prefix,
+        target=target,
         patch_panel_netns=patch_panel_netns(prefix),
         switch_ports=switch_ports,
+        switch_netns={
+            switch.name: switch_netns(prefix, switch.name) if target is SwitchTarget.LINUX else None
+            for switch in topology.switches
+        },
         host_nics=tuple(host_nics),
         patches=tuple(patches),
     )
@@ -153,9 +164,36 @@ def plan_wiring(topology: Topology, prefix: str) -> Wiring:
     return wiring
 
 
+def _switch_ports(
+    topology: Topology, prefix: str, target: SwitchTarget
+) -> dict[str, dict[int, str]]:
+    """Each switch's port numbers and the interface names they get on ``target``."""
+    if target is SwitchTarget.LINUX:
+        return {
+            switch.name: {
+                port: kernel_switch_port(port) for port in topology.switch_ports(switch.name)
+            }
+            for switch in topology.switches
+        }
+    positions = {switch.name: index for index, switch in enumerate(topology.switches, start=1)}
+    return {
+        switch.name: {
+            port: switch_ifname(prefix, switch.name, positions[switch.name], port)
+            for port in topology.switch_ports(switch.name)
+        }
+        for switch in topology.switches
+    }
+
+
 def _check_unique(wiring: Wiring) -> None:
-    """Root-namespace names must be unique on the machine, panel names within the panel."""
-    root_names = [name for ports in wiring.switch_ports.values() for name in ports.values()]
+    """Root-namespace names must be unique on the machine, panel names within the panel (a
+    kernel switch's ``swpN`` are unique within its own namespace by construction)."""
+    root_names = [
+        name
+        for switch, ports in wiring.switch_ports.items()
+        if wiring.switch_netns[switch] is None
+        for name in ports.values()
+    ]
     panel_names = [end.panel_ifname for patch in wiring.patches for end in patch.ends]
     for what, names in (("root-namespace", root_names), ("patch-panel", panel_names)):
         duplicates = sorted({name for name in names if names.count(name) > 1})

@@ -20,6 +20,7 @@ from topologies.mininet.naming import (
     run_of,
     switch_ifname,
 )
+from topologies.mininet.switch_target import SwitchTarget
 from topologies.mininet.wiring import plan_wiring
 
 PREFIX = "mn0a1b"
@@ -156,3 +157,45 @@ def test_parallel_links_need_a_port_and_the_error_lists_them():
 def test_a_link_that_does_not_exist_is_a_clear_error(a, b, message):
     with pytest.raises(LinkNotFound, match=message):
         find_link(load_topology("leaf-spine"), a, b)
+
+
+# -- the linux target: kernel switches in namespaces of their own ------------------------------
+def test_kernel_switch_ports_are_swp_n_in_the_switchs_own_namespace(preset):
+    wiring = plan_wiring(preset, PREFIX, SwitchTarget.LINUX)
+    for switch in preset.switches:
+        assert wiring.switch_netns[switch.name] == f"{PREFIX}-{switch.name}"
+        assert run_of(wiring.switch_netns[switch.name]) == PREFIX
+        assert wiring.switch_ports[switch.name] == {
+            port: f"swp{port}" for port in preset.switch_ports(switch.name)
+        }
+
+
+def test_kernel_switch_links_still_go_through_the_patch_panel_with_the_topologys_macs(preset):
+    wiring = plan_wiring(preset, PREFIX, SwitchTarget.LINUX)
+    assert {patch.link.id for patch in wiring.patches} == {link.id for link in preset.links}
+    for patch in wiring.patches:
+        for end in patch.ends:
+            assert end.switch_ifname == f"swp{end.port}"
+    for nic_wiring in wiring.host_nics:
+        nic = nic_wiring.nic
+        assert nic_wiring.switch_ifname == f"swp{nic.switch_port}"
+        assert nic_wiring.gateway_mac == preset.switch(nic.switch).port_mac(nic.switch_port)
+
+
+def test_bmv2_ports_stay_in_the_root_namespace(preset):
+    wiring = plan_wiring(preset, PREFIX)
+    assert wiring.target is SwitchTarget.BMV2
+    assert set(wiring.switch_netns.values()) == {None}
+
+
+def test_kernel_switch_namespaces_never_collide_with_host_or_panel_namespaces(preset):
+    wiring = plan_wiring(preset, PREFIX, SwitchTarget.LINUX)
+    namespaces = [*wiring.switch_netns.values()]
+    namespaces += [wiring.host_netns(host.name) for host in preset.hosts]
+    namespaces.append(wiring.patch_panel_netns)
+    assert len(namespaces) == len(set(namespaces))
+
+
+def test_an_unknown_switch_target_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown switch target 'tofino'; targets: bmv2, linux"):
+        SwitchTarget.parse("tofino")

@@ -1,0 +1,57 @@
+"""What a run needs from the machine, per switch target, checked before anything is created.
+
+Every problem is listed with how to fix it, so that one failed start tells a user all of it.
+Nothing here imports Mininet: a machine without it gets a message saying so, not an
+ImportError.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+from tools.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
+from topologies.mininet.switch_target import SwitchTarget
+from topologies.mininet.system import port_in_use
+from topologies.model import Topology
+
+#: Commands every bring-up runs besides the switches' own: namespaces and veths (ip), offloads
+#: (ethtool), per-interface settings (sysctl), Mininet's namespace helper (mnexec).
+COMMON_COMMANDS = ("ip", "ethtool", "sysctl", "mnexec")
+#: What a target needs on top: queue limits on kernel switches are ``tc`` qdiscs.
+TARGET_COMMANDS = {SwitchTarget.BMV2: (), SwitchTarget.LINUX: ("tc",)}
+
+
+def preflight_problems(topology: Topology, target: SwitchTarget = SwitchTarget.BMV2) -> list[str]:
+    """What prevents ``topology`` from coming up on ``target`` here (empty when nothing does)."""
+    problems = []
+    if not is_root():
+        problems.append("needs root (network namespaces, veths, switch ports on raw interfaces)")
+    if importlib.util.find_spec("mininet") is None:
+        problems.append(
+            "Mininet's Python package not found: apt-get install mininet (`make setup`)"
+        )
+    for command in (*COMMON_COMMANDS, *TARGET_COMMANDS[target]):
+        if shutil.which(command) is None:
+            problems.append(f"command {command!r} not found (`make setup` installs it)")
+    if target is SwitchTarget.BMV2:
+        problems += _bmv2_problems(topology)
+    return problems
+
+
+def _bmv2_problems(topology: Topology) -> list[str]:
+    """BMv2 with Thrift, and each switch's gRPC and Thrift ports free."""
+    problems = []
+    binary = find_tool(SIMPLE_SWITCH_GRPC)
+    if binary is None:
+        problems.append(f"simple_switch_grpc not found: {SIMPLE_SWITCH_GRPC.how_to_get}")
+    elif not bmv2_has_thrift(binary):
+        problems.append(f"{binary} has no Thrift server (queue settings need it): rebuild it")
+    for switch in topology.switches:
+        for what, port in (("gRPC", switch.grpc_port), ("Thrift", switch.thrift_port)):
+            if port_in_use(port):
+                problems.append(
+                    f"switch {switch.name}: {what} port {port} is in use (another run still up? "
+                    "`python -m topologies.mininet clean` removes dead runs)"
+                )
+    return problems
