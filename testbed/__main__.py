@@ -1,8 +1,10 @@
 """``python -m testbed``: the testbed runner (``make run-topology``, ``make stop``).
 
-    python -m testbed run [TOPO] [--target bmv2]   # bring up, open the CLI, tear down on exit
+    python -m testbed run [TOPO] [--target auto|bmv2|linux]   # bring up, open the CLI, tear down
     python -m testbed stop [PREFIX...]             # stop every run (or those) and clean up
 
+``--target auto`` (the default) takes ``bmv2`` where its tools are present and ``linux`` (kernel
+switches) otherwise, and says which in one line; the banner lists what the target does not do.
 ``run`` reads CLI commands from stdin, so a script can drive it (``python -m testbed run <
 commands.txt``). Exit status: 0 when the run came up, every command succeeded and nothing was
 left behind; 1 when a command failed (stdin not a terminal) or the teardown left something;
@@ -21,6 +23,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from testbed.targets import AUTO
 from topologies import TopologyError
 from topologies.presets import PRESETS
 
@@ -42,7 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="leaf-spine",
         help=f"a preset ({', '.join(PRESETS)}) or a topology file (default leaf-spine)",
     )
-    run.add_argument("--target", default="bmv2", help="the switch target (today: bmv2)")
+    run.add_argument(
+        "--target",
+        default=AUTO,
+        help="the switch target: bmv2, linux, or auto (bmv2 where its tools are present)",
+    )
     stop = commands.add_parser("stop", help="stop testbed runs and remove what they left")
     stop.add_argument("prefixes", nargs="*", help="runs to stop (default: every run)")
     args = parser.parse_args(argv)
@@ -67,10 +74,13 @@ def _run(topology_ref: str, target: str) -> int:
     except TargetUnavailable as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    print(testbed.target_announcement, flush=True)
     failures = 0
     try:
         with testbed.running():
             print(testbed.network.summary())
+            for difference in testbed.target_differences():
+                print(f"  {testbed.target}: {difference}")
             assert testbed.controller is not None
             print(
                 f"controller: status socket {testbed.controller.socket}; agents on "

@@ -7,11 +7,13 @@
                         a transfer through the hosts' agents (as mrc-perf), progress and summary
     status              the controller's status (links, groups, counters, last failover)
 
-Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``...), except ``link``:
-it sets both veth ends down, which freezes BMv2 (shared/bmv2-notes.md), so it points to
-``fail``/``restore`` instead. Ctrl-C ends the CLI, like ``exit``, and the runner tears the whole
-run down: unlike Mininet's own CLI, which ignores it, because the user pressing Ctrl-C in
-``make run-topology`` expects the testbed to go away.
+Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``, and on the linux
+target ``s1 ip route`` inside a kernel switch), except ``link``: it sets both veth ends down,
+which freezes BMv2 (shared/bmv2-notes.md) and on any target is not what a cut shows a switch,
+so it points to ``fail``/``restore`` instead. ``restart`` is refused on the linux target
+(a kernel switch has no process to restart). Ctrl-C ends the CLI, like ``exit``, and the
+runner tears the whole run down: unlike Mininet's own CLI, which ignores it, because the
+user pressing Ctrl-C in ``make run-topology`` expects the testbed to go away.
 
 A testbed command that fails prints ``*** error: ...`` and the CLI goes on; the runner counts
 them, so a script fed on stdin can tell (the run exits 1).
@@ -163,11 +165,14 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
         self._guarded(lambda: self.stdout.write(format_status(self.testbed.status()) + "\n"))
 
     def do_link(self, _line: str) -> None:
-        """link: not available on BMv2 (it freezes the switches); use fail/restore."""
+        """link: refused (it sets the switches' own interfaces down); use fail/restore."""
         self.failures += 1
+        if self.testbed.target == "bmv2":
+            why = "which freezes BMv2"
+        else:
+            why = "not what a cut link shows a switch (carrier loss only)"
         self.stdout.write(
-            "*** error: `link` sets both veth ends down, which freezes BMv2; "
-            "use `fail A B` and `restore A B`\n"
+            f"*** error: `link` sets both veth ends down, {why}; use `fail A B` and `restore A B`\n"
         )
 
 

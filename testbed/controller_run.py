@@ -5,6 +5,11 @@ The socket and log file names carry the run prefix (``<prefix>-controller.sock``
 controller's command line names ``<prefix>-`` and the prefix sweep of
 ``topologies.mininet.cleanup`` (``make stop``) kills it even when the runner itself was
 killed with SIGKILL and never stopped it.
+
+On the ``linux`` target the controller is told so (``--target linux``) and where the switches'
+namespaces are (``--netns-prefix <prefix>``: switch ``s1`` is ``<prefix>-s1``); it then needs
+no P4 program and no gRPC, and learns link state from netlink carrier events rather than
+LLDP. On ``bmv2`` the command line is the one it always was.
 """
 
 from __future__ import annotations
@@ -26,24 +31,20 @@ class ControllerRun:
     """One controller process for a topology of a Mininet run."""
 
     def __init__(
-        self, topology_ref: str, run_dir: Path, prefix: str, discovery: bool = True
+        self,
+        topology_ref: str,
+        run_dir: Path,
+        prefix: str,
+        discovery: bool = True,
+        target: str = "bmv2",
     ) -> None:
         self.socket = run_dir / f"{prefix}-controller.sock"
         self.event_log = run_dir / f"{prefix}-controller.jsonl"
-        command = [
-            sys.executable,
-            "-m",
-            "controller.cli",
-            "run",
-            topology_ref,
-            "--socket",
-            str(self.socket),
-            "--event-log",
-            str(self.event_log),
-            *([] if discovery else ["--no-discovery"]),
-        ]
+        self.command = controller_command(
+            topology_ref, self.socket, self.event_log, prefix, discovery, target
+        )
         self.process = ManagedProcess(
-            "mrc-controller", command, run_dir / f"{prefix}-controller.out"
+            "mrc-controller", self.command, run_dir / f"{prefix}-controller.out"
         )
 
     def events(self) -> list[dict[str, Any]]:
@@ -86,3 +87,22 @@ class ControllerRun:
     def stop(self) -> int | None:
         """SIGTERM: the controller closes its channels and removes its socket."""
         return self.process.stop()
+
+
+def controller_command(
+    topology_ref: str,
+    socket: Path,
+    event_log: Path,
+    prefix: str,
+    discovery: bool = True,
+    target: str = "bmv2",
+) -> list[str]:
+    """The controller's command line for one run (``discovery=False``: ``--no-discovery``,
+    links as the topology lists them)."""
+    command = [sys.executable, "-m", "controller.cli", "run", topology_ref]
+    if target == "linux":
+        command += ["--target", "linux", "--netns-prefix", prefix]
+    command += ["--socket", str(socket), "--event-log", str(event_log)]
+    if not discovery:
+        command.append("--no-discovery")
+    return command

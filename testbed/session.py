@@ -23,8 +23,9 @@ from typing import Any
 
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.controller_run import ControllerRun
-from testbed.targets import check_target
+from testbed.targets import AUTO, choose_target, differences
 from tools.netns import terminate_on_signals
+from tools.qdiscs import probe_qdiscs
 from topologies import load_topology
 from topologies.model import LinkId, Topology
 
@@ -36,20 +37,25 @@ class Testbed:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, topology_ref: str, target: str = "bmv2", discovery: bool = True) -> None:
+    def __init__(self, topology_ref: str, target: str = AUTO, discovery: bool = True) -> None:
         """Check the target and plan the run; nothing starts until :meth:`start`.
 
-        ``discovery=False`` runs the controller without LLDP (links are as the topology says):
-        on links slowed to a few hundred packets/s, probes wait in the same queue as the data
-        and arrive late, which the controller takes for cuts.
+        ``target`` is ``bmv2``, ``linux`` or ``auto`` (BMv2 where its tools are present,
+        kernel switches otherwise: ``target_announcement`` says which and why).
+        ``discovery=False`` runs the controller without link discovery (links are as the
+        topology says): on links slowed to a few hundred packets/s, LLDP probes wait in the
+        same queue as the data and arrive late, which the controller takes for cuts.
         """
         from topologies.mininet.network import TestbedNetwork  # imports Mininet
 
         self.topology_ref = topology_ref
         self.discovery = discovery
         self.topology: Topology = load_topology(topology_ref)
-        self.target = check_target(target, self.topology).name
-        self.network = TestbedNetwork(self.topology)
+        choice = choose_target(target, self.topology)
+        self.target = choice.target.name
+        #: One line: the target and why (asked for, or the default choice for this machine).
+        self.target_announcement = choice.announcement
+        self.network = TestbedNetwork(self.topology, target=self.target)
         self.controller: ControllerRun | None = None
         self.agents: HostAgents | None = None
         #: After :meth:`close`: what the teardown left, as a sentence ("nothing left").
@@ -57,7 +63,7 @@ class Testbed:
 
     @classmethod
     def open(
-        cls, topology_ref: str, target: str = "bmv2", discovery: bool = True
+        cls, topology_ref: str, target: str = AUTO, discovery: bool = True
     ) -> contextlib.AbstractContextManager[Testbed]:
         """A started testbed for the ``with`` block, closed however the block ends."""
         return cls(topology_ref, target, discovery).running()
@@ -87,7 +93,7 @@ class Testbed:
         try:
             self.network.start()
             self.controller = ControllerRun(
-                self.topology_ref, self.run_dir, self.prefix, self.discovery
+                self.topology_ref, self.run_dir, self.prefix, self.discovery, self.target
             )
             self.controller.wait_in_service([s.name for s in self.topology.switches])
             self.agents = HostAgents(self.topology, self.run_dir, self.prefix)
@@ -106,6 +112,18 @@ class Testbed:
         self.leftovers = str(self.network.close())
         return self.leftovers
 
+    def target_differences(self) -> list[str]:
+        """What this run's target does not do that BMv2 does, one line each (none on bmv2);
+        on linux the kernel's qdiscs are probed, since ECN marking depends on them."""
+        if self.target != "linux":
+            return []
+        try:
+            qdiscs: dict[str, bool] | None = probe_qdiscs()
+        except OSError as error:
+            log.warning("could not probe the kernel's qdiscs: %s", error)
+            qdiscs = None
+        return differences(self.target, qdiscs)
+
     # -- operations ------------------------------------------------------------------------
     def fail(self, a: str, b: str) -> LinkId:
         """Cut the link between ``a`` and ``b`` (the controller finds out by itself)."""
@@ -116,8 +134,8 @@ class Testbed:
         return self.network.restore(a, b)
 
     def controller_tracks(self, link: LinkId) -> bool:
-        """Whether the controller keeps a state for ``link``: switch-to-switch links only
-        (hosts answer no LLDP probes)."""
+        """Whether the controller keeps a state for ``link`` (on bmv2, switch-to-switch links
+        only: hosts answer no LLDP probes)."""
         return any(entry["link"] == str(link) for entry in self.status()["links"])
 
     def wait_link_state(self, link: LinkId, down: bool, timeout: float) -> float | None:
@@ -131,7 +149,8 @@ class Testbed:
 
     def restart(self, switch: str) -> int:
         """kill -9 a switch and start it again empty; returns its new pid once it serves.
-        The controller notices and reprograms it (see :meth:`wait_in_service`)."""
+        The controller notices and reprograms it (see :meth:`wait_in_service`). On linux,
+        NotApplicable (``topologies.mininet.kernel_switch``)."""
         return self.network.restart_switch(switch)
 
     def wait_in_service(self, switches: list[str], after: int) -> None:

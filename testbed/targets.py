@@ -1,19 +1,35 @@
-"""Targets the runner can bring a topology up on, and what each needs from this machine.
+"""Targets the runner can bring a topology up on, what each needs from this machine, and
+which one a run gets when none is named.
 
-A target is the switch implementation behind the same topology, controller and agents. Today
-there is one, ``bmv2``: Mininet with one ``simple_switch_grpc`` per switch, programmed by
-``mrc-controller`` with ``p4src/build/mrc.json``. Its check lists every missing piece with how
-to get it, before anything is created, so a user learns all of it from one failed start.
+A target is the switch implementation behind the same topology, controller and agents:
+
+* ``bmv2``: Mininet with one ``simple_switch_grpc`` per switch, programmed by
+  ``mrc-controller`` with ``p4src/build/mrc.json`` over P4Runtime;
+* ``linux``: Mininet with one network namespace per switch forwarding in the kernel,
+  programmed by ``mrc-controller --target linux`` over netlink. Built only from what
+  ``make setup`` installs, so it runs on a fresh machine.
+
+Each target's check lists every missing piece with how to get it, before anything is
+created, so a user learns all of it from one failed start. ``auto`` (the runner's default)
+picks ``bmv2`` where its tools are present and ``linux`` otherwise, and says why in one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from controller.southbound import p4_program
 from tools.toolchain import MININET, SIMPLE_SWITCH_CLI, find_tool
+from topologies.mininet.preflight import bmv2_binary_problems, preflight_problems
+from topologies.mininet.switch_target import SwitchTarget
 from topologies.model import Topology
+
+#: The qdiscs that can mark ECN on a kernel switch (RED with ``ecn``, codel's ``ce_threshold``).
+ECN_QDISCS = ("red", "codel", "fq_codel")
+#: The target name that means "the default choice for this machine" (:func:`default_target`).
+AUTO = "auto"
 
 
 class TargetUnavailable(RuntimeError):
@@ -34,18 +50,44 @@ class Target:
     problems: Callable[[Topology], list[str]]
 
 
-def bmv2_problems(topology: Topology) -> list[str]:
-    """What the BMv2 target lacks: Mininet's bring-up checks, the CLI, the compiled program."""
-    from topologies.mininet.network import preflight_problems  # imports Mininet
+@dataclass(frozen=True)
+class TargetChoice:
+    """The target a run uses, and the one line the runner announces it with."""
 
-    problems = list(preflight_problems(topology))
-    if find_tool(MININET) is None:
-        problems.append(f"Mininet (mn) not found: {MININET.how_to_get}")
+    target: Target
+    reason: str
+
+    @property
+    def announcement(self) -> str:
+        return f"target {self.target.name}: {self.reason}"
+
+
+def bmv2_tool_problems() -> list[str]:
+    """What of BMv2's own toolchain is missing, whatever the topology: the switch with
+    Thrift, its CLI, the compiled program. The default choice looks at these alone."""
+    problems = bmv2_binary_problems()
     if find_tool(SIMPLE_SWITCH_CLI) is None:
         problems.append(f"simple_switch_CLI not found: {SIMPLE_SWITCH_CLI.how_to_get}")
     for path in (p4_program.P4INFO_PATH, p4_program.P4BLOB_PATH):
         if not path.is_file():
             problems.append(f"{path} missing: run `make build` (needs p4c)")
+    return problems
+
+
+def bmv2_problems(topology: Topology) -> list[str]:
+    """What the BMv2 target lacks: Mininet's bring-up checks, the CLI, the compiled program."""
+    problems = list(preflight_problems(topology, SwitchTarget.BMV2))
+    if find_tool(MININET) is None:
+        problems.append(f"Mininet (mn) not found: {MININET.how_to_get}")
+    return _unique(problems + bmv2_tool_problems())
+
+
+def linux_problems(topology: Topology) -> list[str]:
+    """What the linux target lacks: Mininet's bring-up checks (root, ip, tc, ethtool, sysctl,
+    mnexec, Mininet) and pyroute2, through which the controller speaks netlink."""
+    problems = list(preflight_problems(topology, SwitchTarget.LINUX))
+    if importlib.util.find_spec("pyroute2") is None:
+        problems.append("pyroute2 not found (the controller's netlink southbound): `make setup`")
     return problems
 
 
@@ -55,16 +97,76 @@ TARGETS = {
         "Mininet, one simple_switch_grpc per switch, mrc.p4 pushed by the controller",
         bmv2_problems,
     ),
+    "linux": Target(
+        "linux",
+        "Mininet, one kernel-forwarding namespace per switch, programmed over netlink",
+        linux_problems,
+    ),
 }
 
 
-def check_target(name: str, topology: Topology) -> Target:
-    """The target called ``name`` if it can run ``topology`` here; TargetUnavailable if not,
-    ValueError for a name that is no target."""
-    target = TARGETS.get(name)
-    if target is None:
-        raise ValueError(f"unknown target {name!r}; targets: {', '.join(TARGETS)}")
-    problems = target.problems(topology)
+def default_target(bmv2_missing: list[str] | None = None) -> TargetChoice:
+    """``bmv2`` where its tools are present, ``linux`` otherwise; the reason names what
+    decided (``bmv2_missing``: the BMv2 tool problems, probed when not given)."""
+    missing = bmv2_tool_problems() if bmv2_missing is None else bmv2_missing
+    if not missing:
+        return TargetChoice(
+            TARGETS["bmv2"], "BMv2's tools are present (TARGET=linux for kernel switches)"
+        )
+    first = missing[0].split(":")[0]
+    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    return TargetChoice(
+        TARGETS["linux"],
+        f"kernel switches, because BMv2 is not usable here ({first}{more}; `make doctor`)",
+    )
+
+
+def choose_target(name: str, topology: Topology) -> TargetChoice:
+    """The target called ``name`` (``auto``: :func:`default_target`) if it can run
+    ``topology`` here; TargetUnavailable if not, ValueError for a name that is no target."""
+    if name == AUTO:
+        choice = default_target()
+    else:
+        target = TARGETS.get(name)
+        if target is None:
+            known = ", ".join([*TARGETS, AUTO])
+            raise ValueError(f"unknown target {name!r}; targets: {known}")
+        choice = TargetChoice(target, "as asked")
+    problems = choice.target.problems(topology)
     if problems:
-        raise TargetUnavailable(name, problems)
-    return target
+        raise TargetUnavailable(choice.target.name, problems)
+    return choice
+
+
+def check_target(name: str, topology: Topology) -> Target:
+    """:func:`choose_target` without the announcement."""
+    return choose_target(name, topology).target
+
+
+def differences(target: str, qdiscs: Mapping[str, bool] | None) -> list[str]:
+    """What ``target`` does not do that ``bmv2`` does, one line each (empty for ``bmv2``);
+    ``qdiscs`` is what the kernel offers (``tools.qdiscs.probe_qdiscs``; None: not probed):
+    ECN marking needs RED or codel, and is off where the kernel has neither."""
+    if target != "linux":
+        return []
+    return [
+        "no packet trimming: MRC recovers lost packets by SACK and timeout",
+        "no per-member counters: per-interface rx/tx/drop counters instead",
+        ecn_difference(qdiscs),
+        "no switch restart: a kernel switch has no process to kill (`restart` is refused)",
+        "link state from netlink carrier events, not LLDP probes",
+    ]
+
+
+def ecn_difference(qdiscs: Mapping[str, bool] | None) -> str:
+    """Whether kernel switches mark ECN, given the kernel's qdiscs."""
+    if qdiscs is None:
+        return "ECN marking unknown: the kernel's qdiscs could not be probed (needs root)"
+    markers = [name for name in ECN_QDISCS if qdiscs.get(name)]
+    if markers:
+        return f"ECN marking by the kernel's {', '.join(markers)}"
+    return "no ECN marking: this kernel offers neither RED nor codel (tools/qdiscs.py)"
+
+
+def _unique(problems: list[str]) -> list[str]:
+    return list(dict.fromkeys(problems))

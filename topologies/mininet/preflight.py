@@ -39,14 +39,19 @@ def preflight_problems(topology: Topology, target: SwitchTarget = SwitchTarget.B
     return problems
 
 
-def _bmv2_problems(topology: Topology) -> list[str]:
-    """BMv2 with Thrift, and each switch's gRPC and Thrift ports free."""
-    problems = []
+def bmv2_binary_problems() -> list[str]:
+    """``simple_switch_grpc`` missing, or built without Thrift (queue settings need it)."""
     binary = find_tool(SIMPLE_SWITCH_GRPC)
     if binary is None:
-        problems.append(f"simple_switch_grpc not found: {SIMPLE_SWITCH_GRPC.how_to_get}")
-    elif not bmv2_has_thrift(binary):
-        problems.append(f"{binary} has no Thrift server (queue settings need it): rebuild it")
+        return [f"simple_switch_grpc not found: {SIMPLE_SWITCH_GRPC.how_to_get}"]
+    if not bmv2_has_thrift(binary):
+        return [f"{binary} has no Thrift server (queue settings need it): rebuild it"]
+    return []
+
+
+def _bmv2_problems(topology: Topology) -> list[str]:
+    """BMv2 with Thrift, and each switch's gRPC and Thrift ports free."""
+    problems = bmv2_binary_problems()
     for switch in topology.switches:
         for what, port in (("gRPC", switch.grpc_port), ("Thrift", switch.thrift_port)):
             if port_in_use(port):
