@@ -22,7 +22,11 @@ from dataclasses import dataclass
 
 from controller.southbound import p4_program
 from tools.toolchain import MININET, SIMPLE_SWITCH_CLI, find_tool
-from topologies.mininet.preflight import bmv2_binary_problems, preflight_problems
+from topologies.mininet.preflight import (
+    bmv2_binary_problems,
+    machine_problems,
+    preflight_problems,
+)
 from topologies.mininet.switch_target import SwitchTarget
 from topologies.model import Topology
 
@@ -47,7 +51,10 @@ class Target:
 
     name: str
     description: str
+    #: What it lacks to run a given topology here (machine and topology: service ports).
     problems: Callable[[Topology], list[str]]
+    #: What it lacks on this machine whatever the topology (``make doctor``).
+    machine_problems: Callable[[], list[str]]
 
 
 @dataclass(frozen=True)
@@ -74,21 +81,31 @@ def bmv2_tool_problems() -> list[str]:
     return problems
 
 
-def bmv2_problems(topology: Topology) -> list[str]:
-    """What the BMv2 target lacks: Mininet's bring-up checks, the CLI, the compiled program."""
-    problems = list(preflight_problems(topology, SwitchTarget.BMV2))
+def bmv2_machine_problems() -> list[str]:
+    """What the BMv2 target lacks here: root, Mininet, BMv2 with its CLI, the program."""
+    problems = machine_problems(SwitchTarget.BMV2)
     if find_tool(MININET) is None:
         problems.append(f"Mininet (mn) not found: {MININET.how_to_get}")
     return _unique(problems + bmv2_tool_problems())
 
 
-def linux_problems(topology: Topology) -> list[str]:
+def bmv2_problems(topology: Topology) -> list[str]:
+    """What the BMv2 target lacks for ``topology``: the machine's, and service ports in use."""
+    return _unique(bmv2_machine_problems() + preflight_problems(topology, SwitchTarget.BMV2))
+
+
+def linux_machine_problems() -> list[str]:
     """What the linux target lacks: Mininet's bring-up checks (root, ip, tc, ethtool, sysctl,
     mnexec, Mininet) and pyroute2, through which the controller speaks netlink."""
-    problems = list(preflight_problems(topology, SwitchTarget.LINUX))
+    problems = machine_problems(SwitchTarget.LINUX)
     if importlib.util.find_spec("pyroute2") is None:
         problems.append("pyroute2 not found (the controller's netlink southbound): `make setup`")
     return problems
+
+
+def linux_problems(topology: Topology) -> list[str]:
+    """What the linux target lacks for ``topology``: only the machine matters (no ports)."""
+    return linux_machine_problems()
 
 
 TARGETS = {
@@ -96,11 +113,13 @@ TARGETS = {
         "bmv2",
         "Mininet, one simple_switch_grpc per switch, mrc.p4 pushed by the controller",
         bmv2_problems,
+        bmv2_machine_problems,
     ),
     "linux": Target(
         "linux",
         "Mininet, one kernel-forwarding namespace per switch, programmed over netlink",
         linux_problems,
+        linux_machine_problems,
     ),
 }
 

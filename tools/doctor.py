@@ -2,7 +2,9 @@
 
 The testbed degrades instead of failing: tests that need a missing tool skip with a one-line
 reason. This report tells a user up front which parts will run on this machine and how to get the
-rest.
+rest: each tool, root, the kernel's qdiscs, then each switch target (``bmv2``, ``linux``): whether
+it can run here, what it lacks, which one ``TARGET=auto`` picks, and what the linux target does
+not do that BMv2 does (no trimming, no per-member counters, ECN only with RED or codel).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
+from testbed.targets import TARGETS, bmv2_tool_problems, default_target, differences
 from tools.qdiscs import probe_qdiscs
 from tools.toolchain import (
     ALL_TOOLS,
@@ -32,6 +35,8 @@ class Finding:
     detail: str
     disables: str
     how_to_get: str
+    #: Further lines worth reading even when present (a target's differences from BMv2).
+    notes: tuple[str, ...] = ()
 
 
 def collect() -> list[Finding]:
@@ -61,6 +66,7 @@ def collect() -> list[Finding]:
             "run the make targets as root or through sudo",
         )
     )
+    qdiscs: dict[str, bool] | None = None
     if root:
         try:
             qdiscs = probe_qdiscs()
@@ -77,6 +83,26 @@ def collect() -> list[Finding]:
                         "a kernel built with sch_" + name,
                     )
                 )
+    return findings + target_findings(qdiscs)
+
+
+def target_findings(qdiscs: dict[str, bool] | None) -> list[Finding]:
+    """Whether each switch target can run here, and which one ``TARGET=auto`` picks."""
+    findings = []
+    for name, target in TARGETS.items():
+        problems = target.machine_problems()
+        findings.append(
+            Finding(
+                f"target {name}",
+                not problems,
+                "ready" if not problems else "; ".join(problems),
+                f"`make run-topology TARGET={name}` and the e2e tests on {name}",
+                "see the items above",
+                tuple(differences(name, qdiscs)),
+            )
+        )
+    choice = default_target(bmv2_tool_problems())
+    findings.append(Finding("target (auto)", True, choice.announcement, "", ""))
     return findings
 
 
@@ -109,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"     disables: {f.disables}")
             if f.how_to_get:
                 print(f"     get it:   {f.how_to_get}")
+        for note in f.notes:
+            print(f"     differs:  {note}")
     return 0
 
 

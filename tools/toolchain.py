@@ -36,7 +36,8 @@ SIMPLE_SWITCH_GRPC = ToolSpec(
     "simple_switch_grpc",
     "SIMPLE_SWITCH_GRPC",
     ("--version",),
-    "the PTF suite, the BMv2 target of `make run-topology`, `make bench-dataplane`",
+    "the PTF suite, the bmv2 target of `make run-topology` (the linux target runs without "
+    "it), `make bench-dataplane`",
     "build PI and behavioral-model from source (github.com/p4lang/behavioral-model: "
     "configure --with-pi --with-thrift), see README",
 )
@@ -54,6 +55,13 @@ MININET = ToolSpec(
     "`make run-topology`, the end-to-end tests and experiments",
     "apt-get install mininet (done by `make setup`)",
 )
+TC = ToolSpec(
+    "tc",
+    None,
+    ("-V",),
+    "the linux target (queue rate and depth on kernel switches are tc qdiscs)",
+    "apt-get install iproute2 (done by `make setup`)",
+)
 TCPREPLAY = ToolSpec(
     "tcpreplay",
     None,
@@ -61,7 +69,7 @@ TCPREPLAY = ToolSpec(
     "`make bench-dataplane`",
     "apt-get install tcpreplay (done by `make setup`)",
 )
-ALL_TOOLS = (P4C, SIMPLE_SWITCH_GRPC, SIMPLE_SWITCH_CLI, MININET, TCPREPLAY)
+ALL_TOOLS = (P4C, SIMPLE_SWITCH_GRPC, SIMPLE_SWITCH_CLI, MININET, TC, TCPREPLAY)
 
 
 def find_tool(spec: ToolSpec) -> str | None:

@@ -24,6 +24,14 @@ TARGET_COMMANDS = {SwitchTarget.BMV2: (), SwitchTarget.LINUX: ("tc",)}
 
 def preflight_problems(topology: Topology, target: SwitchTarget = SwitchTarget.BMV2) -> list[str]:
     """What prevents ``topology`` from coming up on ``target`` here (empty when nothing does)."""
+    problems = machine_problems(target)
+    if target is SwitchTarget.BMV2:
+        problems += _service_port_problems(topology)
+    return problems
+
+
+def machine_problems(target: SwitchTarget) -> list[str]:
+    """What this machine lacks for ``target``, whatever the topology (``make doctor``)."""
     problems = []
     if not is_root():
         problems.append("needs root (network namespaces, veths, switch ports on raw interfaces)")
@@ -35,7 +43,7 @@ def preflight_problems(topology: Topology, target: SwitchTarget = SwitchTarget.B
         if shutil.which(command) is None:
             problems.append(f"command {command!r} not found (`make setup` installs it)")
     if target is SwitchTarget.BMV2:
-        problems += _bmv2_problems(topology)
+        problems += bmv2_binary_problems()
     return problems
 
 
@@ -49,9 +57,9 @@ def bmv2_binary_problems() -> list[str]:
     return []
 
 
-def _bmv2_problems(topology: Topology) -> list[str]:
-    """BMv2 with Thrift, and each switch's gRPC and Thrift ports free."""
-    problems = bmv2_binary_problems()
+def _service_port_problems(topology: Topology) -> list[str]:
+    """Each BMv2's gRPC and Thrift ports must be free."""
+    problems = []
     for switch in topology.switches:
         for what, port in (("gRPC", switch.grpc_port), ("Thrift", switch.thrift_port)):
             if port_in_use(port):
