@@ -1,0 +1,118 @@
+"""The writes that take a namespace from the state it holds to the state wanted, in a safe
+order.
+
+Pure. Order: neighbours are set before the routes that use their gateways (a route via a
+gateway without its permanent entry would make the kernel try to resolve a synthetic address);
+routes are deleted before the neighbours they used; shapers last, as they touch no forwarding.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour
+from controller.southbound.linux.tc import MAX_FRAME_BYTES, TbfParameters
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+#: A ``tbf``'s bucket is stored in timer ticks; converting back to bytes can be a byte off.
+BURST_TOLERANCE_BYTES = 1
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """Every write, grouped by kind; ``set_*`` entries are inserts and modifies alike (the
+    kernel's replace), the counts tell them apart."""
+
+    set_neighbours: tuple[Neighbour, ...] = ()
+    set_routes: tuple[KernelRoute, ...] = ()
+    delete_routes: tuple[KernelRoute, ...] = ()
+    delete_neighbours: tuple[Neighbour, ...] = ()
+    set_shapers: tuple[tuple[int, TbfParameters], ...] = ()
+    delete_shapers: tuple[int, ...] = ()
+    inserts: int = 0
+    modifies: int = 0
+    deletes: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to write."""
+        return self.inserts + self.modifies + self.deletes == 0
+
+    @property
+    def shaper_changes(self) -> int:
+        """Queue settings written (counted as queue commands, like BMv2's Thrift calls)."""
+        return len(self.set_shapers) + len(self.delete_shapers)
+
+
+def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
+    """What to write so that ``held`` becomes ``wanted``."""
+    neighbours = _compare(wanted.neighbours, held.neighbours)
+    routes = _compare(wanted.routes, held.routes)
+    shapers = _compare(wanted.shapers, held.shapers, same_shaper)
+    inserted = neighbours.inserted + routes.inserted + shapers.inserted
+    modified = neighbours.modified + routes.modified + shapers.modified
+    deleted = neighbours.deleted + routes.deleted + shapers.deleted
+    return KernelPlan(
+        set_neighbours=tuple(wanted.neighbours[key] for key in neighbours.set_keys),
+        set_routes=tuple(wanted.routes[key] for key in routes.set_keys),
+        delete_routes=tuple(held.routes[key] for key in routes.deleted_keys),
+        delete_neighbours=tuple(held.neighbours[key] for key in neighbours.deleted_keys),
+        set_shapers=tuple((port, wanted.shapers[port]) for port in shapers.set_keys),
+        delete_shapers=tuple(shapers.deleted_keys),
+        inserts=inserted,
+        modifies=modified,
+        deletes=deleted,
+    )
+
+
+def same_shaper(wanted: TbfParameters, held: TbfParameters) -> bool:
+    """Whether the held ``tbf`` is the wanted one, up to the byte the kernel's tick rounding
+    may cost the bucket."""
+    return (
+        wanted.rate_bits_per_s == held.rate_bits_per_s
+        and wanted.limit_bytes == held.limit_bytes
+        and abs(wanted.burst_bytes - held.burst_bytes) <= BURST_TOLERANCE_BYTES
+    )
+
+
+def burst_from_ticks(buffer_ticks: int, rate_bytes_per_s: int, ticks_per_us: float) -> int:
+    """The bucket size in bytes of a ``tbf`` whose bucket the kernel holds as ``buffer_ticks``
+    timer ticks (tc converts bytes to the time they take at the rate, then to ticks)."""
+    if rate_bytes_per_s <= 0 or ticks_per_us <= 0:
+        return MAX_FRAME_BYTES
+    return round(buffer_ticks / ticks_per_us / 1_000_000 * rate_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class _Comparison(Generic[_K]):
+    set_keys: tuple[_K, ...]
+    deleted_keys: tuple[_K, ...]
+    inserted: int
+    modified: int
+
+    @property
+    def deleted(self) -> int:
+        return len(self.deleted_keys)
+
+
+def _compare(
+    wanted: Mapping[_K, _V],
+    held: Mapping[_K, _V],
+    same: Callable[[_V, _V], bool] = operator.eq,
+) -> _Comparison[_K]:
+    set_keys: list[_K] = []
+    inserted = modified = 0
+    for key, value in wanted.items():
+        if key not in held:
+            inserted += 1
+            set_keys.append(key)
+        elif not same(value, held[key]):
+            modified += 1
+            set_keys.append(key)
+    deleted = tuple(key for key in held if key not in wanted)
+    return _Comparison(tuple(set_keys), deleted, inserted, modified)

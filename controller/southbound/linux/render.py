@@ -1,0 +1,109 @@
+"""An intent rendered for a Linux kernel: routes, neighbours and shapers, plus what has no
+kernel rendering.
+
+Pure. A group becomes the next hops of every route that points at it (the kernel has no shared
+group object that plain routes use: with ``nexthop`` objects it does, but a route's multipath
+next hops are what ``ignore_routes_with_linkdown`` is documented for, and they read back
+plainly); a member becomes a synthetic gateway with a permanent neighbour entry
+(:mod:`.names`); a port's queue rate and depth become a root ``tbf`` (:mod:`.tc`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from controller.intent.model import NextHopMember, PortIntent, Route, SwitchIntent
+from controller.southbound.linux.names import gateway_v4, gateway_v6
+from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour, NextHop
+from controller.southbound.linux.tc import TbfParameters, tbf_parameters
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """The kernel state an intent asks for, and the parts of it the kernel cannot hold."""
+
+    state: KernelState
+    #: One sentence per intent feature that has no kernel rendering and is left out.
+    unsupported: tuple[str, ...]
+
+
+def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] = ()) -> Rendering:
+    """The kernel state for ``intent``. ``ecn_qdiscs`` names the ECN-capable qdiscs the kernel
+    offers (``red``, ``codel``, ``fq_codel``); none of them is used yet, so ECN marking is
+    reported as off either way, with the reason."""
+    routes = {
+        route.prefix: _route(route, intent) for route in (*intent.routes_v4, *intent.routes_v6)
+    }
+    neighbours = {}
+    for member in intent.members:
+        for neighbour in _neighbours(member):
+            neighbours[neighbour.key] = neighbour
+    shapers = {port.port: shaper for port in intent.ports if (shaper := _shaper(port)) is not None}
+    return Rendering(
+        KernelState(routes, neighbours, shapers), _unsupported(intent, frozenset(ecn_qdiscs))
+    )
+
+
+def _route(route: Route, intent: SwitchIntent) -> KernelRoute:
+    group = intent.group(route.next_id)
+    v4 = isinstance(route.prefix, IPv4Network)
+    nexthops = tuple(
+        sorted(
+            (
+                NextHop(
+                    member.egress_port,
+                    gateway_v4(member.member_index) if v4 else gateway_v6(member.member_index),
+                )
+                for member in group.members
+            ),
+            key=lambda nexthop: nexthop.port,
+        )
+    )
+    return KernelRoute(route.prefix, nexthops)
+
+
+def _neighbours(member: NextHopMember) -> tuple[Neighbour, Neighbour]:
+    mac = member.dst_mac.lower()
+    return (
+        Neighbour(member.egress_port, gateway_v4(member.member_index), mac),
+        Neighbour(member.egress_port, gateway_v6(member.member_index), mac),
+    )
+
+
+def _shaper(port: PortIntent) -> TbfParameters | None:
+    if port.queue_rate_pps <= 0:
+        return None  # unlimited: a veth never queues, so there is no depth to bound either
+    return tbf_parameters(port.queue_rate_pps, port.queue_depth)
+
+
+def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str]) -> tuple[str, ...]:
+    notes = []
+    ecn_ports = [port.port for port in intent.ports if port.ecn_enabled]
+    if ecn_ports:
+        reason = (
+            "this kernel has none of red, codel, fq_codel"
+            if not ecn_qdiscs
+            else f"the kernel has {', '.join(sorted(ecn_qdiscs))}, which this southbound "
+            "does not render yet"
+        )
+        notes.append(f"ECN marking is off on ports {ecn_ports}: {reason}")
+    notes.append(
+        "no packet trimming on the linux target: a full queue drops, and MRC recovers by "
+        "SACK and timeout"
+    )
+    if any(
+        port.high_priority_queue_rate_pps or port.high_priority_queue_depth for port in intent.ports
+    ):
+        notes.append(
+            "no high-priority queue on the linux target (one tbf per port): control packets "
+            "queue with data"
+        )
+    if intent.dscp_rules:
+        notes.append("DSCP classes have no kernel rendering (the kernel forwards by address only)")
+    notes.append(
+        f"LLDP and the CPU port ({intent.cpu_port}) have no kernel rendering: links are "
+        "watched by carrier (netlink link events)"
+    )
+    return tuple(notes)
