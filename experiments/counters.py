@@ -1,6 +1,7 @@
 """Switch counters from the controller's status (``mrc-controller status --json``): which
 uplink a flow uses and how loaded each switch-to-switch link is, both from the next-hop
-(action-profile member) counters.
+(action-profile member) counters; and how often the switches trimmed and marked ECN, from
+the port counters.
 
 Counters only grow (a restarted switch aside), so every figure is a difference between two
 snapshots taken around the traffic of interest.
@@ -76,6 +77,36 @@ def link_loads(
             total += stop - start
         loads[str(link.id)] = total
     return loads
+
+
+#: The port counters that count the fabric's congestion signals.
+SIGNAL_COUNTERS = ("trims", "ecn_marks")
+
+
+def congestion_signals(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int | None]:
+    """Packets trimmed and packets ECN-marked by every switch between two snapshots, summed
+    over all ports (all None when some switch's counters could not be read in either)."""
+    totals = dict.fromkeys(SIGNAL_COUNTERS, 0)
+    for switch in after["counters"]:
+        try:
+            start, stop = (_port_counters(status, switch) for status in (before, after))
+        except CountersUnavailable:
+            return dict.fromkeys(SIGNAL_COUNTERS, None)
+        for name in SIGNAL_COUNTERS:
+            totals[name] += sum(
+                int(cell[name]) - int(start.get(port, {}).get(name, 0))
+                for port, cell in stop.items()
+            )
+    return {name: total for name, total in totals.items()}
+
+
+def _port_counters(status: dict[str, Any], switch: str) -> dict[str, dict[str, Any]]:
+    switch_counters = status["counters"].get(switch)
+    if not isinstance(switch_counters, dict) or "ports" not in switch_counters:
+        reason = (switch_counters or {}).get("error", "not read")
+        raise CountersUnavailable(f"{switch}: counters unavailable ({reason})")
+    ports: dict[str, dict[str, Any]] = switch_counters["ports"]
+    return ports
 
 
 def _switch_peers(topology: Topology, switch: str) -> dict[int, str]:

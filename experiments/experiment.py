@@ -1,9 +1,15 @@
 """What an experiment module provides to the runner, and the runner itself.
 
-An experiment is a set of functions over plain data: the runner brings the network up once,
-calls ``run_mode`` for every seed and mode, then ``summarize``, ``draw`` and ``text``, and
-writes the results directory. Every experiment thereby gets the same teardown, the same
-summary.json skeleton and the same checks.
+An experiment is a set of functions over plain data: the runner brings the network up, calls
+``run_mode`` for every seed and mode, then ``summarize``, ``draw`` and ``text``, and writes the
+results directory. Every experiment thereby gets the same teardown, the same summary.json
+skeleton and the same checks.
+
+Modes that need the same network (``mrc`` and ``single`` differ only in the agents' EVs) share
+one bring-up. Modes that differ in how the switches are configured (``incast``: ECN and
+trimming on or off) get a bring-up each, in the same run, each on its own topology file: the
+controller programs what a file says, and a fresh network guarantees that nothing of one
+mode's configuration or queues lingers into the other.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from topologies import load_topology
 log = logging.getLogger(__name__)
 
 RunMode = Callable[[Testbed, Any, str, int], tuple[dict[str, Any], dict[str, Any]]]
+#: Nothing of a bring-up was left after its teardown.
+NOTHING_LEFT = "nothing left"
 
 
 @dataclass(frozen=True)
@@ -34,13 +42,16 @@ class Experiment:
     name: str
     default_topology: str
     params_type: type
-    variant: Callable[[Any], Variant]
+    #: The topology changes a mode needs (params, mode -> Variant).
+    variant: Callable[[Any, str], Variant]
     run_mode: RunMode
     summarize: Callable[[dict[str, dict[str, dict[str, Any]]]], dict[str, Any]]
     draw: Callable[[Path, dict[str, Any], dict[str, Any], Any], list[str]]
     text: Callable[[dict[str, Any]], list[str]]
     #: Whether the controller runs LLDP discovery (off where links are slowed: see Testbed).
     discovery: bool = True
+    #: The modes every seed runs in, in this order; summary.json has one entry per mode.
+    modes: tuple[str, ...] = MODES
 
 
 def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
@@ -74,39 +85,52 @@ def run_experiment(
     params: Any,
     results_root: Path,
 ) -> Path:
-    """Run every seed in every mode on one bring-up; write and return the results directory."""
+    """Run every seed in every mode (one bring-up per distinct topology variant); write and
+    return the results directory."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
     directory = new_result_dir(results_root, experiment.name)
-    topology_file = write_variant(topology_ref, experiment.variant(params), directory)
-    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in MODES}
-    series: dict[str, dict[str, Any]] = {mode: {} for mode in MODES}
-    with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
-        for seed in range(seeds):
-            for mode in MODES:
-                log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
-                record, samples = experiment.run_mode(testbed, params, mode, seed)
-                runs[mode][str(seed)] = record
-                series[mode][str(seed)] = samples
-        if testbed.controller is not None and testbed.controller.event_log.is_file():
-            # The run directory goes with the teardown; the controller's account of link
-            # state and failovers stays with the results, for explaining odd figures.
-            shutil.copyfile(testbed.controller.event_log, directory / "controller-events.jsonl")
-    leftovers = testbed.leftovers  # set by the teardown at the end of the block
+    groups = bring_ups(experiment, params)
+    files: dict[str, Path] = {}
+    for suffix, (variant, modes) in groups.items():
+        path = write_variant(topology_ref, variant, directory, f"topology{suffix}.yaml")
+        files.update((mode, path) for mode in modes)
+    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in experiment.modes}
+    series: dict[str, dict[str, Any]] = {mode: {} for mode in experiment.modes}
+    leftovers: list[str] = []
+    for suffix, (_, modes) in groups.items():
+        topology_file = files[modes[0]]
+        with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
+            for seed in range(seeds):
+                for mode in modes:
+                    log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
+                    record, samples = experiment.run_mode(testbed, params, mode, seed)
+                    runs[mode][str(seed)] = record
+                    series[mode][str(seed)] = samples
+            if testbed.controller is not None and testbed.controller.event_log.is_file():
+                # The run directory goes with the teardown; the controller's account of link
+                # state and failovers stays with the results, for explaining odd figures.
+                shutil.copyfile(
+                    testbed.controller.event_log, directory / f"controller-events{suffix}.jsonl"
+                )
+        leftovers.append(str(testbed.leftovers))  # set by the teardown at the end of the block
     figures = experiment.summarize(runs)
     transfers = [
         t for seeds_ in runs.values() for r in seeds_.values() for t in r["transfers"].values()
     ]
+    first_file = files[experiment.modes[0]]
     summary: dict[str, Any] = {
         "experiment": experiment.name,
         "target": target,
         "topology": {
             "ref": topology_ref,
-            "name": load_topology(str(topology_file)).name,
-            "file": topology_file.name,
+            "name": load_topology(str(first_file)).name,
+            "file": first_file.name,
+            "files": {mode: path.name for mode, path in files.items()},
         },
         "seeds": seeds,
+        "modes": list(experiment.modes),
         "versions": versions(),
         "parameters": dataclasses.asdict(params),
         "runs": runs,
@@ -116,7 +140,7 @@ def run_experiment(
             "all_completed": all(t["completed"] for t in transfers),
         },
         "controller_discovery": experiment.discovery,
-        "teardown": leftovers,
+        "teardown": _teardown_sentence(leftovers),
     }
     write_json(directory / "timeseries.json", series)
     summary["pngs"] = experiment.draw(directory, runs, series, params)
@@ -132,6 +156,25 @@ def run_experiment(
     ]
     (directory / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory
+
+
+def bring_ups(experiment: Experiment, params: Any) -> dict[str, tuple[Variant, list[str]]]:
+    """The experiment's modes grouped by the network they need, in mode order, keyed by the
+    suffix of their files: "" when every mode shares one network (``topology.yaml``), else
+    ``-<mode>`` of the group's first mode (``topology-<mode>.yaml``)."""
+    groups: dict[Variant, list[str]] = {}
+    for mode in experiment.modes:
+        groups.setdefault(experiment.variant(params, mode), []).append(mode)
+    if len(groups) == 1:
+        ((variant, modes),) = groups.items()
+        return {"": (variant, modes)}
+    return {f"-{modes[0]}": (variant, modes) for variant, modes in groups.items()}
+
+
+def _teardown_sentence(leftovers: list[str]) -> str:
+    """One sentence for every bring-up's teardown: "nothing left" only when none left anything."""
+    left = [sentence for sentence in leftovers if sentence != NOTHING_LEFT]
+    return NOTHING_LEFT if not left else "; ".join(left)
 
 
 def _parse_value(default: Any, text: str) -> Any:

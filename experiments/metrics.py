@@ -96,3 +96,12 @@ def recovery_time(
         if sum(p["goodput_bps"] for p in window) / len(window) >= target:
             return window[0]["t_s"] - cut_s
     return None
+
+
+def window_goodput(
+    series: Sequence[dict[str, float]], start_s: float, end_s: float, bin_s: float
+) -> float | None:
+    """Mean goodput of the ``bin_s`` bins lying wholly between ``start_s`` and ``end_s`` (a
+    bin's ``t_s`` is its end); None when no bin fits, e.g. a window shorter than a bin."""
+    inside = [p["goodput_bps"] for p in series if p["t_s"] - bin_s >= start_s and p["t_s"] <= end_s]
+    return sum(inside) / len(inside) if inside else None

@@ -10,7 +10,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after use(): the backend must be chosen first
 
-MODE_COLOURS = {"mrc": "tab:blue", "single": "tab:orange"}
+MODE_COLOURS = {
+    "mrc": "tab:blue",
+    "single": "tab:orange",
+    "ecn_trim_on": "tab:green",
+    "ecn_trim_off": "tab:red",
+}
 
 
 def goodput_over_time(
@@ -76,6 +81,52 @@ def grouped_bars(
     axes.set_title(title)
     axes.grid(axis="y", alpha=0.3)
     axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def goodput_with_spans_and_durations(
+    path: Path,
+    title: str,
+    series: Mapping[str, Sequence[Mapping[str, float]]],
+    spans: Mapping[str, tuple[float, float]],
+    durations: Mapping[str, float | None],
+    duration_label: str,
+) -> None:
+    """Left: goodput (Mbit/s) over time per mode, each mode's ``spans`` (start, end) shaded
+    in its colour; right: one bar per mode of ``durations`` (seconds; a missing one is
+    written as such rather than drawn as 0)."""
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 1]}
+    )
+    for mode, points in series.items():
+        colour = MODE_COLOURS.get(mode)
+        left.plot(
+            [p["t_s"] for p in points],
+            [p["goodput_bps"] / 1e6 for p in points],
+            label=mode,
+            color=colour,
+            drawstyle="steps-pre",
+            linewidth=1.2,
+        )
+        if mode in spans:
+            start, end = spans[mode]
+            left.axvspan(start, end, color=colour, alpha=0.12, label=f"{mode}: incast")
+    left.set_xlabel("time since the victim flow started (s)")
+    left.set_ylabel("victim goodput (Mbit/s)")
+    left.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    modes = list(durations)
+    heights = [durations[m] or 0.0 for m in modes]
+    bars = right.bar(modes, heights, color=[MODE_COLOURS.get(m) for m in modes])
+    right.bar_label(
+        bars, labels=["n/a" if durations[m] is None else f"{durations[m]:.1f} s" for m in modes]
+    )
+    right.set_ylabel(duration_label)
+    right.tick_params(axis="x", labelsize=7)
+    right.grid(axis="y", alpha=0.3)
+    figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from experiments import failover, spray
+from experiments import failover, incast, spray
 from experiments.experiment import Experiment
 
 EXPERIMENTS: dict[str, Experiment] = {
-    experiment.name: experiment for experiment in (failover.EXPERIMENT, spray.EXPERIMENT)
+    experiment.name: experiment
+    for experiment in (failover.EXPERIMENT, spray.EXPERIMENT, incast.EXPERIMENT)
 }

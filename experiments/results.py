@@ -20,6 +20,8 @@ from typing import Any
 from tools.toolchain import P4C, SIMPLE_SWITCH_GRPC, find_tool, tool_version
 
 REPO = Path(__file__).resolve().parents[1]
+#: The modes of an experiment that compares MRC with the single-path baseline; an
+#: experiment may name others (summary.json lists them under "modes").
 MODES = ("mrc", "single")
 #: Per-transfer fields every mode and seed must report.
 TRANSFER_FIELDS = (
@@ -97,12 +99,19 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
             problems.append(f"versions lacks {key!r}")
     if summary["seeds"] != seeds:
         problems.append(f"seeds is {summary['seeds']}, expected {seeds}")
-    for mode in MODES:
+    modes = summary.get("modes", MODES)  # results written before modes were recorded
+    unexpected = sorted(set(summary["runs"]) - set(modes))
+    if unexpected:
+        problems.append(f"runs of modes not listed in 'modes': {unexpected}")
+    for mode in modes:
         runs = summary["runs"].get(mode)
         if not isinstance(runs, dict) or sorted(runs) != [str(s) for s in range(seeds)]:
             problems.append(f"runs[{mode!r}] does not hold seeds 0..{seeds - 1}")
             continue
         for seed, run in runs.items():
+            if not run.get("transfers"):
+                problems.append(f"{mode}/{seed} has no transfers")
+                continue
             for transfer_name, transfer in run["transfers"].items():
                 missing = [field for field in TRANSFER_FIELDS if field not in transfer]
                 if missing:

@@ -60,7 +60,9 @@ class Params:
             raise ValueError("trim_threshold must be below fabric_queue_depth")
 
 
-def variant(params: Params) -> Variant:
+def variant(params: Params, mode: str) -> Variant:
+    """The same network for both modes (they differ only in the agents' EVs)."""
+    del mode
     return Variant(
         fabric_rate_pps=params.fabric_rate_pps,
         fabric_queue_depth=params.fabric_queue_depth,

@@ -4,18 +4,39 @@ settings the experiment needs written into a copy in the results directory.
 The copy is what the controller programs (queue rates reach BMv2 through it) and what the
 summary records, so a result always names the exact network it was measured on. Service
 ports and names stay as the user's file has them.
+
+The topology format has thresholds for ECN marking and trimming but no switch that turns
+either off, so a variant without them (``ecn_and_trimming=False``) is written with the knobs
+the format has: ECN thresholds deeper than any queue can get (never marks), and DSCP values
+under which the agents' data is not trimmable (the switches classify by DSCP: the agents'
+data DSCP becomes the NO_TRIM class, its retransmit DSCP no MRC class at all). A full queue
+then drops at its tail, as a switch without either feature does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from topologies import load_topology
+from topologies.model import DscpValues
 from topologies.presets import PRESETS
+
+#: DSCP has 6 bits; 0 (best effort, what unmarked traffic carries) is never handed out.
+_DSCP_VALUES = range(1, 64)
+
+
+@dataclass(frozen=True)
+class HostQueue:
+    """The egress queue toward one host (its switch's port): e.g. an incast receiver's last
+    hop, made the incast's bottleneck."""
+
+    host: str
+    rate_pps: int
+    depth: int
 
 
 @dataclass(frozen=True)
@@ -33,6 +54,10 @@ class Variant:
     ecn_thresholds: tuple[int, int] | None = None
     #: LLDP probe interval: every probe costs BMv2 forwarding time that traffic then lacks.
     lldp_interval_ms: int | None = None
+    #: Queues toward particular hosts (their NICs' links).
+    host_queues: tuple[HostQueue, ...] = ()
+    #: False: no ECN marking and no trimming anywhere (see the module's docstring).
+    ecn_and_trimming: bool = True
 
 
 def source_document(topology_ref: str) -> dict[str, Any]:
@@ -44,8 +69,10 @@ def source_document(topology_ref: str) -> dict[str, Any]:
     return document
 
 
-def write_variant(topology_ref: str, variant: Variant, directory: Path) -> Path:
-    """Write the changed topology to ``directory/topology.yaml`` (validated by loading it)."""
+def write_variant(
+    topology_ref: str, variant: Variant, directory: Path, name: str = "topology.yaml"
+) -> Path:
+    """Write the changed topology to ``directory/name`` (validated by loading it)."""
     document = source_document(topology_ref)
     settings = document.setdefault("settings", {})
     if variant.lldp_interval_ms is not None:
@@ -60,7 +87,40 @@ def write_variant(topology_ref: str, variant: Variant, directory: Path) -> Path:
             link["queue_rate_pps"] = variant.fabric_rate_pps
         if variant.fabric_queue_depth is not None:
             link["queue_depth"] = variant.fabric_queue_depth
-    path = directory / "topology.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    _apply_host_queues(document, variant.host_queues)
+    path = directory / name
+    _write(path, document)
+    if not variant.ecn_and_trimming:
+        deepest = max(link.params.queue_depth for link in load_topology(str(path)).all_links)
+        settings["ecn"] = {"min_threshold": deepest + 1, "max_threshold": deepest + 1}
+        settings["dscp"] = _data_not_trimmable(settings.get("dscp", {}))
+        _write(path, document)
     load_topology(str(path))  # a variant the validator refuses fails here, before bring-up
     return path
+
+
+def _apply_host_queues(document: dict[str, Any], queues: tuple[HostQueue, ...]) -> None:
+    hosts = {host["name"]: host for host in document.get("hosts", [])}
+    for queue in queues:
+        if queue.host not in hosts:
+            raise ValueError(f"no host {queue.host!r} in the topology (hosts: {', '.join(hosts)})")
+        for nic in hosts[queue.host]["nics"]:
+            nic["queue_rate_pps"] = queue.rate_pps
+            nic["queue_depth"] = queue.depth
+
+
+def _data_not_trimmable(dscp: dict[str, int]) -> dict[str, int]:
+    """The fabric's DSCP values with the agents' data values moved out of the trimmable
+    classes: the data value becomes NO_TRIM, the trimmable classes get values nobody sends."""
+    values = asdict(DscpValues()) | dscp
+    used = set(values.values())
+    spare = iter(v for v in _DSCP_VALUES if v not in used)
+    return values | {
+        "no_trim": values["trimmable"],
+        "trimmable": next(spare),
+        "trimmable_retx": next(spare),
+    }
+
+
+def _write(path: Path, document: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")

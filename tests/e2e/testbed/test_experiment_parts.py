@@ -1,5 +1,7 @@
 """The experiments' pure parts, without a network: transfer figures, recovery time, the
-permutation, link loads from member counters, parameters, topology variants, summary checks."""
+permutation, link loads from member counters, switch trims and ECN marks, parameters,
+topology variants (ECN and trimming off, slowed host queues), which links flows share, how
+modes map to bring-ups, summary checks."""
 
 from __future__ import annotations
 
@@ -8,13 +10,20 @@ from typing import Any
 
 import pytest
 
-from experiments.counters import CountersUnavailable, busiest_uplink, link_loads
-from experiments.experiment import parse_params
-from experiments.metrics import recovery_time, transfer_metrics
+from experiments.counters import (
+    CountersUnavailable,
+    busiest_uplink,
+    congestion_signals,
+    link_loads,
+)
+from experiments.experiment import bring_ups, parse_params
+from experiments.incast import shared_hops
+from experiments.metrics import recovery_time, transfer_metrics, window_goodput
+from experiments.paths import fabric_hops
 from experiments.registry import EXPERIMENTS
-from experiments.results import summary_problems
+from experiments.results import TRANSFER_FIELDS, summary_problems
 from experiments.spray import permutation
-from experiments.topology_variant import Variant, write_variant
+from experiments.topology_variant import HostQueue, Variant, write_variant
 from topologies import load_topology
 
 
@@ -160,3 +169,148 @@ def test_a_summary_missing_a_seed_or_a_field_is_ill_formed() -> None:
     summary["runs"]["single"] = {"0": {"transfers": {"a->b": {"completed": True}}}}
     (problem,) = summary_problems(summary, seeds=1)
     assert "single/0/a->b lacks" in problem
+
+
+def test_a_summary_holds_exactly_the_modes_it_lists() -> None:
+    transfer = {field: 0 for field in TRANSFER_FIELDS}
+    run = {"0": {"transfers": {"a->b": transfer}}}
+    summary: dict[str, Any] = {
+        "experiment": "incast",
+        "target": "bmv2",
+        "topology": {},
+        "seeds": 1,
+        "modes": ["ecn_trim_on", "ecn_trim_off"],
+        "figures": {},
+        "versions": {"project_commit": "c", "p4c": "p", "bmv2": "b", "kernel": "k"},
+        "runs": {"ecn_trim_on": run, "ecn_trim_off": run},
+    }
+    assert summary_problems(summary, seeds=1) == []
+    summary["runs"] = {"ecn_trim_on": run, "mrc": run}
+    assert summary_problems(summary, seeds=1) == [
+        "runs of modes not listed in 'modes': ['mrc']",
+        "runs['ecn_trim_off'] does not hold seeds 0..0",
+    ]
+    summary["runs"] = {"ecn_trim_on": run, "ecn_trim_off": {"0": {"transfers": {}}}}
+    assert summary_problems(summary, seeds=1) == ["ecn_trim_off/0 has no transfers"]
+
+
+def test_modes_on_one_network_share_a_bring_up_and_modes_on_two_get_one_each() -> None:
+    spray = EXPERIMENTS["spray"]
+    (shared,) = bring_ups(spray, parse_params(spray, {})).items()
+    assert shared[0] == "" and shared[1][1] == ["mrc", "single"]
+    incast = EXPERIMENTS["incast"]
+    groups = bring_ups(incast, parse_params(incast, {}))
+    assert {suffix: modes for suffix, (_, modes) in groups.items()} == {
+        "-ecn_trim_on": ["ecn_trim_on"],
+        "-ecn_trim_off": ["ecn_trim_off"],
+    }
+
+
+def test_a_variant_without_ecn_and_trimming_never_marks_and_classifies_data_untrimmable(
+    tmp_path: Path,
+) -> None:
+    on = load_topology(
+        str(
+            write_variant(
+                "leaf-spine-4x4", Variant(fabric_queue_depth=32, trim_threshold=24), tmp_path
+            )
+        )
+    )
+    off_file = write_variant(
+        "leaf-spine-4x4",
+        Variant(fabric_queue_depth=32, trim_threshold=24, ecn_and_trimming=False),
+        tmp_path,
+        "off.yaml",
+    )
+    off = load_topology(str(off_file))
+    deepest = max(link.params.queue_depth for link in off.all_links)
+    assert off.settings.ecn.min_threshold > deepest
+    # what the agents mark their data and retransmissions with is in no trimmable class
+    sent = {on.settings.dscp.trimmable, on.settings.dscp.trimmable_retx}
+    assert not sent & {off.settings.dscp.trimmable, off.settings.dscp.trimmable_retx}
+    assert off.settings.dscp.no_trim == on.settings.dscp.trimmable
+    assert 0 not in off.settings.dscp.by_class().values()
+    # the rest of the fabric is as in the variant with them
+    assert off.settings.dscp.control == on.settings.dscp.control
+    assert [link.params for link in off.all_links] == [link.params for link in on.all_links]
+
+
+def test_a_host_queue_slows_only_that_hosts_last_hop_and_an_unknown_host_is_refused(
+    tmp_path: Path,
+) -> None:
+    variant = Variant(host_queues=(HostQueue("h1", rate_pps=50, depth=60),))
+    topology = load_topology(str(write_variant("leaf-spine-4x4", variant, tmp_path)))
+    shaped = {
+        str(link.id): link.params for link in topology.host_links if link.params.queue_rate_pps
+    }
+    assert list(shaped) == ["h1:0<->l1:1"]
+    assert shaped["h1:0<->l1:1"].queue_depth == 60
+    with pytest.raises(ValueError, match="no host 'h99'"):
+        write_variant("leaf-spine-4x4", Variant(host_queues=(HostQueue("h99", 1, 60),)), tmp_path)
+
+
+def test_a_flow_may_cross_every_hop_of_every_shortest_path_between_its_leaves() -> None:
+    topology = load_topology("leaf-spine-4x4")
+    assert fabric_hops(topology, "h5", "h1") == {
+        *(f"l2->s{i}" for i in range(1, 5)),
+        *(f"s{i}->l1" for i in range(1, 5)),
+    }
+    assert fabric_hops(topology, "h1", "h2") == frozenset()  # one leaf: no fabric hop
+
+
+def test_the_default_victim_shares_the_spine_links_into_the_receivers_leaf() -> None:
+    params = parse_params(EXPERIMENTS["incast"], {})
+    shared = shared_hops(load_topology("leaf-spine-4x4"), params)
+    assert {f"s{i}->l1" for i in range(1, 5)} <= set(shared)
+
+
+def test_a_victim_that_shares_no_link_with_the_incast_is_refused() -> None:
+    # h14 -> h15 stays within l4; h3 and h4 sit beside the receiver on l1
+    params = parse_params(
+        EXPERIMENTS["incast"],
+        {"senders": "h3,h4", "victim_source": "h14", "victim_destination": "h15"},
+    )
+    with pytest.raises(ValueError, match="shares no switch-to-switch link"):
+        shared_hops(load_topology("leaf-spine-4x4"), params)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"senders": "h5,h5"}, "distinct hosts"),
+        ({"senders": ""}, "distinct hosts"),
+        ({"victim_destination": "h1"}, "must all differ"),
+        ({"senders": "h5,h9,h6"}, "must all differ"),
+        ({"incast_at_s": "20"}, "incast_at_s < victim_duration_s"),
+        ({"trim_threshold": "32"}, "trim_threshold must be below queue_depth"),
+    ],
+)
+def test_incast_settings_that_make_no_incast_with_a_victim_are_refused(
+    settings: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_params(EXPERIMENTS["incast"], settings)
+
+
+def test_window_goodput_averages_only_the_bins_wholly_inside_the_window() -> None:
+    series = _series([1.0, 2.0, 4.0, 8.0, 16.0], bin_s=1.0)  # bins end at 1..5 s
+    assert window_goodput(series, 1.0, 4.0, bin_s=1.0) == pytest.approx((2 + 4 + 8) / 3)
+    assert window_goodput(series, 1.5, 3.9, bin_s=1.0) == pytest.approx(4.0)
+    assert window_goodput(series, 1.2, 1.8, bin_s=1.0) is None
+
+
+def _port_status(cells: dict[str, dict[str, dict[str, int]]]) -> dict[str, Any]:
+    return {"counters": {sw: {"ports": ports, "members": {}} for sw, ports in cells.items()}}
+
+
+def test_congestion_signals_add_every_switchs_ports_and_are_unknown_when_one_is_unread() -> None:
+    before = _port_status({"l1": {"1": {"trims": 5, "ecn_marks": 1}}, "s1": {}})
+    after = _port_status(
+        {
+            "l1": {"1": {"trims": 7, "ecn_marks": 1}, "2": {"trims": 1, "ecn_marks": 4}},
+            "s1": {"3": {"trims": 0, "ecn_marks": 10}},
+        }
+    )
+    assert congestion_signals(before, after) == {"trims": 3, "ecn_marks": 14}
+    after["counters"]["s1"] = {"error": "timed out"}
+    assert congestion_signals(before, after) == {"trims": None, "ecn_marks": None}

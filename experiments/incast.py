@@ -1,0 +1,379 @@
+"""``incast``: three senders into one receiver while a victim flow crosses the same spine
+links, in a fabric with ECN marking and trimming and in one without.
+
+The victim (``victim_source`` -> ``victim_destination``) runs for ``victim_duration_s``; at
+``incast_at_s`` on its clock the ``senders`` each send ``incast_bytes`` to ``receiver`` at
+once. By default the victim's destination shares the receiver's leaf, so every spine-to-leaf
+hop into that leaf may carry both; whatever the hosts, the links they share are computed from
+the topology (``shared_hops``) and a victim that shares none is refused before anything runs.
+Switch-to-switch queues are slowed to ``fabric_rate_pps`` and the receiver's last hop to
+``receiver_rate_pps`` so that the switches' queues, not the two CPUs, are the bottleneck: the
+incast's at the receiver's port, the victim's on the shared spine links.
+
+Both modes run MRC with ``evs`` EVs; what differs is the fabric (one bring-up each, see
+``topology_variant``): ``ecn_trim_on`` marks ECN on fabric ports and trims at
+``trim_threshold``; ``ecn_trim_off`` does neither, so full queues drop at the tail and the
+senders learn of congestion only from SACK gaps and timeouts. A sender that overruns the
+receiver's port wastes the shared spine links on packets that are then lost there; that is
+what a victim suffers from in a fabric without those signals.
+
+Figures: the victim's goodput over time, the incast's span shaded, and the incast's
+completion time (from launching its transfers until the last one finished), per mode; the
+summary gives, per mode, the victim's goodput before and during the incast, the completion
+time, and the trims and ECN marks the switches counted (to show "off" was off).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments import plots
+from experiments.counters import congestion_signals
+from experiments.experiment import Experiment
+from experiments.metrics import (
+    failed_transfer_metrics,
+    goodput_series,
+    transfer_metrics,
+    window_goodput,
+)
+from experiments.paths import fabric_hops
+from experiments.topology_variant import HostQueue, Variant
+from testbed.agents import TransferFailed, TransferSpec
+from testbed.session import Testbed
+from topologies.model import Topology
+
+NAME = "incast"
+DEFAULT_TOPOLOGY = "leaf-spine-4x4"
+MODE_ON = "ecn_trim_on"
+MODE_OFF = "ecn_trim_off"
+MODES = (MODE_ON, MODE_OFF)
+#: The victim's goodput before this time is its start-up, not its level.
+BASELINE_FROM_S = 1.0
+#: How often the runner looks whether the incast is due or the victim has ended.
+POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Params:
+    """The experiment's knobs (``--set name=value``); hosts are names, senders a comma list."""
+
+    receiver: str = "h1"
+    senders: str = "h5,h9,h13"
+    victim_source: str = "h6"
+    victim_destination: str = "h2"
+    #: Bytes each sender sends to the receiver.
+    incast_bytes: int = 131072
+    victim_duration_s: float = 18.0
+    incast_at_s: float = 3.0
+    bin_s: float = 0.25
+    evs: int = 256
+    message_size: int = 16384
+    fabric_rate_pps: int = 100
+    receiver_rate_pps: int = 100
+    queue_depth: int = 32
+    trim_threshold: int = 24
+    ecn_min: int = 8
+    ecn_max: int = 20
+    lldp_interval_ms: int = 100
+
+    @property
+    def sender_hosts(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.senders.split(",") if name.strip())
+
+    def check(self) -> None:
+        """ValueError for settings that cannot make an incast with a victim."""
+        senders = self.sender_hosts
+        if not senders or len(set(senders)) != len(senders):
+            raise ValueError(f"senders must name distinct hosts, got {self.senders!r}")
+        hosts = (self.receiver, self.victim_source, self.victim_destination, *senders)
+        if len(set(hosts)) != len(hosts):
+            raise ValueError(
+                "receiver, senders, victim_source and victim_destination must all differ"
+            )
+        if not 0 < self.incast_at_s < self.victim_duration_s:
+            raise ValueError("need 0 < incast_at_s < victim_duration_s")
+        if min(self.incast_bytes, self.evs, self.message_size, self.fabric_rate_pps) < 1:
+            raise ValueError("incast_bytes, evs, message_size and fabric_rate_pps must be >= 1")
+        if self.receiver_rate_pps < 1 or self.bin_s <= 0:
+            raise ValueError("receiver_rate_pps must be >= 1 and bin_s positive")
+        if not self.ecn_min <= self.ecn_max < self.queue_depth:
+            raise ValueError("need ecn_min <= ecn_max < queue_depth")
+        if not self.trim_threshold < self.queue_depth:
+            raise ValueError("trim_threshold must be below queue_depth")
+
+
+def variant(params: Params, mode: str) -> Variant:
+    """Slowed fabric and receiver port; ECN and trimming only in ``ecn_trim_on``."""
+    return Variant(
+        fabric_rate_pps=params.fabric_rate_pps,
+        fabric_queue_depth=params.queue_depth,
+        trim_threshold=params.trim_threshold,
+        ecn_thresholds=(params.ecn_min, params.ecn_max),
+        lldp_interval_ms=params.lldp_interval_ms,
+        host_queues=(HostQueue(params.receiver, params.receiver_rate_pps, params.queue_depth),),
+        ecn_and_trimming=mode == MODE_ON,
+    )
+
+
+def shared_hops(topology: Topology, params: Params) -> list[str]:
+    """The switch-to-switch hops both the victim and some incast sender may cross; a
+    ValueError when there are none (the victim would not be a victim)."""
+    incast = frozenset().union(
+        *(fabric_hops(topology, sender, params.receiver) for sender in params.sender_hosts)
+    )
+    shared = fabric_hops(topology, params.victim_source, params.victim_destination) & incast
+    if not shared:
+        raise ValueError(
+            f"{topology.name}: the victim {params.victim_source}->{params.victim_destination} "
+            f"shares no switch-to-switch link with the incast into {params.receiver}"
+        )
+    return sorted(shared)
+
+
+def victim_name(params: Params) -> str:
+    return f"victim:{params.victim_source}->{params.victim_destination}"
+
+
+def incast_name(sender: str, params: Params) -> str:
+    return f"incast:{sender}->{params.receiver}"
+
+
+class _VictimClock:
+    """The victim transfer's clock, estimated from its samples' arrival (never late by more
+    than their delivery delay), and the moment the incast is due on it."""
+
+    def __init__(self, due_s: float) -> None:
+        self.due_s = due_s
+        self.due = threading.Event()
+        self._start: float | None = None
+
+    def on_sample(self, sample: dict[str, Any]) -> None:
+        elapsed = float(sample["elapsed_s"])
+        start = time.monotonic() - elapsed
+        self._start = start if self._start is None else min(self._start, start)
+        if elapsed >= self.due_s:
+            self.due.set()
+
+    def now(self) -> float:
+        assert self._start is not None
+        return time.monotonic() - self._start
+
+    def wait_until_due(self, victim: Future[dict[str, Any]]) -> bool:
+        """True once the incast is due; False when the victim ended before that."""
+        while not self.due.wait(POLL_S):
+            if victim.done():
+                return False
+        return True
+
+
+def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[dict, dict]:
+    """The victim, with the incast launched into it at ``incast_at_s``."""
+    del mode, seed  # the fabric makes the mode; each run draws fresh EVs, the seed labels it
+    shared = shared_hops(testbed.topology, params)
+    victim_spec = TransferSpec(
+        params.victim_source,
+        params.victim_destination,
+        duration_s=params.victim_duration_s,
+        evs=params.evs,
+        message_size=params.message_size,
+        interval_s=params.bin_s,
+    )
+    incast_specs = [
+        TransferSpec(
+            sender,
+            params.receiver,
+            total_bytes=params.incast_bytes,
+            evs=params.evs,
+            message_size=params.message_size,
+        )
+        for sender in params.sender_hosts
+    ]
+    clock = _VictimClock(params.incast_at_s)
+    before = testbed.status()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        victim = pool.submit(testbed.transfer, victim_spec, clock.on_sample)
+        if clock.wait_until_due(victim):
+            start_s = clock.now()
+            outcomes = testbed.transfer_all(incast_specs)
+            end_s: float | None = clock.now()
+        else:
+            start_s, end_s = params.incast_at_s, None
+            never = TransferFailed("not started: the victim flow ended before the incast was due")
+            outcomes = [never] * len(incast_specs)
+        try:
+            victim_outcome: dict[str, Any] | TransferFailed = victim.result()
+        except TransferFailed as failure:
+            victim_outcome = failure
+    after = testbed.status()
+    return _record(params, shared, victim_outcome, outcomes, (start_s, end_s), before, after)
+
+
+def _record(
+    params: Params,
+    shared: list[str],
+    victim: dict[str, Any] | TransferFailed,
+    incast: Sequence[dict[str, Any] | TransferFailed],
+    span: tuple[float, float | None],
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> tuple[dict, dict]:
+    start_s, end_s = span
+    transfers: dict[str, Any] = {}
+    incast_seconds: dict[str, float | None] = {}
+    for sender, outcome in zip(params.sender_hosts, incast, strict=True):
+        name = incast_name(sender, params)
+        if isinstance(outcome, TransferFailed):
+            transfers[name] = failed_transfer_metrics(str(outcome))
+            incast_seconds[name] = None
+        else:
+            transfers[name] = transfer_metrics(outcome, params.incast_bytes)
+            incast_seconds[name] = float(outcome["seconds"])
+    name = victim_name(params)
+    if isinstance(victim, TransferFailed):
+        transfers[name], series = failed_transfer_metrics(str(victim)), []
+    else:
+        transfers[name], series = transfer_metrics(victim), goodput_series(victim)
+    incast_done = end_s is not None and all(
+        transfers[incast_name(s, params)]["completed"] for s in params.sender_hosts
+    )
+    record = {
+        "transfers": transfers,
+        "evs": params.evs,
+        "victim": name,
+        "shared_hops": shared,
+        "incast_start_s": start_s,
+        "incast_end_s": end_s,
+        "incast_completion_s": end_s - start_s if incast_done and end_s is not None else None,
+        "incast_transfer_seconds": incast_seconds,
+        "victim_goodput_bps": transfers[name]["goodput_bps"],
+        "victim_goodput_bps_before": window_goodput(series, BASELINE_FROM_S, start_s, params.bin_s),
+        "victim_goodput_bps_during": None
+        if end_s is None
+        else window_goodput(series, start_s, end_s, params.bin_s),
+        "switch_signals": congestion_signals(before, after),
+    }
+    return record, {name: series}
+
+
+def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
+    """Per mode: victim goodput before and during the incast, the incast's completion time,
+    switch trims and ECN marks (means over seeds); and the on/off comparisons."""
+    figures: dict[str, Any] = {}
+    for mode, seeds in runs.items():
+        transfers = [t for run in seeds.values() for t in run["transfers"].values()]
+        signals = [run["switch_signals"] for run in seeds.values()]
+        figures[mode] = {
+            "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
+            "completed": all(t["completed"] for t in transfers),
+            "victim_goodput_bps_before": _mean(
+                [run["victim_goodput_bps_before"] for run in seeds.values()]
+            ),
+            "victim_goodput_bps_during": _mean(
+                [run["victim_goodput_bps_during"] for run in seeds.values()]
+            ),
+            "victim_goodput_bps": _mean([run["victim_goodput_bps"] for run in seeds.values()]),
+            "incast_completion_s": [run["incast_completion_s"] for run in seeds.values()],
+            "incast_completion_s_mean": _mean(
+                [run["incast_completion_s"] for run in seeds.values()]
+            ),
+            "trims": _total([s["trims"] for s in signals]),
+            "ecn_marks": _total([s["ecn_marks"] for s in signals]),
+        }
+    on, off = figures.get(MODE_ON, {}), figures.get(MODE_OFF, {})
+    figures["victim_during_incast_on_over_off"] = _ratio(
+        on.get("victim_goodput_bps_during"), off.get("victim_goodput_bps_during")
+    )
+    figures["incast_completion_off_over_on"] = _ratio(
+        off.get("incast_completion_s_mean"), on.get("incast_completion_s_mean")
+    )
+    return figures
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _total(values: list[int | None]) -> int | None:
+    """The sum, or None when any seed's counters were unreadable (a partial sum would lie)."""
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]:
+    """incast.png: seed 0's victim goodput over time per mode with the incast shaded, and
+    the incast's completion time per mode."""
+    victim = victim_name(params)
+    spans = {
+        mode: (run["incast_start_s"], run["incast_end_s"])
+        for mode, seeds in runs.items()
+        if (run := seeds["0"])["incast_end_s"] is not None
+    }
+    plots.goodput_with_spans_and_durations(
+        directory / "incast.png",
+        f"incast: {params.senders.replace(',', ', ')} -> {params.receiver} "
+        f"({params.incast_bytes // 1024} KiB each), victim {params.victim_source} -> "
+        f"{params.victim_destination}; {params.evs} EVs, {params.bin_s * 1000:.0f} ms bins",
+        {mode: series[mode]["0"][victim] for mode in runs},
+        spans,
+        {mode: runs[mode]["0"]["incast_completion_s"] for mode in runs},
+        "incast completion time (s)",
+    )
+    return ["incast.png"]
+
+
+def text(figures: dict[str, Any]) -> list[str]:
+    """summary.txt lines."""
+    lines = []
+    for mode in MODES:
+        f = figures[mode]
+        lines.append(
+            f"{mode:<12} victim goodput before {_mbit(f['victim_goodput_bps_before'])}, "
+            f"during the incast {_mbit(f['victim_goodput_bps_during'])}; incast completion "
+            f"{_seconds(f['incast_completion_s_mean'])} (per seed {f['incast_completion_s']}); "
+            f"switch trims {f['trims']}, ECN marks {f['ecn_marks']}; bytes lost "
+            f"{f['bytes_lost']}, completed {'yes' if f['completed'] else 'NO'}"
+        )
+    on_off = figures["victim_during_incast_on_over_off"]
+    off_on = figures["incast_completion_off_over_on"]
+    lines.append(
+        "victim goodput during the incast, on / off: "
+        f"{'-' if on_off is None else f'{on_off:.2f}'}; incast completion time, off / on: "
+        f"{'-' if off_on is None else f'{off_on:.2f}'} (reported, not asserted)"
+    )
+    return lines
+
+
+def _mbit(bps: float | None) -> str:
+    return "-" if bps is None else f"{bps / 1e6:.3f} Mbit/s"
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.2f} s"
+
+
+EXPERIMENT = Experiment(
+    name=NAME,
+    default_topology=DEFAULT_TOPOLOGY,
+    params_type=Params,
+    variant=variant,
+    run_mode=run_mode,
+    summarize=summarize,
+    draw=draw,
+    text=text,
+    # As in spray: LLDP probes queue behind the data on the slowed links and would read as
+    # cuts. Nothing is cut here.
+    discovery=False,
+    modes=MODES,
+)
