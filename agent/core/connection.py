@@ -289,8 +289,11 @@ class Connection:
         due_at = self.ev_set.next_probe_time()
         if due_at is None or due_at > now:
             return
-        srtt = self.rtt.srtt
-        timeout = max(self._config.probe_interval, 2 * srtt if srtt is not None else 0.0)
+        # A probe is given as long as a data packet would be (the RTO, backoff included), never
+        # less than an interval: a shorter timeout on a path slower than the probe interval
+        # (a loaded software switch, a queue) failed every probe, and stand-ins were never
+        # admitted while the paths worked.
+        timeout = max(self._config.probe_interval, self.rtt.rto(self.sender.rto_backoff))
         control = self._dscp.control
         for entry, seq in self.ev_set.probes_due(now, timeout):
             self.counters.ev_probes_sent += 1

@@ -137,6 +137,7 @@ class EvSet:
         self._next_seq = 0
         self._next_round: float | None = None
         self._data_picks = 0  # data packets given an EV since the last probe round
+        self._starved = False  # since the last round, data waited because no EV could carry it
         self._probe_credit = 0.0
 
     # --- data path ------------------------------------------------------------------------
@@ -167,6 +168,8 @@ class EvSet:
         if entry_or_none is not None:
             entry_or_none.outstanding += 1
             self._data_picks += 1
+        else:
+            self._starved = True
         return entry_or_none
 
     def next_for_control(self) -> EvEntry | None:
@@ -315,13 +318,21 @@ class EvSet:
 
         ``probe_share`` of the data packets sent since the last round, so that probing grows
         with the traffic and never dominates it (on a software fabric every packet costs the
-        same, however small). A round without data earns as much as one data packet, so that
-        an idle or stalled connection (every EV retired) still finds a repaired path, slowly.
-        Only the fraction of a probe carries over to the next round (what a round leaves
-        unspent is dropped), so that nothing saves up a burst.
+        same, however small). An idle round earns as much as one data packet, so that an idle
+        connection still finds a repaired path, slowly. A *starved* round (data waited because
+        no EV of a usable plane could carry it: every slot retired or on probation, as after
+        a timeout that retired every EV in flight) earns at least one whole probe: there the
+        budget would otherwise hold back the very probes that let data flow again, one probe
+        per ``1 / probe_share`` rounds while every slot waits. Only the fraction of a probe
+        carries over to the next round (what a round leaves unspent is dropped), so that
+        nothing saves up a burst.
         """
         picks, self._data_picks = self._data_picks, 0
-        credit = self._probe_credit + self._config.probe_share * max(picks, 1)
+        starved, self._starved = self._starved, False
+        earned = self._config.probe_share * max(picks, 1)
+        if starved:
+            earned = max(earned, 1.0)
+        credit = self._probe_credit + earned
         budget = int(credit)
         self._probe_credit = credit - budget
         return budget

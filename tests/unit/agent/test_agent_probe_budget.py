@@ -15,6 +15,7 @@ import random
 
 from agent.core import MrcConfig
 from agent.sim import LinkConfig, PairTestbed, build_pair
+from agent.wire.constants import EvState
 
 SLOW_PATH = LinkConfig(rate=2.5e6, delay=500e-6, queue_bytes=32 * 1100)
 MESSAGE = 64 * 1024
@@ -79,3 +80,51 @@ def test_while_every_path_is_dead_fewer_probes_go_out_than_the_set_has_evs_and_a
     assert probes < MrcConfig().ev_set_size
     assert testbed.run_until_acked(limit=5.0)
     assert not testbed.failed()
+
+
+def test_on_links_slower_than_the_probe_interval_stand_ins_are_admitted_by_their_probes():
+    """1000 packets/s over four 3 ms paths: the queue makes RTTs grow far beyond the first
+    samples and spurious timeouts retire EVs. Their stand-ins' probes take as long as data
+    does; timing them out after twice the (stale) smoothed RTT failed every one of them
+    (0 of 189 answered), so no stand-in ever carried data."""
+    slow = LinkConfig(rate=0.25e6, delay=3e-3, queue_bytes=64 * 1100, trim=False)
+    testbed = build_pair([[slow] * 4], seed=1, region_size=1 << 22)
+    rng = random.Random(1)
+    for _ in range(16):
+        testbed.post(rng.randbytes(8192))
+    assert testbed.run_until_acked(limit=5.0)
+    stats = testbed.sender.endpoint.connection_stats(testbed.send_qp)
+    assert stats.timeouts > 0 and stats.ev_probes_sent > 50  # stand-ins were needed
+    assert stats.ev_probes_answered >= 0.5 * stats.ev_probes_sent
+
+
+def test_when_no_ev_can_carry_data_probes_are_not_rationed_and_data_resumes_soon_after_repair():
+    """A window larger than the EV set: the timeout of a total outage retires every EV in
+    flight, all 256 slots, and their stand-ins fail their probes while the outage lasts. The
+    replacements wait for the probe budget, which data packets earn; with no EV to send on
+    there are none, and at 3 % of a probe per round the first probe after the repair could
+    be 30 rounds away. A starved round earns one probe."""
+    path = LinkConfig(rate=12.5e6, delay=200e-6, queue_bytes=256 * 1100)
+    config = MrcConfig(congestion_control="fixed", initial_window=400 * 1024)
+    repair = 0.3
+    for seed in (1, 2, 3):
+        testbed = build_pair([[path] * 4], config=config, seed=seed, region_size=1 << 23)
+        rng = random.Random(seed)
+        for _ in range(100):
+            testbed.post(rng.randbytes(64 * 1024))
+        for dead in testbed.paths[0]:
+            testbed.network.fail_at(20e-3, dead)
+            testbed.network.repair_at(repair, dead)
+        testbed.run(until=repair)
+        evs = testbed.sender.endpoint.connection_stats(testbed.send_qp).evs
+        assert not any(ev.state is EvState.GOOD for ev in evs)  # starved: nothing usable
+        received = testbed.receiver.endpoint.connection_stats(testbed.receive_qp)
+        before = received.data_bytes_received
+
+        def resumed(testbed: PairTestbed = testbed, before: int = before) -> bool:
+            stats = testbed.receiver.endpoint.connection_stats(testbed.receive_qp)
+            return stats.data_bytes_received > before
+
+        testbed.run(until=repair + 1.0, stop=resumed)
+        assert resumed()
+        assert testbed.now - repair < 10 * config.probe_interval
