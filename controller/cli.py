@@ -2,6 +2,7 @@
 
     mrc-controller run leaf-spine                      # a preset name, or a topology file
     mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
+    mrc-controller run leaf-spine --target linux --netns-prefix mn3fa2   # kernel switches
     mrc-controller status [--socket PATH] [--json]
 
 ``run`` stays in the foreground and writes its structured event log (JSON lines) to stdout, or
@@ -18,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from controller.app.config import ConfigError, ControllerConfig, load_config
+from controller.app.config import ConfigError, ControllerConfig, Target, load_config
 from controller.app.eventlog import EventLog
 from controller.app.runtime import check_compatible, run_controller
 from controller.app.status import format_status
@@ -43,6 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the controller in the foreground")
     run.add_argument("topology", help="a preset name (e.g. leaf-spine) or a topology file")
     run.add_argument("--config", type=Path, help="controller configuration (YAML)")
+    run.add_argument(
+        "--target",
+        choices=[target.value for target in Target],
+        help="bmv2: P4Runtime switches (default); linux: kernel switches in namespaces",
+    )
+    run.add_argument(
+        "--netns-prefix",
+        help="linux: switch S is the namespace PREFIX-S ('' : S itself)",
+    )
     run.add_argument("--election-id", type=int, help="P4Runtime election id (default 10)")
     run.add_argument("--grpc-host", help="host of every switch's gRPC/Thrift server")
     run.add_argument("--socket", type=Path, dest="status_socket", help="status socket path")
@@ -53,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         dest="discovery",
         default=None,
-        help="no LLDP: links are as the topology lists them",
+        help="no link discovery (LLDP on bmv2, carrier on linux): links are as listed",
     )
     run.add_argument(
         "--no-queues", action="store_false", dest="queues", default=None, help="leave queues"
@@ -69,6 +79,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         topology = load_topology(args.topology)
         config = load_config(args.config).with_overrides(
+            target=args.target,
+            netns_prefix=args.netns_prefix,
             election_id=args.election_id,
             grpc_host=args.grpc_host,
             status_socket=args.status_socket,

@@ -3,6 +3,8 @@
 Everything has a default, so ``mrc-controller run leaf-spine`` needs no file. The file (all
 keys optional)::
 
+    target: bmv2                 # bmv2 (P4Runtime + Thrift) or linux (kernel switches, netlink)
+    netns_prefix: ""             # linux: switch s1 lives in namespace <prefix>-s1 ('' : s1)
     election_id: 10              # P4Runtime arbitration; the highest live id is primary
     grpc_host: 127.0.0.1         # where the switches' gRPC and Thrift servers listen
     switch_hosts: {s1: 10.0.0.1} # per-switch override of grpc_host
@@ -12,11 +14,12 @@ keys optional)::
       key: certs/controller.key
       target_name_override: ""   # name the switch certificate is checked against
     pipeline: {p4info: p4src/build/mrc.p4info.txtpb, json: p4src/build/mrc.json}
-    discovery: true              # LLDP link discovery (false: links are as the topology says)
+    discovery: true              # link discovery: LLDP on bmv2, carrier on linux (false: links
+                                 # are as the topology says)
     probe_interval_ms: 10        # default: the topology's settings.lldp.interval_ms
     miss_limit: 3                # default: the topology's settings.lldp.miss_limit
     probe_host_ports: true       # probe host-facing ports too (finds miswired links)
-    queues: true                 # set queue depth and rate over Thrift
+    queues: true                 # set queue depth and rate (Thrift on bmv2, tbf on linux)
     max_batch: 1000              # updates per P4Runtime write request
     status_socket: /tmp/mrc-controller.sock
     event_log: null              # a file for the JSON-lines event log; null: stdout
@@ -27,7 +30,9 @@ controller touches any switch.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +41,23 @@ import yaml
 from controller.southbound import p4_program
 from controller.southbound.writer import DEFAULT_MAX_BATCH
 
+#: What a namespace name may be made of (``ip netns`` refuses '/', and names are files).
+_NETNS_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")
 DEFAULT_STATUS_SOCKET = Path("/tmp/mrc-controller.sock")
 MAX_ELECTION_ID = (1 << 128) - 1
 
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the source and the key."""
+
+
+class Target(StrEnum):
+    """What kind of switches the controller drives (one southbound each)."""
+
+    #: BMv2's simple_switch_grpc running mrc.p4: P4Runtime, queues over Thrift, LLDP probes.
+    BMV2 = "bmv2"
+    #: Network namespaces forwarding in the Linux kernel: netlink, link state by carrier.
+    LINUX = "linux"
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,8 @@ class TlsConfig:
 class ControllerConfig:
     """Every setting of a controller run (see the module docs for their meaning)."""
 
+    target: Target = Target.BMV2
+    netns_prefix: str = ""
     election_id: int = 10
     grpc_host: str = "127.0.0.1"
     switch_hosts: dict[str, str] = field(default_factory=dict)
@@ -84,6 +102,8 @@ class ControllerConfig:
         if unknown:
             raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")
         changes = {key: value for key, value in overrides.items() if value is not None}
+        if "target" in changes:
+            changes["target"] = parse_target(changes["target"], "command line")
         config = replace(self, **changes)
         config.validate("command line")
         return config
@@ -98,6 +118,11 @@ class ControllerConfig:
             raise ConfigError(f"{source}: miss_limit must be at least 1")
         if self.max_batch < 1:
             raise ConfigError(f"{source}: max_batch must be at least 1")
+        if not _NETNS_PREFIX.fullmatch(self.netns_prefix):
+            raise ConfigError(
+                f"{source}: netns_prefix may hold only letters, digits, '_', '.' and '-', "
+                f"not {self.netns_prefix!r}"
+            )
 
 
 def load_config(path: Path | None) -> ControllerConfig:
@@ -120,7 +145,17 @@ def load_config(path: Path | None) -> ControllerConfig:
     return config
 
 
+def parse_target(value: object, source: str) -> Target:
+    """``value`` as a :class:`Target`, or a ConfigError listing the valid ones."""
+    valid = [target.value for target in Target]
+    if isinstance(value, str) and value in valid:
+        return Target(value)
+    raise ConfigError(f"{source}: target must be one of {', '.join(valid)}, not {value!r}")
+
+
 _TOP_KEYS = {
+    "target",
+    "netns_prefix",
     "election_id",
     "grpc_host",
     "switch_hosts",
@@ -144,6 +179,8 @@ def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfi
     default = ControllerConfig()
     values: dict[str, Any] = {}
     reader = _Reader(document, source, base)
+    values["target"] = parse_target(document.get("target", default.target), source)
+    values["netns_prefix"] = reader.text("netns_prefix", default.netns_prefix)
     values["election_id"] = reader.integer("election_id", default.election_id)
     values["grpc_host"] = reader.text("grpc_host", default.grpc_host)
     values["switch_hosts"] = reader.text_map("switch_hosts")

@@ -7,6 +7,9 @@ It ties the pieces together and owns the decisions:
 * link probes go out of every in-service switch each interval and are read back at the
   neighbour (:mod:`controller.app.lldp`, :mod:`controller.app.liveness`); probes seen at a port
   the topology does not join to the sender are reported, never used;
+* on a target that reports its ports' carrier (the linux southbound's ``port_status``), links
+  are watched by carrier instead of probes (:mod:`controller.app.carrier`), with the same
+  link events, recomputation and failover records;
 * on a link change the whole fabric's intent is recomputed and only the switches whose intent
   changed are programmed, each with only its difference; the time from the first lost probe to
   the last acknowledged write is recorded as the failover;
@@ -28,8 +31,10 @@ import math
 import secrets
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from controller.app.carrier import CarrierMonitor
 from controller.app.clock import Clock, SystemClock
 from controller.app.eventlog import EventLog
 from controller.app.failover import Failover
@@ -55,11 +60,21 @@ MIN_SILENCE_S = 0.500
 MALFORMED_LOG_INTERVAL_S = 1.0
 
 
+class LinkEvidence(StrEnum):
+    """What tells the controller that a link is up or down."""
+
+    #: LLDP probes sent and received through the switches (P4Runtime targets).
+    PROBES = "probes"
+    #: The carrier of the switch ports, reported by the southbound (linux target).
+    CARRIER = "carrier"
+
+
 @dataclass(frozen=True)
 class DiscoverySettings:
     """Link discovery: probe interval, misses that mean down, and whom to probe."""
 
     enabled: bool = True
+    evidence: LinkEvidence = LinkEvidence.PROBES
     interval_s: float = 0.010
     miss_limit: int = 3
     #: How long a probe may take to arrive before it can count as missed.
@@ -159,6 +174,7 @@ class FabricController:
             )
             for switch in self.topology.switches
         }
+        self._carrier = CarrierMonitor(self.topology.all_links, self.views.keys())
         self._sequence = 0
         self._programmers = {
             name: SwitchProgrammer(
@@ -181,6 +197,7 @@ class FabricController:
             topology=self.topology.name,
             switches=list(self.views),
             discovery=self.discovery.enabled,
+            link_evidence=str(self.discovery.evidence),
             probe_interval_ms=round(self.discovery.interval_s * 1000, 3),
             miss_limit=self.discovery.miss_limit,
             nonce=self.nonce,
@@ -189,8 +206,10 @@ class FabricController:
             self.southbound.run(self),
             self.run_programmers(),
         ]
-        if self.discovery.enabled:
+        if self._watches(LinkEvidence.PROBES):
             workers.append(self._probe_loop())
+        if self._watches(LinkEvidence.CARRIER):
+            workers.append(self._carrier_grace())
         tasks = [asyncio.create_task(worker) for worker in workers]
         try:
             await asyncio.gather(*tasks)
@@ -206,7 +225,10 @@ class FabricController:
         await asyncio.gather(*(programmer.run() for programmer in self._programmers.values()))
 
     def link_status(self) -> Mapping[LinkId, LinkStatus]:
-        """Every switch-to-switch link of the topology with its liveness."""
+        """Every watched link with its liveness: the switch-to-switch links with probes, every
+        link (host links too) with carrier."""
+        if self._watches(LinkEvidence.CARRIER):
+            return self._carrier.status()
         return self._monitor.status()
 
     def down_links(self) -> frozenset[LinkId]:
@@ -238,6 +260,18 @@ class FabricController:
         view.in_service = False
         self._monitor.mark_lost(switch)
         self._programmers[switch].reset()
+        if self._watches(LinkEvidence.CARRIER):
+            self._apply_carrier(self._carrier.switch_lost(switch, self.clock.monotonic()))
+
+    def port_status(self, switch: str, port: int, up: bool) -> None:
+        """``port`` of ``switch`` gained or lost carrier: with carrier as the link evidence,
+        its link follows (see :mod:`controller.app.carrier`)."""
+        if switch not in self.views:
+            return
+        self.log.emit("port_status", switch=switch, port=port, up=up)
+        if self._watches(LinkEvidence.CARRIER):
+            changes = self._carrier.port_status(switch, port, up, self.clock.monotonic())
+            self._apply_carrier(changes)
 
     def frame_received(self, switch: str, port: int, frame: bytes) -> None:
         """A probe came up from ``port`` of ``switch``: feed liveness, or count why not."""
@@ -264,6 +298,23 @@ class FabricController:
         now = self.clock.monotonic()
         if not self._monitor.probe_received(sender, receiver, probe.sequence, now):
             self._note_unlisted(sender, receiver, now)
+
+    # -- carrier -------------------------------------------------------------------------------
+    def _watches(self, evidence: LinkEvidence) -> bool:
+        return self.discovery.enabled and self.discovery.evidence is evidence
+
+    def _apply_carrier(self, changes: list[LinkChange]) -> None:
+        if changes:
+            self._apply_link_changes(changes)
+
+    async def _carrier_grace(self) -> None:
+        """A switch that has not connected within the startup grace is as good as lost (as
+        with probes): its links go down and the fabric routes around it."""
+        await asyncio.sleep(self.discovery.startup_grace_s)
+        now = self.clock.monotonic()
+        for name, view in self.views.items():
+            if not view.ever_connected:
+                self._apply_carrier(self._carrier.switch_lost(name, now))
 
     # -- probing -------------------------------------------------------------------------------
     async def probe_tick(self) -> list[LinkChange]:
@@ -469,6 +520,9 @@ class FabricController:
             view.in_service = True
             self._monitor.mark_found(result.switch)
             self.log.emit("switch_in_service", switch=result.switch, generation=generation)
+            if self._watches(LinkEvidence.CARRIER):
+                found = self._carrier.switch_found(result.switch, self.clock.monotonic())
+                self._apply_carrier(found)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -480,6 +534,7 @@ def discovery_settings(
     topology: Topology,
     *,
     enabled: bool = True,
+    evidence: LinkEvidence = LinkEvidence.PROBES,
     interval_ms: int | None = None,
     miss_limit: int | None = None,
     probe_host_ports: bool = True,
@@ -492,6 +547,7 @@ def discovery_settings(
     interval_s = (interval_ms or topology.settings.lldp.interval_ms) / 1000
     return DiscoverySettings(
         enabled=enabled,
+        evidence=evidence,
         interval_s=interval_s,
         miss_limit=miss_limit or topology.settings.lldp.miss_limit,
         flight_allowance_s=FLIGHT_INTERVALS * interval_s,

@@ -1,5 +1,8 @@
 """Assemble and run a controller for a topology: southbound, queues, fabric logic, status socket.
 
+The target picks the southbound: ``bmv2`` is P4Runtime with Thrift queues and LLDP link
+discovery; ``linux`` is netlink into one namespace per switch, with link state from carrier.
+
 ``run_controller`` is what ``mrc-controller run`` does after parsing its arguments; it returns
 when cancelled (Ctrl-C, SIGTERM), after closing every channel and removing the status socket.
 """
@@ -12,12 +15,14 @@ import signal
 
 import finsy as fy
 
-from controller.app.config import ConfigError, ControllerConfig, TlsConfig
+from controller.app.config import ConfigError, ControllerConfig, Target, TlsConfig
 from controller.app.eventlog import EventLog
-from controller.app.fabric import FabricController, discovery_settings
+from controller.app.fabric import FabricController, LinkEvidence, discovery_settings
 from controller.app.status import collect_status
 from controller.app.status_socket import serve_status
 from controller.southbound import p4_program
+from controller.southbound.interface import Southbound
+from controller.southbound.linux.southbound import LinuxOptions, LinuxSouthbound
 from controller.southbound.p4runtime import (
     P4RuntimeOptions,
     P4RuntimeSouthbound,
@@ -29,7 +34,29 @@ from topologies.model import Topology
 
 
 def check_compatible(topology: Topology, config: ControllerConfig) -> None:
-    """Raise ConfigError when the topology or the configuration cannot work with mrc.p4."""
+    """Raise ConfigError when the topology or the configuration cannot work with the target."""
+    if config.target is Target.LINUX:
+        _check_linux(config)
+    else:
+        _check_bmv2(topology, config)
+
+
+def _check_linux(config: ControllerConfig) -> None:
+    """Kernel switches need no pipeline; settings that only reach gRPC servers are mistakes."""
+    meaningless = [
+        name
+        for name, given in (("switch_hosts", bool(config.switch_hosts)), ("tls", config.tls))
+        if given
+    ]
+    if meaningless:
+        raise ConfigError(
+            f"{', '.join(meaningless)}: no meaning on the linux target (switches are network "
+            "namespaces on this machine, reached over netlink)"
+        )
+
+
+def _check_bmv2(topology: Topology, config: ControllerConfig) -> None:
+    """The topology and configuration must work with mrc.p4 over P4Runtime."""
     if topology.settings.cpu_port != p4_program.COMPILED_CPU_PORT:
         raise ConfigError(
             f"{topology.source}: cpu_port {topology.settings.cpu_port} differs from the port "
@@ -47,7 +74,17 @@ def check_compatible(topology: Topology, config: ControllerConfig) -> None:
                 raise ConfigError(f"TLS file {tls_file} not found")
 
 
-def build_southbound(topology: Topology, config: ControllerConfig) -> P4RuntimeSouthbound:
+def build_southbound(topology: Topology, config: ControllerConfig) -> Southbound:
+    """The southbound of the configured target for every switch of ``topology``."""
+    if config.target is Target.LINUX:
+        return LinuxSouthbound(
+            [switch.name for switch in topology.switches],
+            LinuxOptions(netns_prefix=config.netns_prefix, shapers=config.queues),
+        )
+    return build_p4runtime_southbound(topology, config)
+
+
+def build_p4runtime_southbound(topology: Topology, config: ControllerConfig) -> P4RuntimeSouthbound:
     """The P4Runtime southbound for every switch of ``topology``, with Thrift queues."""
     endpoints = [
         SwitchEndpoint(
@@ -78,10 +115,11 @@ def build_southbound(topology: Topology, config: ControllerConfig) -> P4RuntimeS
 
 
 def build_fabric(topology: Topology, config: ControllerConfig, log: EventLog) -> FabricController:
-    """The controller logic for ``topology`` over the P4Runtime southbound."""
+    """The controller logic for ``topology`` over the configured target's southbound."""
     discovery = discovery_settings(
         topology,
         enabled=config.discovery,
+        evidence=LinkEvidence.CARRIER if config.target is Target.LINUX else LinkEvidence.PROBES,
         interval_ms=config.probe_interval_ms,
         miss_limit=config.miss_limit,
         probe_host_ports=config.probe_host_ports,

@@ -140,6 +140,7 @@ def _counters_json(counters: SwitchCounters) -> dict[str, Any]:
             str(index): {"packets": c.packets, "bytes": c.bytes}
             for index, c in sorted(counters.members.items())
         },
+        "not_counted": list(counters.not_counted),
     }
 
 
@@ -184,6 +185,8 @@ def format_status(status: dict[str, Any]) -> str:
             )
         for index, c in counters["members"].items():
             lines.append(f"  {name} member {index}: {c['packets']} pkts {c['bytes']} B")
+        for note in counters.get("not_counted", ()):
+            lines.append(f"  {name} not counted: {note}")
     failover = status["last_failover"]
     if failover is None:
         lines.append("last failover: none")

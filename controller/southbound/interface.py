@@ -6,7 +6,8 @@ implementation; a Linux-kernel switch would be another, with the same controller
 
 A southbound connects to every switch and reports, through :class:`SouthboundEvents`, when it
 may program one (it holds the primary role and the switch runs the right pipeline), when it lost
-that right, and every link probe a switch hands up. ``program()`` makes a switch hold an intent:
+that right, every link probe a switch hands up, and (targets that report it) each port's
+carrier. ``program()`` makes a switch hold an intent:
 it diffs against what the switch holds (read back from the switch when asked, or when unknown)
 and writes the difference.
 """
@@ -49,6 +50,16 @@ class SouthboundEvents(Protocol):
 
     def frame_received(self, switch: str, port: int, frame: bytes) -> None:
         """A link probe (LLDP frame) arrived on ``port`` of ``switch``."""
+        ...
+
+    def port_status(self, switch: str, port: int, up: bool) -> None:
+        """``port`` of ``switch`` gained (``up``) or lost its carrier.
+
+        Only a southbound whose targets report their ports' carrier calls it (the linux one,
+        from netlink link events): for every port on connecting, before ``switch_connected``,
+        then on every change. The P4Runtime southbound never does; its links are found by
+        probes.
+        """
         ...
 
 
@@ -122,6 +133,9 @@ class SwitchCounters:
 
     ports: Mapping[int, PortCounters] = field(default_factory=dict)
     members: Mapping[int, MemberCounters] = field(default_factory=dict)
+    #: What the target cannot count, one sentence each (e.g. no per-member counters in a
+    #: Linux kernel): an empty ``members`` then means "not counted", not "nothing hashed".
+    not_counted: tuple[str, ...] = ()
 
 
 class Southbound(Protocol):
