@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from agent.core.cc import make_congestion_control
 from agent.core.codec import encode
 from agent.core.config import MrcConfig
+from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
 from agent.core.drops import DropReason
 from agent.core.ev import EvSet
@@ -45,7 +46,9 @@ from agent.core.receiver import Receiver
 from agent.core.rtt import RttEstimator
 from agent.core.sender import Sender
 from agent.core.stats import ConnectionCounters, ConnectionStats
-from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, EpType
+from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, IMM_OPCODES, EpType
+
+_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
 
 
 class ConnectionClosed(Exception):
@@ -90,6 +93,7 @@ class Connection:
             IpContext(src=local, dst=remote)
             for local, remote in zip(local_addresses, spec.remote_addresses, strict=True)
         ]
+        self._data_encoders = [DataPacketEncoder(path, spec.remote_qp) for path in self._paths]
         self._local_up = list(local_planes_up)
         self._remote_up = [True] * planes
         self.counters = ConnectionCounters()
@@ -256,24 +260,55 @@ class Connection:
             else:
                 dscp, ecn = control, ECN_NOT_ECT
             out.append(self._datagram(packet, entry.plane, entry.value, dscp, ecn))
+        self._send_data(now, out)
+        return out
+
+    def _send_data(self, now: float, out: list[OutgoingDatagram]) -> None:
+        """Data packets, as many as window, pacing and EVs allow: the per-packet hot path,
+        hence the locals and the direct encoding from the sender's records."""
         sender = self.sender
         cc = sender.cc
+        paced = cc.paced
         self._pacing_wake = None
         trimmable = self._dscp.trimmable
-        retx = self._dscp.trimmable_retx
+        retx_dscp = self._dscp.trimmable_retx
+        encoders = self._data_encoders
+        paths = self._paths
+        next_transmission = sender.next_transmission
+        rqmsn = sender.rqmsn  # cannot change before the next SACK or ACK is processed
+        append = out.append
         while True:
-            wake = cc.next_send_time(now)
-            if wake > now:
-                if sender.wants_to_send:
-                    self._pacing_wake = wake
+            if paced:
+                wake = cc.next_send_time(now)
+                if wake > now:
+                    if sender.wants_to_send:
+                        self._pacing_wake = wake
+                    break
+            rec = next_transmission(now)
+            if rec is None:
                 break
-            item = sender.next_data_packet(now)
-            if item is None:
-                break
-            packet, entry = item
-            dscp = retx if packet.retransmit else trimmable
-            out.append(self._datagram(packet, entry.plane, entry.value, dscp, ECN_ECT0))
-        return out
+            entry = rec.entry
+            assert entry is not None  # next_transmission always assigns one
+            message = rec.message
+            offset = rec.offset
+            end = offset + rec.length
+            opcode = rec.opcode
+            retransmit = rec.transmissions > 1
+            plane = entry.plane
+            ev = entry.value
+            src_port = ev >> 16
+            payload = encoders[plane].encode(
+                opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset, message.rkey,
+                message.length, message.data[offset:end],
+                message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
+                end >= message.length, retransmit, src_port,
+            )  # fmt: skip
+            append(
+                OutgoingDatagram(
+                    payload, paths[plane], plane, src_port, ev & 0xFFFF,
+                    retx_dscp if retransmit else trimmable, ECN_ECT0,
+                )
+            )  # fmt: skip
 
     def _datagram(
         self, packet: Packet, plane: int, ev: int, dscp: int, ecn: int

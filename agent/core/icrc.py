@@ -25,10 +25,10 @@ _BTH_RESERVED_OFFSET = 4
 _ONES_8 = b"\xff" * 8
 # pseudo-LRH, IPv4 header (masked), UDP header (checksum masked), BTH bytes 0-4 (4 masked):
 # one pack and two crc32 calls per packet, the ICRC runs on every packet sent and received.
-_V4_PSEUDO = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
+V4_PSEUDO = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
 # pseudo-LRH, IPv6 header (traffic class, flow label, hop limit masked), UDP header, BTH 0-4
-_V6_PSEUDO = struct.Struct(">8sIHBB16s16sHHHH4sB")
-_V6_FIRST_WORD = 0x6FFFFFFF
+V6_PSEUDO = struct.Struct(">8sIHBB16s16sHHHH4sB")
+V6_FIRST_WORD_MASKED = 0x6FFFFFFF
 _ICRC = struct.Struct("<I")
 
 
@@ -45,7 +45,7 @@ def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port
         raise ValueError(f"{len(view)} bytes: an MRC packet starts with a 12-byte BTH")
     bth_start = bytes(view[:_BTH_RESERVED_OFFSET])
     if len(ip.src) == 4:
-        pseudo = _V4_PSEUDO.pack(
+        pseudo = V4_PSEUDO.pack(
             _ONES_8,
             0x45,
             0xFF,
@@ -65,9 +65,9 @@ def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port
             0xFF,
         )
     else:
-        pseudo = _V6_PSEUDO.pack(
+        pseudo = V6_PSEUDO.pack(
             _ONES_8,
-            _V6_FIRST_WORD,
+            V6_FIRST_WORD_MASKED,
             udp_length,
             _IP_PROTO_UDP,
             0xFF,

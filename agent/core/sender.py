@@ -179,6 +179,8 @@ class Sender:
         self._confirm_heap: list[tuple[float, int, int, int]] = []
         self._confirm_seq = 0
         self._outbox: list[tuple[DataPacket | ReliabilityProbe, EvEntry]] = []
+        #: Whether the controller paces (wants ``on_sent``); window-only ones skip the call.
+        self._paced = cc.paced
 
     # --- posting --------------------------------------------------------------------------
 
@@ -230,9 +232,14 @@ class Sender:
 
     # --- data path ------------------------------------------------------------------------
 
-    def next_data_packet(self, now: float) -> tuple[DataPacket, EvEntry] | None:
-        """The next data packet to send now (retransmissions first), or None if the window,
-        the PSN window or the lack of a usable EV holds everything back."""
+    def next_transmission(self, now: float) -> SentPacket | None:
+        """The next data packet to send now (retransmissions first), already accounted as
+        sent on its EV (``rec.entry``), or None if the window, the PSN window or the lack of
+        a usable EV holds everything back.
+
+        The record, not a ``DataPacket``, is what the data path encodes from (see
+        ``agent.core.data_encoder``): one object less per packet sent.
+        """
         window = self.cc.window
         retx = self._retx
         while retx:
@@ -247,11 +254,13 @@ class Sender:
                 return None
             retx.popleft()
             self._counters.retransmits[rec.lost_cause] += 1
-            return self._transmit(rec, entry, now, retransmit=True)
+            self._transmit(rec, entry, now)
+            return rec
         pending = self._pending
         if not pending:
             return None
-        if psn_diff(self._next_psn, self._una) >= self._config.max_psn_window:
+        psn = self._next_psn
+        if (psn - self._una) & PSN_MASK >= self._config.max_psn_window:
             return None
         message = pending[0]
         offset = message.next_offset
@@ -263,29 +272,35 @@ class Sender:
             return None
         last = offset + length >= message.length
         opcode = _opcode(offset == 0, last, message.immediate is not None)
-        psn = self._next_psn
         self._next_psn = (psn + 1) & PSN_MASK
         rec = SentPacket(psn, message, offset, length, opcode)
         self._records[psn] = rec
         if not self._outstanding:
             self._una = psn
-        self._outstanding |= 1 << psn_diff(psn, self._una)
+        self._outstanding |= 1 << ((psn - self._una) & PSN_MASK)
         message.unacked += 1
         message.next_offset = offset + length
         if last:
             message.segmented = True
             message.last_psn = psn
             pending.popleft()
-        return self._transmit(rec, entry, now, retransmit=False)
+        self._transmit(rec, entry, now)
+        return rec
+
+    def next_data_packet(self, now: float) -> tuple[DataPacket, EvEntry] | None:
+        """``next_transmission`` as a ``DataPacket`` and its EV (for callers that want the
+        packet as an object rather than encoded bytes)."""
+        rec = self.next_transmission(now)
+        if rec is None or rec.entry is None:
+            return None
+        return self._build(rec, retransmit=rec.transmissions > 1), rec.entry
 
     def take_outbox(self) -> list[tuple[DataPacket | ReliabilityProbe, EvEntry]]:
         """Probes and completion re-sends the timers produced, to go out now."""
         out, self._outbox = self._outbox, []
         return out
 
-    def _transmit(
-        self, rec: SentPacket, entry: EvEntry, now: float, retransmit: bool
-    ) -> tuple[DataPacket, EvEntry]:
+    def _transmit(self, rec: SentPacket, entry: EvEntry, now: float) -> None:
         if not self._in_flight:
             self._last_progress = now
         rec.entry = entry
@@ -301,8 +316,8 @@ class Sender:
         counters = self._counters
         counters.data_packets_sent += 1
         counters.data_bytes_sent += rec.length
-        self.cc.on_sent(now, rec.length)
-        return self._build(rec, retransmit), entry
+        if self._paced:
+            self.cc.on_sent(now, rec.length)
 
     def _build(self, rec: SentPacket, retransmit: bool) -> DataPacket:
         message = rec.message
@@ -333,6 +348,11 @@ class Sender:
         for msn in self._unconfirmed:
             return msn
         return self._next_msn
+
+    @property
+    def rqmsn(self) -> int:
+        """The RQMSN data packets carry now: the oldest unconfirmed MSN."""
+        return self._rqmsn()
 
     # --- feedback -------------------------------------------------------------------------
 

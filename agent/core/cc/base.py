@@ -15,6 +15,9 @@ class CongestionControl(ABC):
 
     #: Short name, as selected by ``MrcConfig.congestion_control``.
     name: str = ""
+    #: Whether ``next_send_time`` / ``on_sent`` matter (rate-based controllers). The sender
+    #: skips both calls for window-only controllers: they run once per packet sent.
+    paced: bool = False
 
     @property
     @abstractmethod

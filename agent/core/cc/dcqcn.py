@@ -20,6 +20,7 @@ class DcqcnRate(CongestionControl):
     """DCQCN-like rate controller with pacing."""
 
     name = "dcqcn"
+    paced = True
 
     def __init__(self, config: DcqcnConfig, max_window: int) -> None:
         self._config = config
