@@ -388,13 +388,7 @@ class Sender:
         rack = self._rack_order
         if newly:
             self._outstanding &= ~newly
-            while newly:
-                low = newly & -newly
-                newly ^= low
-                rec = records.pop((una + low.bit_length() - 1) & PSN_MASK)
-                acked_bytes += self._acknowledge(rec, now)
-                if rec.transmissions == 1 and rec.order > rack and rec is not answered:
-                    rack = rec.order
+            acked_bytes, rack = self._acknowledge_all(newly, una, answered, rack, now)
             self._advance_una()
         if sack.probe_response:
             if self._probe_outstanding and answered_psn == self._probe_psn:
@@ -476,6 +470,50 @@ class Sender:
             self._progress(now)
         self._last_ack_time = now
         return None
+
+    def _acknowledge_all(
+        self, newly: int, una: int, answered: SentPacket | None, rack: int, now: float
+    ) -> tuple[int, int]:
+        """Acknowledge every PSN whose bit (relative to ``una``) is set in ``newly``, as
+        ``_acknowledge`` does one by one; returns the bytes acknowledged and the RACK order
+        advanced over first transmissions other than ``answered``. Inlined because a
+        coalesced SACK acknowledges up to 64 packets and this runs for every packet sent."""
+        records = self._records
+        in_flight = self._in_flight
+        release = self._ev_set.release
+        acked_bytes = 0
+        in_flight_bytes = 0
+        count = 0
+        base = una
+        while newly:
+            # Skip the run of zero bits below the lowest set one, in a single shift.
+            skip = (newly & -newly).bit_length() - 1
+            newly >>= skip + 1
+            base += skip
+            rec = records.pop(base & PSN_MASK)
+            base += 1
+            rec.acked = True
+            length = rec.length
+            if rec.in_flight:
+                rec.in_flight = False
+                del in_flight[rec.psn]
+                in_flight_bytes += length
+                entry = rec.entry
+                if entry is not None:
+                    release(entry)
+            count += 1
+            acked_bytes += length
+            message = rec.message
+            message.unacked -= 1
+            if message.unacked == 0 and message.segmented and not message.done:
+                self._schedule_confirmation(message, now)
+            if rec.transmissions == 1 and rec.order > rack and rec is not answered:
+                rack = rec.order
+        self.bytes_in_flight -= in_flight_bytes
+        counters = self._counters
+        counters.packets_acked += count
+        counters.bytes_acked += acked_bytes
+        return acked_bytes, rack
 
     def _acknowledge(self, rec: SentPacket, now: float) -> int:
         rec.acked = True
