@@ -1,10 +1,11 @@
 """``spray``: a permutation across the fabric, single path versus 256 EVs.
 
 Every host sends to one host on another leaf (a random permutation drawn per seed), all at
-once, for ``duration_s``. Switch-to-switch links are slowed to ``fabric_rate_pps`` so that
-the links, not the two CPUs running BMv2 and the agents, are the bottleneck (the summary
-records the CPU load to show it). With one EV per flow, ECMP puts some flows on the same
-uplink and leaves others idle; spraying over 256 EVs loads every uplink evenly.
+once, for ``duration_s`` (or ``flow_bytes`` each). Switch-to-switch links are slowed to
+``fabric_rate_pps`` so that the links, not the two CPUs running BMv2 and the agents, are the
+bottleneck (the summary records the CPU load to show it). With one EV per flow, ECMP puts
+some flows on the same uplink and leaves others idle; spraying over 256 EVs loads every
+uplink evenly.
 
 Figures: per-flow goodput and per-spine-link load (packets forwarded onto each link, from the
 next-hop member counters) for each mode, seed 0; the summary gives the aggregate goodput ratio
@@ -40,6 +41,11 @@ class Params:
     """The experiment's knobs (``--set name=value``)."""
 
     duration_s: float = 10.0
+    #: Bytes each flow sends instead of running for duration_s (0: by duration). A flow by
+    #: duration still delivers the messages it posted ahead, up to the agent's largest
+    #: window (4 MiB), which on links of 100 packets/s takes tens of seconds; a byte count
+    #: keeps a test-sized run short.
+    flow_bytes: int = 0
     #: Flows of the permutation that run (0: all; fewer keep a test-sized run light).
     flows: int = 0
     mrc_evs: int = 256
@@ -52,8 +58,10 @@ class Params:
     lldp_interval_ms: int = 100
 
     def check(self) -> None:
-        if self.duration_s <= 0 or self.fabric_rate_pps < 1 or self.flows < 0:
-            raise ValueError("duration_s and fabric_rate_pps must be positive, flows >= 0")
+        if self.duration_s <= 0 or self.fabric_rate_pps < 1 or min(self.flows, self.flow_bytes) < 0:
+            raise ValueError(
+                "duration_s and fabric_rate_pps must be positive, flows and flow_bytes >= 0"
+            )
         if not self.ecn_min <= self.ecn_max < self.fabric_queue_depth:
             raise ValueError("need ecn_min <= ecn_max < fabric_queue_depth")
         if not self.trim_threshold < self.fabric_queue_depth:
@@ -92,7 +100,8 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         TransferSpec(
             source,
             destination,
-            duration_s=params.duration_s,
+            total_bytes=params.flow_bytes or None,
+            duration_s=None if params.flow_bytes else params.duration_s,
             evs=params.mrc_evs if mode == "mrc" else 1,
             message_size=params.message_size,
         )
@@ -107,7 +116,7 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         if isinstance(outcome, TransferFailed):
             transfers[name] = failed_transfer_metrics(str(outcome))
         else:
-            transfers[name] = transfer_metrics(outcome)
+            transfers[name] = transfer_metrics(outcome, params.flow_bytes or None)
     loads = link_loads(testbed.topology, before, after)
     known = [load for load in loads.values() if load is not None]
     record = {

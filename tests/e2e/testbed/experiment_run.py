@@ -12,7 +12,8 @@ from experiments.results import summary_problems
 
 REPO = Path(__file__).resolve().parents[3]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-FILES = ("summary.json", "summary.txt", "timeseries.json", "topology.yaml")
+#: What every run writes besides its figures and its topology file(s).
+FILES = ("summary.json", "summary.txt", "timeseries.json")
 
 
 def run_experiment(
@@ -33,6 +34,9 @@ def run_experiment(
         assert (directory / file).is_file(), f"{file} missing: {proc.stdout}{proc.stderr}"
     summary = json.loads((directory / "summary.json").read_text())
     assert summary_problems(summary, seeds=1) == []
+    assert sorted(summary["topology"]["files"]) == sorted(summary["modes"])
+    for topology_file in summary["topology"]["files"].values():
+        assert (directory / topology_file).is_file(), topology_file
     assert summary["experiment"] == name and summary["target"] == "bmv2"
     assert summary["teardown"] == "nothing left"
     for png in summary["pngs"]:
