@@ -1,15 +1,27 @@
-"""Where the Mininet tests can run, and the small topology the teardown tests use."""
+"""Where the Mininet tests can run, on which switch targets, and the small topology the
+teardown tests use.
+
+Every test that brings a network up runs once per target (``bmv2``, ``linux``) and skips, with
+one line, on a target whose tools are missing here.
+"""
 
 from __future__ import annotations
 
+import functools
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 from tools.toolchain import SIMPLE_SWITCH_CLI, SIMPLE_SWITCH_GRPC, find_tool, is_root
+from topologies.mininet.preflight import machine_problems
+from topologies.mininet.switch_target import SwitchTarget
 
 REPO = Path(__file__).resolve().parents[3]
 P4_BUILD = REPO / "p4src" / "build"
+#: Every switch target, in the order the tests run them.
+TARGETS = tuple(target.value for target in SwitchTarget)
 
 #: Two leaves, one spine, one host per leaf, on service ports of its own so that it never
 #: collides with the session's leaf-spine network (default ports 50051.., 9090..).
@@ -34,28 +46,51 @@ TINY_TOPOLOGY = textwrap.dedent(
 )
 
 
-def bring_up_skip_reason() -> str | None:
-    """Why a network cannot be brought up here, or None."""
+def bring_up_skip_reason(target: str = "bmv2") -> str | None:
+    """Why a network cannot be brought up on ``target`` here, or None."""
     if not is_root():
-        return "needs root (network namespaces, veths, BMv2 on raw interfaces)"
+        return "needs root (network namespaces, veths, switch ports on raw interfaces)"
     try:
         import mininet.net  # noqa: F401
     except ImportError:
         return "Mininet is not installed (`make setup` installs Debian's mininet)"
-    if find_tool(SIMPLE_SWITCH_GRPC) is None:
-        return "simple_switch_grpc not found (see `make doctor`)"
-    return None
+    if target == "bmv2":
+        if find_tool(SIMPLE_SWITCH_GRPC) is None:
+            return "simple_switch_grpc not found (see `make doctor`)"
+        return None
+    problems = machine_problems(SwitchTarget.parse(target))
+    return f"{target}: {problems[0]}" if problems else None
 
 
-def forwarding_skip_reason() -> str | None:
-    """Why the programmed-fabric tests cannot run here, or None."""
-    reason = bring_up_skip_reason()
+def forwarding_skip_reason(target: str = "bmv2") -> str | None:
+    """Why the programmed-fabric tests cannot run on ``target`` here, or None: on bmv2 the
+    program and the Thrift CLI, on linux a controller that can program kernel switches."""
+    reason = bring_up_skip_reason(target)
     if reason:
         return reason
+    if shutil.which("ping") is None:
+        return "ping not found (apt-get install iputils-ping)"
+    if target == "linux":
+        return controller_linux_skip_reason()
     if not (P4_BUILD / "mrc.json").exists():
         return "p4src/build/mrc.json missing (run `make build`)"
     if find_tool(SIMPLE_SWITCH_CLI) is None:
         return "simple_switch_CLI not found (queue settings need it)"
-    if shutil.which("ping") is None:
-        return "ping not found (apt-get install iputils-ping)"
+    return None
+
+
+@functools.cache
+def controller_linux_skip_reason() -> str | None:
+    """None when ``mrc-controller run`` takes ``--target linux --netns-prefix`` (the kernel
+    switches are programmed by the real controller; there is no stand-in for them)."""
+    usage = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "run", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if "--netns-prefix" not in usage.stdout:
+        return "the controller cannot program kernel switches yet (no `run --netns-prefix`)"
     return None

@@ -28,13 +28,15 @@ class PingResult:
 
 
 def start_ping(
-    network: Any, source: str, address: str, count: int, interval: float
+    network: Any, source: str, address: str, count: int, interval: float, size: int = 56
 ) -> subprocess.Popen[str]:
-    """A running ``ping`` in ``source``'s namespace (intervals under 0.2 s need root)."""
+    """A running ``ping`` in ``source``'s namespace (intervals under 0.2 s need root);
+    ``size`` is the ICMP payload (ping's default 56)."""
     return subprocess.Popen(
         [
             *("ip", "netns", "exec", network.host(source).netns),
-            *("ping", "-n", "-q", "-c", str(count), "-i", str(interval), "-W", "2", address),
+            *("ping", "-n", "-q", "-c", str(count), "-i", str(interval), "-W", "2"),
+            *("-s", str(size), address),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -53,11 +55,17 @@ def finish_ping(
 
 
 def ping(
-    network: Any, source: str, target: str, family: int = 4, count: int = 3, interval: float = 0.2
+    network: Any,
+    source: str,
+    target: str,
+    family: int = 4,
+    count: int = 3,
+    interval: float = 0.2,
+    size: int = 56,
 ) -> PingResult:
-    """Ping ``target``'s first NIC from ``source`` over IPv4 or IPv6."""
+    """Ping ``target``'s first NIC from ``source`` over IPv4 or IPv6 (``size``: ICMP payload)."""
     address = _address(network, target, family)
-    proc = start_ping(network, source, address, count, interval)
+    proc = start_ping(network, source, address, count, interval, size)
     return finish_ping(proc, source, target, address, count)
 
 

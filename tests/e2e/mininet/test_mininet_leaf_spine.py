@@ -1,8 +1,12 @@
-"""The leaf-spine preset in Mininet, programmed from ``controller.intent``: hosts configured as
-specified, every host reaches every other over IPv4 and IPv6, link cuts never freeze a switch
-and are routed around, a restarted switch comes back, and queue limits reach BMv2.
+"""The leaf-spine preset in Mininet on each switch target, programmed from
+``controller.intent``: hosts and switch ports configured as specified, every host reaches every
+other over IPv4 and IPv6, link cuts only ever take carrier away from a switch and are routed
+around, a restarted BMv2 comes back (a kernel switch refuses restarts), and queue limits reach
+the switch.
 
-One network serves the whole module (conftest); every test that changes it puts it back.
+One network per target serves the whole module (conftest); every test that changes it puts it
+back. On bmv2 the fabric is programmed by a stand-in (``fabric_program``), on linux by the
+real controller (``controller_fabric``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from controller.intent import compute_intent
-from tests.e2e.mininet.fabric_program import MEMBER_COUNTER, FabricProgrammer
+from controller.southbound.linux.tc import FRAME_BYTES
+from tests.e2e.mininet.fabric_program import MEMBER_COUNTER
+from tests.e2e.mininet.fabrics import Fabric, programmed_fabric
 from tests.e2e.mininet.machine_state import eventually, netns_exec
 from tests.e2e.mininet.pings import ping, ping_address, ping_all
 from topologies.mininet.host_config import GATEWAY_IPV4, GATEWAY_IPV6
@@ -30,6 +36,9 @@ LINK_STATE_TIMEOUT_S = 15.0
 #: How long a reachability check retries: on a loaded machine (two cores shared with builds and
 #: other runs) BMv2's pcap receive path can lose an echo request now and then.
 REACH_TIMEOUT_S = 10.0
+#: ICMP payload that makes an IPv4 echo request a full MRC data frame (Ethernet 14, IPv4 20,
+#: ICMP 8 bytes of headers), the frame size a kernel switch's queue rate is counted in.
+FULL_FRAME_PAYLOAD = FRAME_BYTES - 14 - 20 - 8
 #: ethtool's names of the offloads the bring-up turns off.
 OFFLOAD_NAMES = (
     "rx-checksumming",
@@ -47,14 +56,15 @@ def network(preset_network):
 
 
 @pytest.fixture(scope="module")
-def fabric(network) -> Iterator[FabricProgrammer]:
-    """Every switch with mrc.p4 and the intent of the fabric with every link up."""
-    programmer = FabricProgrammer(network)
-    try:
-        programmer.program()
-        yield programmer
-    finally:
-        programmer.close()
+def fabric(network) -> Iterator[Fabric]:
+    """Every switch programmed with the intent of the fabric with every link up."""
+    with programmed_fabric(network, PRESET) as programmed:
+        yield programmed
+
+
+def _only_on_bmv2(network, why: str) -> None:
+    if network.target != "bmv2":
+        pytest.skip(f"not applicable on {network.target}: {why}")
 
 
 def _assert_all_reach_all(network, wait: float = REACH_TIMEOUT_S) -> None:
@@ -78,6 +88,8 @@ def _wait_link(network, a: str, b: str, up: bool) -> None:
 
 def _switch_exits(network) -> str:
     """Which BMv2s are no longer running (a lost ping is often a crashed switch)."""
+    if network.target != "bmv2":
+        return f"kernel switches (target {network.target}) cannot crash"
     exits = {
         switch.name: switch.process.poll()
         for switch in network.mininet.switches
@@ -95,6 +107,7 @@ def _link_flags(netns: str | None, ifname: str) -> set[str]:
 
 # -- bring-up as specified -----------------------------------------------------------------------
 def test_every_switch_runs_bmv2_with_the_projects_options_and_no_program(network):
+    _only_on_bmv2(network, "kernel switches run no switch process")
     for switch in network.topology.switches:
         node = network.switch(switch.name)
         args = Path(f"/proc/{node.bmv2_pid}/cmdline").read_bytes().decode().split("\0")
@@ -113,10 +126,26 @@ def test_every_switch_runs_bmv2_with_the_projects_options_and_no_program(network
         assert bound == {f"{p}@{i}" for p, i in network.wiring.switch_ports[switch.name].items()}
 
 
+def test_every_kernel_switch_port_is_swp_n_in_its_namespace_up_with_ipv6_and_its_mac(network):
+    if network.target != "linux":
+        pytest.skip(f"kernel switches only (target {network.target})")
+    for switch in network.topology.switches:
+        netns = network.switch_netns(switch.name)
+        assert netns == f"{network.prefix}-{switch.name}"
+        for port in network.topology.switch_ports(switch.name):
+            ifname = f"swp{port}"
+            shown = netns_exec(netns, "ip", "-o", "link", "show", "dev", ifname)
+            assert f"link/ether {switch.port_mac(port)} " in shown, shown
+            assert "UP" in _link_flags(netns, ifname)
+            disabled = netns_exec(netns, "sysctl", "-n", f"net.ipv6.conf.{ifname}.disable_ipv6")
+            assert disabled.strip() == "0", f"{switch.name} {ifname}: IPv6 off"
+        assert "UP" in _link_flags(netns, "lo")
+
+
 def test_offloads_are_off_on_both_ends_of_every_veth(network):
     ends: list[tuple[str | None, str]] = []
-    for ports in network.wiring.switch_ports.values():
-        ends += [(None, ifname) for ifname in ports.values()]
+    for switch, ports in network.wiring.switch_ports.items():
+        ends += [(network.switch_netns(switch), ifname) for ifname in ports.values()]
     ends += [(nic.netns, nic.nic.name) for nic in network.wiring.host_nics]
     ends += [
         (network.wiring.patch_panel_netns, end.panel_ifname)
@@ -152,7 +181,7 @@ def test_a_spine_link_cut_only_takes_the_patch_ends_down(network, fabric):
     try:
         patch = network.wiring.patch_for(link_id)
         for end in patch.ends:
-            switch_side = _link_flags(None, end.switch_ifname)
+            switch_side = _link_flags(network.switch_netns(end.switch), end.switch_ifname)
             # Admin state untouched (a BMv2-bound interface set down freezes BMv2): carrier only.
             assert {"UP", "NO-CARRIER"} <= switch_side
             assert "UP" not in _link_flags(network.wiring.patch_panel_netns, end.panel_ifname)
@@ -161,12 +190,15 @@ def test_a_spine_link_cut_only_takes_the_patch_ends_down(network, fabric):
     finally:
         network.restore("l1", "s2")
     for end in patch.ends:
-        assert {"UP", "LOWER_UP"} <= _link_flags(None, end.switch_ifname)
+        assert {"UP", "LOWER_UP"} <= _link_flags(
+            network.switch_netns(end.switch), end.switch_ifname
+        )
     assert network.cut_links == frozenset()
     _wait_link(network, "l1", "s2", up=True)
 
 
 def test_watch_port_moves_a_flow_off_a_cut_spine_link_without_any_controller(network, fabric):
+    _only_on_bmv2(network, "the kernel has no per-member counters to follow a flow with")
     # One-way traffic: echo requests to an unused address behind l2, which l2 drops (no
     # route). A reply could hash onto the cut spine, whose only member toward l1 is then
     # down: see fabric_program on what BMv2 does with a group whose members are all down.
@@ -237,8 +269,9 @@ def test_a_cut_host_link_is_unreachable_and_forwards_again_once_restored(network
     link_id = network.cut("h4", "l2")
     try:
         assert "UP" not in _link_flags(network.host("h4").netns, "eth0")
+        nic = network.wiring.nic_for(link_id)
         assert {"UP", "NO-CARRIER"} <= _link_flags(
-            None, network.wiring.nic_for(link_id).switch_ifname
+            network.switch_netns(nic.nic.switch), nic.switch_ifname
         )
         # What the controller does on the cut, before any packet meets the dead port.
         _wait_link(network, "h4", "l2", up=False)
@@ -258,7 +291,18 @@ def test_a_cut_host_link_is_unreachable_and_forwards_again_once_restored(network
             assert result.lossless, str(result)
 
 
+def test_a_kernel_switch_refuses_a_restart_and_keeps_forwarding(network, fabric):
+    if network.target != "linux":
+        pytest.skip(f"kernel switches only (target {network.target})")
+    from topologies.mininet import NotApplicable
+
+    with pytest.raises(NotApplicable, match="restart does not apply to the linux target"):
+        network.restart_switch("l1")
+    _assert_all_reach_all(network)
+
+
 def test_a_restarted_switch_is_empty_until_reprogrammed_then_forwards_again(network, fabric):
+    _only_on_bmv2(network, "a kernel switch has no process to restart")
     old_pid = network.switch("l1").bmv2_pid
     new_pid = network.restart_switch("l1")
     try:
@@ -270,12 +314,14 @@ def test_a_restarted_switch_is_empty_until_reprogrammed_then_forwards_again(netw
     _assert_all_reach_all(network)
 
 
-def test_a_queue_limit_set_over_thrift_throttles_that_port_only(network, fabric):
+def test_a_queue_limit_throttles_that_port_only(network, fabric):
     to_h1 = network.topology.host("h1").nics[0].switch_port
+    # Full-size frames: BMv2 counts packets, a kernel's tbf counts bytes of FRAME_BYTES each.
+    full = FULL_FRAME_PAYLOAD
     network.set_queue("l1", to_h1, rate_pps=2, depth=1)
     try:
-        throttled = ping(network, "h3", "h1", count=20, interval=0.01)
-        untouched = ping(network, "h3", "h2", count=20, interval=0.01)
+        throttled = ping(network, "h3", "h1", count=20, interval=0.01, size=full)
+        untouched = ping(network, "h3", "h2", count=20, interval=0.01, size=full)
     finally:
         network.set_queue("l1", to_h1, rate_pps=0, depth=64)
     # 20 requests in 0.2 s into a 2 packets/s queue of depth 1: most are dropped at l1.
@@ -297,8 +343,15 @@ def test_a_queue_limit_set_over_thrift_throttles_that_port_only(network, fabric)
         ("l1", 1, 100, 0, "depth must be at least 1"),
     ],
 )
-def test_set_queue_rejects_bad_arguments_before_calling_bmv2(
+def test_set_queue_rejects_bad_arguments_before_touching_the_switch(
     network, switch, port, rate, depth, message
 ):
     with pytest.raises(ValueError, match=message):
         network.set_queue(switch, port, rate_pps=rate, depth=depth)
+
+
+def test_a_kernel_switch_has_one_queue_per_port(network):
+    if network.target != "linux":
+        pytest.skip(f"kernel switches only (target {network.target})")
+    with pytest.raises(ValueError, match=r"one queue per port .* priority must be 0, not 1"):
+        network.set_queue("l1", 1, rate_pps=100, depth=10, priority=1)

@@ -1,5 +1,6 @@
 """Multi-plane hosts: on the two-plane preset every host has one NIC per plane, and each NIC
-reaches the same plane's NIC of every other host over IPv4 and IPv6, through its own plane."""
+reaches the same plane's NIC of every other host over IPv4 and IPv6, through its own plane, on
+each switch target."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from itertools import permutations
 
 import pytest
 
-from tests.e2e.mininet.fabric_program import FabricProgrammer
+from tests.e2e.mininet.fabrics import programmed_fabric
 from tests.e2e.mininet.machine_state import eventually, netns_exec
 from tests.e2e.mininet.pings import PingResult, finish_ping, start_ping
 
@@ -20,12 +21,8 @@ REACH_TIMEOUT_S = 10.0
 
 @pytest.fixture(scope="module")
 def network(preset_network) -> Iterator[object]:
-    programmer = FabricProgrammer(preset_network)
-    try:
-        programmer.program()
+    with programmed_fabric(preset_network, PRESET):
         yield preset_network
-    finally:
-        programmer.close()
 
 
 def test_traffic_to_a_plane_leaves_through_that_planes_nic(network):
