@@ -1,0 +1,122 @@
+"""An intent rendered for the kernel: every route's next hops are its group's members, each
+member a gateway with a permanent neighbour to its MAC, and queue rates become tbf shapers.
+What the kernel cannot hold is named, not dropped silently."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network, IPv6Network
+
+import pytest
+
+from controller.intent import compute_intent
+from controller.southbound.linux.names import gateway_v4, gateway_v6
+from controller.southbound.linux.render import render
+from controller.southbound.linux.tc import tbf_parameters
+from topologies import Topology, load_topology_text
+
+SHAPED = """
+name: shaped
+planes:
+- {id: 0}
+switches:
+- {name: l1, role: leaf, device_id: 1}
+- {name: l2, role: leaf, device_id: 2}
+- {name: s1, role: spine, device_id: 3}
+- {name: s2, role: spine, device_id: 4}
+hosts:
+- name: h1
+  nics:
+  - {name: eth0, switch: l1, port: 1}
+- name: h2
+  nics:
+  - {name: eth0, switch: l2, port: 1}
+links:
+- {a: 'l1:2', b: 's1:1'}
+- {a: 'l1:3', b: 's2:1', queue_rate_pps: 500, queue_depth: 80}
+- {a: 'l2:2', b: 's1:2'}
+- {a: 'l2:3', b: 's2:2'}
+"""
+
+
+@pytest.fixture
+def shaped() -> Topology:
+    return load_topology_text(SHAPED, source="shaped")
+
+
+def test_every_route_becomes_a_kernel_route_over_its_groups_members(
+    leaf_spine: Topology,
+) -> None:
+    intent = compute_intent(leaf_spine).switch("l1")
+    state = render(intent).state
+    assert set(state.routes) == {route.prefix for route in intent.routes_v4 + intent.routes_v6}
+    for route in intent.routes_v4 + intent.routes_v6:
+        group = intent.group(route.next_id)
+        kernel = state.routes[route.prefix]
+        assert [hop.port for hop in kernel.nexthops] == sorted(group.ports)
+        derive = gateway_v4 if isinstance(route.prefix, IPv4Network) else gateway_v6
+        assert {hop.gateway for hop in kernel.nexthops} == {
+            derive(member.member_index) for member in group.members
+        }
+
+
+def test_a_remote_leaf_prefix_is_spread_over_all_four_spines(leaf_spine: Topology) -> None:
+    intent = compute_intent(leaf_spine).switch("l1")
+    h3 = leaf_spine.host("h3").nics[0]
+    route = render(intent).state.routes[IPv4Network(f"{h3.ipv4.ip}/32")]
+    assert [hop.port for hop in route.nexthops] == [3, 4, 5, 6]
+
+
+def test_each_member_gets_permanent_v4_and_v6_neighbours_to_its_mac(
+    leaf_spine: Topology,
+) -> None:
+    intent = compute_intent(leaf_spine).switch("l1")
+    neighbours = render(intent).state.neighbours
+    assert len(neighbours) == 2 * len(intent.members)
+    for member in intent.members:
+        for address in (gateway_v4(member.member_index), gateway_v6(member.member_index)):
+            neighbour = neighbours[(member.egress_port, address)]
+            assert neighbour.mac == member.dst_mac.lower()
+
+
+def test_a_down_link_leaves_its_member_out_of_routes_but_keeps_its_neighbour(
+    leaf_spine: Topology, link_between
+) -> None:
+    down = link_between(leaf_spine, "l1", "s1")
+    intent = compute_intent(leaf_spine, {down}).switch("l1")
+    state = render(intent).state
+    assert all(3 not in [hop.port for hop in route.nexthops] for route in state.routes.values())
+    assert any(port == 3 for port, _ in state.neighbours)
+
+
+def test_queue_rate_becomes_a_tbf_and_unlimited_ports_get_none(shaped: Topology) -> None:
+    state = render(compute_intent(shaped).switch("l1")).state
+    assert state.shapers == {3: tbf_parameters(500, 80)}
+
+
+def test_unsupported_features_are_named(leaf_spine: Topology) -> None:
+    notes = render(compute_intent(leaf_spine).switch("l1")).unsupported
+    text = "\n".join(notes)
+    assert "ECN marking is off on ports [3, 4, 5, 6]" in text  # host ports 1, 2 have none
+    assert "none of red, codel, fq_codel" in text
+    assert "no packet trimming" in text
+    assert "DSCP classes" in text
+    assert "LLDP" in text
+
+
+def test_ecn_note_says_when_the_kernel_has_a_marking_qdisc_this_southbound_skips(
+    leaf_spine: Topology,
+) -> None:
+    notes = render(compute_intent(leaf_spine).switch("l1"), ecn_qdiscs=["red"]).unsupported
+    assert any("the kernel has red" in note for note in notes)
+
+
+def test_rendering_is_deterministic(leaf_spine: Topology) -> None:
+    intent = compute_intent(leaf_spine).switch("s2")
+    assert render(intent) == render(intent)
+
+
+def test_ipv6_routes_use_link_local_gateways(leaf_spine: Topology) -> None:
+    state = render(compute_intent(leaf_spine).switch("s1")).state
+    v6 = [route for prefix, route in state.routes.items() if isinstance(prefix, IPv6Network)]
+    assert v6
+    assert all(hop.gateway.is_link_local for route in v6 for hop in route.nexthops)
