@@ -19,8 +19,10 @@ what a victim suffers from in a fabric without those signals.
 
 Figures: the victim's goodput over time, the incast's span shaded, and the incast's
 completion time (from launching its transfers until the last one finished), per mode; the
-summary gives, per mode, the victim's goodput before and during the incast, the completion
-time, and the trims and ECN marks the switches counted (to show "off" was off).
+summary gives, per mode, the victim's goodput before and during the incast, its shortfall
+(the bytes it fell short of its level before the incast, over the incast's span: windows of
+different lengths compare by it), the completion time, and the trims and ECN marks the
+switches counted (to show "off" was off).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from experiments.experiment import Experiment
 from experiments.metrics import (
     failed_transfer_metrics,
     goodput_series,
+    shortfall_bytes,
     transfer_metrics,
     window_goodput,
 )
@@ -242,6 +245,7 @@ def _record(
     incast_done = end_s is not None and all(
         transfers[incast_name(s, params)]["completed"] for s in params.sender_hosts
     )
+    before_bps = window_goodput(series, BASELINE_FROM_S, start_s, params.bin_s)
     record = {
         "transfers": transfers,
         "evs": params.evs,
@@ -252,10 +256,13 @@ def _record(
         "incast_completion_s": end_s - start_s if incast_done and end_s is not None else None,
         "incast_transfer_seconds": incast_seconds,
         "victim_goodput_bps": transfers[name]["goodput_bps"],
-        "victim_goodput_bps_before": window_goodput(series, BASELINE_FROM_S, start_s, params.bin_s),
+        "victim_goodput_bps_before": before_bps,
         "victim_goodput_bps_during": None
         if end_s is None
         else window_goodput(series, start_s, end_s, params.bin_s),
+        "victim_shortfall_bytes": None
+        if end_s is None or before_bps is None
+        else shortfall_bytes(series, before_bps, start_s, end_s, params.bin_s),
         "switch_signals": congestion_signals(before, after),
     }
     return record, {name: series}
@@ -278,6 +285,9 @@ def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
                 [run["victim_goodput_bps_during"] for run in seeds.values()]
             ),
             "victim_goodput_bps": _mean([run["victim_goodput_bps"] for run in seeds.values()]),
+            "victim_shortfall_bytes": _mean(
+                [run["victim_shortfall_bytes"] for run in seeds.values()]
+            ),
             "incast_completion_s": [run["incast_completion_s"] for run in seeds.values()],
             "incast_completion_s_mean": _mean(
                 [run["incast_completion_s"] for run in seeds.values()]
@@ -288,6 +298,9 @@ def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
     on, off = figures.get(MODE_ON, {}), figures.get(MODE_OFF, {})
     figures["victim_during_incast_on_over_off"] = _ratio(
         on.get("victim_goodput_bps_during"), off.get("victim_goodput_bps_during")
+    )
+    figures["victim_shortfall_off_over_on"] = _ratio(
+        off.get("victim_shortfall_bytes"), on.get("victim_shortfall_bytes")
     )
     figures["incast_completion_off_over_on"] = _ratio(
         off.get("incast_completion_s_mean"), on.get("incast_completion_s_mean")
@@ -338,21 +351,27 @@ def text(figures: dict[str, Any]) -> list[str]:
     lines = []
     for mode in MODES:
         f = figures[mode]
+        shortfall = f["victim_shortfall_bytes"]
         lines.append(
             f"{mode:<12} victim goodput before {_mbit(f['victim_goodput_bps_before'])}, "
-            f"during the incast {_mbit(f['victim_goodput_bps_during'])}; incast completion "
-            f"{_seconds(f['incast_completion_s_mean'])} (per seed {f['incast_completion_s']}); "
-            f"switch trims {f['trims']}, ECN marks {f['ecn_marks']}; bytes lost "
-            f"{f['bytes_lost']}, completed {'yes' if f['completed'] else 'NO'}"
+            f"during the incast {_mbit(f['victim_goodput_bps_during'])} (short of its level by "
+            f"{'-' if shortfall is None else f'{shortfall / 1024:.0f} KiB'}); incast "
+            f"completion {_seconds(f['incast_completion_s_mean'])} (per seed "
+            f"{f['incast_completion_s']}); switch trims {f['trims']}, ECN marks "
+            f"{f['ecn_marks']}; bytes lost {f['bytes_lost']}, completed "
+            f"{'yes' if f['completed'] else 'NO'}"
         )
-    on_off = figures["victim_during_incast_on_over_off"]
-    off_on = figures["incast_completion_off_over_on"]
     lines.append(
-        "victim goodput during the incast, on / off: "
-        f"{'-' if on_off is None else f'{on_off:.2f}'}; incast completion time, off / on: "
-        f"{'-' if off_on is None else f'{off_on:.2f}'} (reported, not asserted)"
+        "on / off: victim goodput during the incast "
+        f"{_times(figures['victim_during_incast_on_over_off'])}; off / on: victim shortfall "
+        f"{_times(figures['victim_shortfall_off_over_on'])}, incast completion time "
+        f"{_times(figures['incast_completion_off_over_on'])} (reported, not asserted)"
     )
     return lines
+
+
+def _times(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
 
 
 def _mbit(bps: float | None) -> str:

@@ -105,3 +105,20 @@ def window_goodput(
     bin's ``t_s`` is its end); None when no bin fits, e.g. a window shorter than a bin."""
     inside = [p["goodput_bps"] for p in series if p["t_s"] - bin_s >= start_s and p["t_s"] <= end_s]
     return sum(inside) / len(inside) if inside else None
+
+
+def shortfall_bytes(
+    series: Sequence[dict[str, float]],
+    level_bps: float,
+    start_s: float,
+    end_s: float,
+    bin_s: float,
+) -> float | None:
+    """Bytes a flow fell short of ``level_bps`` over the bins lying wholly between
+    ``start_s`` and ``end_s`` (bins above the level count against it); None when no bin
+    fits. Unlike a mean over the window, this compares windows of different lengths: a
+    short deep dip and a long shallow one cost what they cost."""
+    inside = [p["goodput_bps"] for p in series if p["t_s"] - bin_s >= start_s and p["t_s"] <= end_s]
+    if not inside:
+        return None
+    return sum(level_bps - goodput for goodput in inside) * bin_s / 8

@@ -18,7 +18,7 @@ from experiments.counters import (
 )
 from experiments.experiment import bring_ups, parse_params
 from experiments.incast import shared_hops
-from experiments.metrics import recovery_time, transfer_metrics, window_goodput
+from experiments.metrics import recovery_time, shortfall_bytes, transfer_metrics, window_goodput
 from experiments.paths import fabric_hops
 from experiments.registry import EXPERIMENTS
 from experiments.results import TRANSFER_FIELDS, summary_problems
@@ -314,3 +314,14 @@ def test_congestion_signals_add_every_switchs_ports_and_are_unknown_when_one_is_
     assert congestion_signals(before, after) == {"trims": 3, "ecn_marks": 14}
     after["counters"]["s1"] = {"error": "timed out"}
     assert congestion_signals(before, after) == {"trims": None, "ecn_marks": None}
+
+
+def test_shortfall_is_what_a_flow_missed_of_its_level_over_the_window_in_bytes() -> None:
+    series = _series([8.0, 0.0, 4.0, 8.0, 8.0], bin_s=1.0)  # bits/s, bins end at 1..5 s
+    # bins 2-4 lie in the window: 8 + 4 + 0 bits short at 8 bit/s over 1 s bins = 12 bits
+    assert shortfall_bytes(series, 8.0, 1.0, 4.0, bin_s=1.0) == pytest.approx(12 / 8)
+    # a long shallow dip costs as much as a short deep one
+    shallow = _series([8.0] + [6.0] * 4, bin_s=1.0)
+    deep = _series([8.0, 0.0, 8.0, 8.0, 8.0], bin_s=1.0)
+    assert shortfall_bytes(shallow, 8.0, 1.0, 5.0, 1.0) == shortfall_bytes(deep, 8.0, 1.0, 5.0, 1.0)
+    assert shortfall_bytes(series, 8.0, 1.2, 1.8, bin_s=1.0) is None
