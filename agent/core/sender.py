@@ -284,7 +284,24 @@ class Sender:
             message.segmented = True
             message.last_psn = psn
             pending.popleft()
-        self._transmit(rec, entry, now)
+        # _transmit inlined for a first transmission: the one per-packet path that matters.
+        if not self._in_flight:
+            self._last_progress = now
+        rec.entry = entry
+        rec.sent_time = now
+        rec.ts16 = int(now * _US) & 0xFFFF
+        self._order += 1
+        rec.order = self._order
+        rec.transmissions = 1
+        rec.in_flight = True
+        self._in_flight[psn] = rec
+        self.bytes_in_flight += length
+        self._last_send = now
+        counters = self._counters
+        counters.data_packets_sent += 1
+        counters.data_bytes_sent += length
+        if self._paced:
+            self.cc.on_sent(now, length)
         return rec
 
     def next_data_packet(self, now: float) -> tuple[DataPacket, EvEntry] | None:

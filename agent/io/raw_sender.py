@@ -147,7 +147,14 @@ class RawSender:
             self._addresses[ip.dst] = address
         if len(ip.dst) == 4:
             sock = self._v4
-            header = ipv4_udp_header(datagram)
+            # ipv4_udp_header inlined: this runs for every packet sent.
+            payload = datagram.payload
+            udp_length = _UDP_HEADER_LEN + len(payload)
+            header = _IPV4_UDP.pack(
+                0x45, (datagram.dscp << 2) | datagram.ecn, _IPV4_HEADER_LEN + udp_length,
+                ip.ip_id, ip.flags_fragment, DEFAULT_TTL, _IP_PROTO_UDP, 0, ip.src, ip.dst,
+                datagram.src_port, datagram.dst_port, udp_length, 0,
+            )  # fmt: skip
         else:
             sock = self._v6
             header = ipv6_udp_header(datagram)

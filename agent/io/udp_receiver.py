@@ -48,6 +48,7 @@ _IPPROTO_IP = socket.IPPROTO_IP
 #: datagram.
 _MSG_TRUNC = int(socket.MSG_TRUNC)
 _IPPROTO_IPV6 = socket.IPPROTO_IPV6
+_PKTINFO_ADDR_END = IN_PKTINFO_ADDR_OFFSET + 4
 
 
 def parse_ancillary_v4(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, bytes | None]:
@@ -129,7 +130,15 @@ class UdpReceiver:
                 continue
             source = address[0]
             if v4:
-                tos, destination = parse_ancillary_v4(ancdata)
+                # parse_ancillary_v4 inlined: this runs for every datagram received.
+                tos = 0
+                destination = None
+                for level, kind, data in ancdata:
+                    if level == _IPPROTO_IP:
+                        if kind == IP_PKTINFO and len(data) >= _PKTINFO_ADDR_END:
+                            destination = data[IN_PKTINFO_ADDR_OFFSET:_PKTINFO_ADDR_END]
+                        elif kind == IP_TOS_CMSG and data:
+                            tos = data[0]
                 flow_label = 0
             else:
                 tos, destination, flow_label = parse_ancillary_v6(ancdata)
