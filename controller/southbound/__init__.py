@@ -4,7 +4,8 @@
 ``p4runtime`` implements it for P4Runtime targets (BMv2's simple_switch_grpc) with finsy, using
 ``mapping`` (intent -> mrc.p4 entities), ``plan`` (diff and safe write order), ``writer``
 (batched execution), ``finsy_codec`` (records <-> finsy entities) and ``queues`` (BMv2's
-Thrift-only queue settings).
+Thrift-only queue settings); ``linux`` implements it for Linux-kernel switches (one network
+namespace each) over netlink, with link state from carrier instead of probes.
 """
 
 from controller.southbound.interface import (

@@ -16,7 +16,7 @@ import asyncio
 import functools
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from ipaddress import ip_address, ip_network
 from pathlib import Path
@@ -95,6 +95,7 @@ class SwitchNamespace:
         self.name = name
         self._ipr = ipr
         self._identity = identity
+        self._closed = False
 
     @classmethod
     async def open(cls, name: str) -> SwitchNamespace:
@@ -110,8 +111,11 @@ class SwitchNamespace:
             return False
 
     def close(self) -> None:
-        """Close the channel (the namespace itself is left alone)."""
-        self._ipr.close()
+        """Close the channel (the namespace itself is left alone); closing twice is harmless
+        (a second close of a socket could hit a reused descriptor)."""
+        if not self._closed:
+            self._closed = True
+            self._ipr.close()
 
     # -- reading -------------------------------------------------------------------------------
     async def ports(self) -> dict[int, PortLink]:
@@ -283,6 +287,7 @@ class LinkWatch:
 
     def __init__(self, ipr: AsyncIPRoute) -> None:
         self._ipr = ipr
+        self._closed = False
 
     @classmethod
     async def open(cls, name: str) -> LinkWatch:
@@ -290,7 +295,7 @@ class LinkWatch:
         change falls between the two)."""
         return cls(await _open_socket(name, groups=RTMGRP_LINK))
 
-    async def events(self) -> AsyncIterator[PortLink]:
+    async def events(self) -> AsyncGenerator[PortLink, None]:
         """Every link message about a port, as it comes (RTM_NEWLINK; a deleted interface is
         reported down)."""
         while True:
@@ -300,8 +305,10 @@ class LinkWatch:
                     yield link
 
     def close(self) -> None:
-        """Stop watching."""
-        self._ipr.close()
+        """Stop watching (once; see :meth:`SwitchNamespace.close`)."""
+        if not self._closed:
+            self._closed = True
+            self._ipr.close()
 
 
 def port_link(message: Any) -> PortLink | None:

@@ -93,12 +93,15 @@ class LinuxSouthbound:
     async def run(self, events: SouthboundEvents) -> None:
         """Keep every switch connected until cancelled."""
         self._ecn_qdiscs = await _probe_ecn_qdiscs()
+        keepers = [asyncio.create_task(self._keep(name, events)) for name in self._switches]
         try:
-            await asyncio.gather(*(self._keep(switch, events) for switch in self._switches))
+            await asyncio.gather(*keepers)
         finally:
-            for connection in self._connections.values():
-                _close(connection)
-            self._connections.clear()
+            # Each keeper closes its own connection as it unwinds: wait for all of them, so
+            # that nothing is closed twice or left open when run() returns.
+            for keeper in keepers:
+                keeper.cancel()
+            await asyncio.gather(*keepers, return_exceptions=True)
 
     async def program(self, intent: SwitchIntent, *, read_back: bool = False) -> ProgramResult:
         """Make the namespace of ``intent.switch`` hold it, writing only the difference."""
@@ -214,11 +217,12 @@ class LinuxSouthbound:
         """Report the ports' changes until the namespace is gone (or the watch fails)."""
 
         async def follow_links() -> None:
-            async for link in connection.watch.events():
-                before = connection.ports.get(link.port)
-                connection.ports[link.port] = link
-                if before is None or before.up != link.up:
-                    events.port_status(switch, link.port, link.up)
+            async with contextlib.aclosing(connection.watch.events()) as links:
+                async for link in links:
+                    before = connection.ports.get(link.port)
+                    connection.ports[link.port] = link
+                    if before is None or before.up != link.up:
+                        events.port_status(switch, link.port, link.up)
 
         follower = asyncio.create_task(follow_links())
         try:
