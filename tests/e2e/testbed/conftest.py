@@ -1,9 +1,12 @@
 """Fixtures for the testbed runner and experiment tests.
 
-They need root, Mininet, BMv2 with its CLI and the compiled program, and skip with one line
-naming what is missing. Every run uses a topology on ports of its own and a private runs
-directory (``MRC_MININET_RUNS``), so the tests find their run's prefix there and never touch
-a run of anyone else on the machine (``stop`` is always given that prefix).
+They need root and Mininet, and per target BMv2 with its CLI and the compiled program
+(``bmv2``) or ``tc`` and a controller that programs kernel switches (``linux``), and skip with
+one line naming what is missing. ``testbed_target`` runs a test once per target;
+``needs_testbed`` is the bmv2-only check of tests that do not take a target yet. Every run
+uses a topology on ports of its own and a private runs directory (``MRC_MININET_RUNS``), so
+the tests find their run's prefix there and never touch a run of anyone else on the machine
+(``stop`` is always given that prefix).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.mininet.environment import forwarding_skip_reason
+from tests.e2e.mininet.environment import TARGETS, forwarding_skip_reason
 from tests.e2e.testbed.topology_files import preset_on_own_ports
 from topologies.mininet.naming import RUN_PREFIX_PATTERN
 from topologies.mininet.runs import RUNS_ROOT_ENV
@@ -25,6 +28,17 @@ def needs_testbed() -> None:
     reason = forwarding_skip_reason()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(params=TARGETS)
+def testbed_target(request: pytest.FixtureRequest) -> str:
+    """Each switch target in turn (the value ``--target`` takes), skipped with the reason
+    where it cannot come up here."""
+    target = str(request.param)
+    reason = forwarding_skip_reason(target)
+    if reason:
+        pytest.skip(reason)
+    return target
 
 
 @pytest.fixture

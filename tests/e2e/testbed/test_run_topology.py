@@ -1,6 +1,8 @@
 """``make run-topology``: the network, its controller and an agent per host come up; the CLI's
 testbed commands work when fed on stdin; exit, Ctrl-C (during bring-up or at the prompt) and
 ``make stop`` (even after the runner was killed) leave no namespace, veth or process behind.
+Every test runs on each target whose tools are present (``testbed_target``); on linux the
+banner lists what the target does not do and ``restart`` is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tests.e2e.mininet.machine_state import (
     run_state,
 )
 
-pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("needs_testbed")]
+pytestmark = pytest.mark.mininet
 
 REPO = Path(__file__).resolve().parents[3]
 RUNNER = [sys.executable, "-m", "testbed"]
@@ -44,13 +46,18 @@ def _prefix(runs_dir: Path, timeout: float = 60.0) -> str:
 
 
 def _run_pids(prefix: str) -> set[int]:
-    """Every process naming the run: switches, agents, controller."""
+    """Every process naming the run: switches (BMv2), agents, controller."""
     return set(run_state(prefix).processes)
 
 
-def _interactive(topology: Path) -> tuple[subprocess.Popen[str], LineReader]:
+def _expected_processes(target: str) -> int:
+    """Switch processes (BMv2 only: a kernel switch is no process), agents, controller."""
+    return (6 if target == "bmv2" else 0) + 4 + 1
+
+
+def _interactive(topology: Path, target: str) -> tuple[subprocess.Popen[str], LineReader]:
     proc = subprocess.Popen(
-        [*RUNNER, "run", str(topology)],
+        [*RUNNER, "run", str(topology), "--target", target],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -71,8 +78,9 @@ def _send(proc: subprocess.Popen[str], line: str) -> None:
 
 @pytest.mark.usefixtures("runs_dir")
 def test_scripted_session_runs_every_testbed_command_and_leaves_nothing(
-    leaf_spine_file: Path,
+    leaf_spine_file: Path, testbed_target: str
 ) -> None:
+    restart = ["restart s2"] if testbed_target == "bmv2" else []  # linux: refused, see below
     script = "\n".join(
         [
             "status",
@@ -81,13 +89,13 @@ def test_scripted_session_runs_every_testbed_command_and_leaves_nothing(
             "fail l1 s1",
             "mrc h1 h4 --bytes 128K",
             "restore l1 s1",
-            "restart s2",
+            *restart,
             "mrc h2 h4 --bytes 128K",
             "exit",
         ]
     )
     proc = subprocess.run(
-        [*RUNNER, "run", str(leaf_spine_file)],
+        [*RUNNER, "run", str(leaf_spine_file), "--target", testbed_target],
         cwd=REPO,
         input=script + "\n",
         capture_output=True,
@@ -101,30 +109,42 @@ def test_scripted_session_runs_every_testbed_command_and_leaves_nothing(
     assert up, output
     prefix = up.group(1)
     assert "*** error" not in output
-    assert "l1       primary      in service" in output  # status: the controller's view
+    assert f"target {testbed_target}: as asked" in output
+    assert f"on target {testbed_target}" in output
+    assert re.search(r"l1 +\S+ +in service", output), output  # status: the controller's view
     goodputs = re.findall(r"goodput .*\((\d+\.\d+) KiB confirmed", output)
     assert [float(g) for g in goodputs] == [256.0, 128.0, 128.0, 128.0], output
     assert "256 EVs over 1 plane(s)" in output and "1 EVs over 1 plane(s)" in output
     assert re.search(r"cut l1:3<->s1:1; the controller saw it down after", output), output
     assert re.search(r"restored l1:3<->s1:1; the controller saw it up after", output), output
-    assert re.search(r"restarted s2 \(pid \d+\); reprogrammed by the controller", output), output
+    if testbed_target == "bmv2":
+        assert re.search(r"restarted s2 \(pid \d+\); reprogrammed by the controller", output)
+        assert "l1       primary      in service" in output
+    else:
+        assert "linux: no packet trimming" in output  # the banner's differences
+        assert "linux: no per-member counters" in output
+        assert re.search(r"linux: (no )?ECN marking", output), output
     assert f"run {prefix} torn down: nothing left" in output
     assert_nothing_left(prefix)
 
 
 def test_failed_commands_are_reported_and_ctrl_c_at_the_prompt_tears_everything_down(
-    leaf_spine_file: Path, runs_dir: Path
+    leaf_spine_file: Path, runs_dir: Path, testbed_target: str
 ) -> None:
-    proc, reader = _interactive(leaf_spine_file)
+    proc, reader = _interactive(leaf_spine_file, testbed_target)
     try:
         reader.wait_for(READY, BRING_UP_TIMEOUT_S)
         prefix = _prefix(runs_dir)
         pids = _run_pids(prefix)
-        assert len(pids) >= 6 + 4 + 1, f"expected switches, agents and controller: {pids}"
+        expected = _expected_processes(testbed_target)
+        assert len(pids) >= expected, f"expected switches, agents and controller: {pids}"
         _send(proc, "fail l1 h4")
         reader.wait_for(r"\*\*\* error: no link between l1 and h4", 30)
         _send(proc, "link l1 s1 down")
-        reader.wait_for(r"\*\*\* error: `link` .* freezes BMv2", 30)
+        reader.wait_for(r"\*\*\* error: `link` sets both veth ends down", 30)
+        if testbed_target == "linux":
+            _send(proc, "restart s1")
+            reader.wait_for(r"\*\*\* error: s1: restart does not apply to the linux target", 30)
         _send(proc, "mrc h1 h9")
         reader.wait_for(r"\*\*\* error: no agent runs on 'h9'", 30)
         os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
@@ -138,9 +158,9 @@ def test_failed_commands_are_reported_and_ctrl_c_at_the_prompt_tears_everything_
 
 
 def test_ctrl_c_during_bring_up_tears_everything_down(
-    leaf_spine_file: Path, runs_dir: Path
+    leaf_spine_file: Path, runs_dir: Path, testbed_target: str
 ) -> None:
-    proc = own_session_popen([*RUNNER, "run", str(leaf_spine_file)])
+    proc = own_session_popen([*RUNNER, "run", str(leaf_spine_file), "--target", testbed_target])
     reader = LineReader(proc)
     try:
         prefix = _prefix(runs_dir)
@@ -158,9 +178,9 @@ def test_ctrl_c_during_bring_up_tears_everything_down(
 
 
 def test_stop_tears_down_a_live_run_through_its_runner(
-    leaf_spine_file: Path, runs_dir: Path
+    leaf_spine_file: Path, runs_dir: Path, testbed_target: str
 ) -> None:
-    proc, reader = _interactive(leaf_spine_file)
+    proc, reader = _interactive(leaf_spine_file, testbed_target)
     try:
         reader.wait_for(READY, BRING_UP_TIMEOUT_S)
         prefix = _prefix(runs_dir)
@@ -179,9 +199,9 @@ def test_stop_tears_down_a_live_run_through_its_runner(
 
 
 def test_stop_cleans_up_after_a_runner_killed_with_sigkill(
-    leaf_spine_file: Path, runs_dir: Path
+    leaf_spine_file: Path, runs_dir: Path, testbed_target: str
 ) -> None:
-    proc, reader = _interactive(leaf_spine_file)
+    proc, reader = _interactive(leaf_spine_file, testbed_target)
     try:
         reader.wait_for(READY, BRING_UP_TIMEOUT_S)
         prefix = _prefix(runs_dir)

@@ -1,5 +1,8 @@
 """Target selection: an unknown target or topology is a usage error; a target whose tools are
-missing names each one and how to get it, before anything is created."""
+missing names each one and how to get it, before anything is created; ``auto`` takes bmv2
+where its tools are present and linux otherwise, and says why; the linux target's differences
+from BMv2 are listed, ECN according to the kernel's qdiscs; the controller is started for the
+target it programs."""
 
 from __future__ import annotations
 
@@ -9,26 +12,127 @@ from pathlib import Path
 
 import pytest
 
-from testbed.targets import TargetUnavailable, check_target
+from testbed.controller_run import controller_command
+from testbed.targets import (
+    TargetUnavailable,
+    bmv2_tool_problems,
+    check_target,
+    choose_target,
+    default_target,
+    differences,
+)
 from topologies import load_topology
 
 REPO = Path(__file__).resolve().parents[3]
+NO_QDISC = {"pfifo": True, "tbf": True, "htb": True, "red": False, "codel": False}
+
+
+def _problems_of(name: str) -> list[str]:
+    """What target ``name`` lacks here to run leaf-spine (empty: it can run)."""
+    try:
+        check_target(name, load_topology("leaf-spine"))
+    except TargetUnavailable as unavailable:
+        return unavailable.problems
+    return []
+
+
+def _without_bmv2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIMPLE_SWITCH_GRPC", "/nonexistent/simple_switch_grpc")
+    monkeypatch.setenv("SIMPLE_SWITCH_CLI", "/nonexistent/simple_switch_CLI")
 
 
 def test_an_unknown_target_is_refused_with_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown target 'tofino'; targets: bmv2"):
+    with pytest.raises(ValueError, match=r"unknown target 'tofino'; targets: bmv2, linux, auto"):
         check_target("tofino", load_topology("leaf-spine"))
 
 
 def test_missing_bmv2_is_named_with_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("mininet.net", reason="Mininet is not installed")
-    monkeypatch.setenv("SIMPLE_SWITCH_GRPC", "/nonexistent/simple_switch_grpc")
-    monkeypatch.setenv("SIMPLE_SWITCH_CLI", "/nonexistent/simple_switch_CLI")
+    _without_bmv2(monkeypatch)
     with pytest.raises(TargetUnavailable) as raised:
         check_target("bmv2", load_topology("leaf-spine"))
     problems = "\n".join(raised.value.problems)
     assert "simple_switch_grpc not found: build PI and behavioral-model" in problems
     assert "simple_switch_CLI not found: installed with behavioral-model" in problems
+    assert problems.count("simple_switch_grpc not found") == 1
+
+
+def test_linux_needs_tc_and_says_where_it_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    from topologies.mininet import preflight
+
+    real_which = preflight.shutil.which
+    monkeypatch.setattr(
+        preflight.shutil, "which", lambda name: None if name == "tc" else real_which(name)
+    )
+    with pytest.raises(TargetUnavailable) as raised:
+        check_target("linux", load_topology("leaf-spine"))
+    assert "command 'tc' not found (`make setup` installs it)" in raised.value.problems
+
+
+def test_linux_does_not_need_bmv2(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_bmv2(monkeypatch)
+    problems = _problems_of("linux")
+    assert not [problem for problem in problems if "simple_switch" in problem], problems
+
+
+def test_auto_takes_linux_where_bmv2_is_missing_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _without_bmv2(monkeypatch)
+    choice = default_target()
+    assert choice.target.name == "linux"
+    assert choice.announcement.startswith("target linux: kernel switches, because BMv2 ")
+    assert "simple_switch_grpc not found and 1 more" in choice.announcement
+    assert "\n" not in choice.announcement
+
+
+def test_auto_takes_bmv2_where_its_tools_are_present() -> None:
+    choice = default_target(bmv2_missing=[])
+    assert choice.target.name == "bmv2"
+    assert choice.announcement == (
+        "target bmv2: BMv2's tools are present (TARGET=linux for kernel switches)"
+    )
+
+
+def test_auto_follows_this_machine() -> None:
+    expected = "linux" if bmv2_tool_problems() else "bmv2"
+    assert default_target().target.name == expected
+
+
+def test_a_named_target_is_announced_as_asked() -> None:
+    if _problems_of("linux"):
+        pytest.skip(f"linux cannot run here: {_problems_of('linux')[0]}")
+    choice = choose_target("linux", load_topology("leaf-spine"))
+    assert choice.announcement == "target linux: as asked"
+
+
+def test_bmv2_has_no_differences_and_linux_lists_what_it_does_not_do() -> None:
+    assert differences("bmv2", NO_QDISC) == []
+    listed = "\n".join(differences("linux", NO_QDISC))
+    assert "no packet trimming" in listed
+    assert "no per-member counters: per-interface" in listed
+    assert "no ECN marking: this kernel offers neither RED nor codel" in listed
+    assert "no switch restart" in listed
+
+
+def test_ecn_is_said_to_be_marked_only_where_the_kernel_has_red_or_codel() -> None:
+    with_red = "\n".join(differences("linux", {**NO_QDISC, "red": True}))
+    assert "ECN marking by the kernel's red" in with_red
+    assert "no ECN marking" not in with_red
+    unprobed = "\n".join(differences("linux", None))
+    assert "ECN marking unknown" in unprobed
+
+
+def test_the_controller_is_started_for_the_target_it_programs(tmp_path: Path) -> None:
+    socket, log = tmp_path / "mn0a1b-controller.sock", tmp_path / "mn0a1b-controller.jsonl"
+    bmv2 = controller_command("leaf-spine", socket, log, "mn0a1b")
+    assert "--target" not in bmv2 and "--netns-prefix" not in bmv2  # as it always was
+    linux = controller_command("leaf-spine", socket, log, "mn0a1b", target="linux")
+    assert linux[linux.index("--target") + 1] == "linux"
+    assert linux[linux.index("--netns-prefix") + 1] == "mn0a1b"
+    assert "--no-discovery" not in linux
+    quiet = controller_command("leaf-spine", socket, log, "mn0a1b", False, "linux")
+    assert quiet[-1] == "--no-discovery"
 
 
 def test_the_runner_exits_2_for_an_unknown_target_or_topology() -> None:
