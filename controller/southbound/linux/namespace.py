@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pyroute2 import AsyncIPRoute
+from pyroute2 import config as pyroute2_config
 from pyroute2.netlink.rtnl import RTMGRP_LINK
 
 from controller.southbound.interface import EntityFailure, PortCounters, SouthboundError
@@ -41,6 +42,14 @@ from controller.southbound.linux.state import (
     Prefix,
 )
 from controller.southbound.linux.tc import TbfParameters
+
+# pyroute2 opens a socket inside a namespace from a forked child (a copy of this process),
+# which it stops with SIGTERM once the socket is handed over. The copy keeps this process's
+# signal handlers: a test's SIGTERM handler would run there (unwinding a copy of the test), and
+# asyncio's signal wakeup descriptor, shared with the parent, would carry the signal to the
+# real controller's loop, which stops on SIGTERM. With this flag the child first resets
+# SIGINT and SIGTERM to their defaults (pyroute2 applies it in every child-process mode).
+pyroute2_config.disable_mp_signal = True
 
 NETNS_DIR = Path("/run/netns")
 MAIN_TABLE = 254

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 
 import pytest
 
 from controller.intent import compute_intent
 from controller.southbound.interface import ProgramResult
 from controller.southbound.linux.names import ROUTE_PROTOCOL, gateway_v4, gateway_v6
+from controller.southbound.linux.namespace import SwitchNamespace
 from controller.southbound.linux.southbound import LinuxSouthbound
 from controller.southbound.linux.tc import FRAME_BYTES, tbf_parameters
 from tests.e2e.linux_southbound.conftest import skip_reason
@@ -235,3 +237,23 @@ def _empty_switch_topology() -> Topology:
         "name: one\nplanes:\n- {id: 0}\nswitches:\n- {name: x1, role: leaf, device_id: 1}\n",
         source="one",
     )
+
+
+def test_opening_namespaces_never_delivers_a_signal_to_this_process(
+    fabric_lab: KernelFabricLab,
+) -> None:
+    """pyroute2 stops the forked helper that opens a namespace socket with SIGTERM: it must
+    never reach this process's handlers (a controller stops on SIGTERM)."""
+    received: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+
+    async def scenario() -> None:
+        for _ in range(20):
+            namespace = await SwitchNamespace.open(fabric_lab.namespace("l1"))
+            namespace.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == []
