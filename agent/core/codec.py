@@ -25,11 +25,12 @@ nothing else; ``encode`` raises ``ValueError`` for a packet that cannot be put o
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Callable
 
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
-from agent.core.icrc import compute_icrc, icrc_bytes
+from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO, compute_icrc, icrc_bytes
 from agent.core.packets import (
     AckPacket,
     DataPacket,
@@ -67,6 +68,7 @@ _SACK = struct.Struct(">BBHIIHhIHHIBBhQHHI")  # BTH SETH CC_STATE
 _NACK = struct.Struct(">BBHIIHBBIHHIBBH")  # BTH NETH
 _EP = struct.Struct(">BBHIIBBHI")  # BTH EPH
 _ICRC = struct.Struct("<I")
+_ONES_8 = b"\xff" * 8
 
 _EP_TYPES = frozenset(int(t) for t in EpType)
 _DATA_OPCODE_SET = frozenset(int(op) for op in DATA_OPCODES)
@@ -237,17 +239,10 @@ def decode(
         return _decode_data(datagram, opcode, trimmed=True)
     if size < BTH_LEN + ICRC_LEN:
         raise DecodeError(DropReason.TRUNCATED, f"{size} bytes, BTH + ICRC need 16")
+    if opcode in _DATA_OPCODE_SET:
+        return _decode_whole_data(datagram, size, opcode, ip, src_port, dst_port)
     body = memoryview(datagram)[:-ICRC_LEN]
     (carried,) = _ICRC.unpack_from(datagram, size - ICRC_LEN)
-    if opcode in _DATA_OPCODE_SET:
-        layout = data_header_struct(opcode, bool(datagram[8] & BTH_FLAG_TS))
-        if len(body) < layout.size:
-            raise DecodeError(
-                DropReason.TRUNCATED,
-                f"opcode {opcode:#x}: {len(body)} bytes, headers need {layout.size}",
-            )
-        _check_icrc(body, carried, ip, src_port, dst_port)
-        return _decode_data(datagram, opcode, trimmed=False, layout=layout)
     decoder = _CONTROL_DECODERS.get(opcode)
     if decoder is None:
         raise DecodeError(DropReason.UNKNOWN_OPCODE, f"opcode {opcode:#x}")
@@ -257,6 +252,55 @@ def decode(
         raise DecodeError(kind, f"opcode {opcode:#x}: {len(body)} header bytes, need {expected}")
     _check_icrc(body, carried, ip, src_port, dst_port)
     return decoder[1](datagram)
+
+
+def _decode_whole_data(
+    datagram: bytes, size: int, opcode: int, ip: IpContext, src_port: int, dst_port: int
+) -> DataPacket:
+    """An untrimmed data packet, ICRC checked: the receiver's per-packet path, so the
+    header is unpacked once and the ICRC (see ``agent.core.icrc``) computed here over the
+    datagram in place rather than through ``compute_icrc``'s general entry."""
+    flags = datagram[8]
+    timestamped = flags & BTH_FLAG_TS
+    if opcode in _IMM_OPCODE_SET:
+        layout = _DATA_TS_IMM if timestamped else _DATA_IMM
+    else:
+        layout = _DATA_TS if timestamped else _DATA
+    header_size = layout.size
+    end = size - ICRC_LEN
+    if end < header_size:
+        raise DecodeError(
+            DropReason.TRUNCATED, f"opcode {opcode:#x}: {end} bytes, headers need {header_size}"
+        )
+    udp_length = size + 8
+    if len(ip.src) == 4:
+        pseudo = V4_PSEUDO.pack(
+            _ONES_8, 0x45, 0xFF, 20 + udp_length, ip.ip_id, ip.flags_fragment, 0xFF, 17,
+            0xFFFF, ip.src, ip.dst, src_port, dst_port, udp_length, 0xFFFF, datagram[:4], 0xFF,
+        )  # fmt: skip
+    else:
+        pseudo = V6_PSEUDO.pack(
+            _ONES_8, V6_FIRST_WORD_MASKED, udp_length, 17, 0xFF, ip.src, ip.dst, src_port,
+            dst_port, udp_length, 0xFFFF, datagram[:4], 0xFF,
+        )  # fmt: skip
+    view = memoryview(datagram)
+    (carried,) = _ICRC.unpack_from(datagram, end)
+    if zlib.crc32(view[5:end], zlib.crc32(pseudo)) != carried:
+        raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
+    fields = layout.unpack_from(datagram)
+    if timestamped:
+        ts, ts_flags = fields[7], fields[8]
+        va, rkey, dma_length = fields[9], fields[10], fields[11]
+        immediate = fields[12] if len(fields) > 12 else None
+    else:
+        ts, ts_flags = None, 0
+        va, rkey, dma_length = fields[7], fields[8], fields[9]
+        immediate = fields[10] if len(fields) > 10 else None
+    return DataPacket(
+        opcode, fields[3] & _U24, fields[4] & PSN_MASK, fields[6], fields[5], va, rkey,
+        dma_length, datagram[header_size:end], immediate, ts, ts_flags,
+        bool(flags & BTH_FLAG_ACKREQ), bool(flags & BTH_FLAG_RTX), fields[2],
+    )  # fmt: skip
 
 
 def _check_icrc(
