@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = dict(_split_setting(item) for item in args.set)
         params = parse_params(experiment, settings)
-        load_topology(args.topo or experiment.default_topology)
+        topology = load_topology(args.topo or experiment.default_topology)
+        if experiment.check_topology is not None:
+            experiment.check_topology(topology, params)
         if args.seeds < 1:
             raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
     except (ValueError, TopologyError) as error:

@@ -27,6 +27,7 @@ from experiments.results import MODES, new_result_dir, summary_problems, version
 from experiments.topology_variant import Variant, write_variant
 from testbed.session import Testbed
 from topologies import load_topology
+from topologies.model import Topology
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,9 @@ class Experiment:
     discovery: bool = True
     #: The modes every seed runs in, in this order; summary.json has one entry per mode.
     modes: tuple[str, ...] = MODES
+    #: What the experiment needs of the topology (hosts it names, links its flows share):
+    #: a ValueError saying what is wrong, raised before anything is brought up.
+    check_topology: Callable[[Topology, Any], None] | None = None
 
 
 def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
@@ -90,6 +94,8 @@ def run_experiment(
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
+    if experiment.check_topology is not None:
+        experiment.check_topology(load_topology(topology_ref), params)
     directory = new_result_dir(results_root, experiment.name)
     groups = bring_ups(experiment, params)
     files: dict[str, Path] = {}

@@ -5,10 +5,10 @@ The victim (``victim_source`` -> ``victim_destination``) runs for ``victim_durat
 ``incast_at_s`` on its clock the ``senders`` each send ``incast_bytes`` to ``receiver`` at
 once. By default the victim's destination shares the receiver's leaf, so every spine-to-leaf
 hop into that leaf may carry both; whatever the hosts, the links they share are computed from
-the topology (``shared_hops``) and a victim that shares none is refused before anything runs.
-Switch-to-switch queues are slowed to ``fabric_rate_pps`` and the receiver's last hop to
-``receiver_rate_pps`` so that the switches' queues, not the two CPUs, are the bottleneck: the
-incast's at the receiver's port, the victim's on the shared spine links.
+the topology (``shared_hops``) and a victim that shares none is refused before anything is
+brought up. Switch-to-switch queues are slowed to ``fabric_rate_pps`` and the receiver's last
+hop to ``receiver_rate_pps`` so that the switches' queues, not the two CPUs, are the
+bottleneck: the incast's at the receiver's port, the victim's on the shared spine links.
 
 Both modes run MRC with ``evs`` EVs; what differs is the fabric (one bring-up each, see
 ``topology_variant``): ``ecn_trim_on`` marks ECN on fabric ports and trims at
@@ -122,6 +122,17 @@ def variant(params: Params, mode: str) -> Variant:
         host_queues=(HostQueue(params.receiver, params.receiver_rate_pps, params.queue_depth),),
         ecn_and_trimming=mode == MODE_ON,
     )
+
+
+def check_topology(topology: Topology, params: Params) -> None:
+    """ValueError unless every host named exists and the victim shares a link with the
+    incast."""
+    hosts = {host.name for host in topology.hosts}
+    named = (params.receiver, params.victim_source, params.victim_destination)
+    unknown = [name for name in (*named, *params.sender_hosts) if name not in hosts]
+    if unknown:
+        raise ValueError(f"{topology.name} has no host {', '.join(map(repr, unknown))}")
+    shared_hops(topology, params)
 
 
 def shared_hops(topology: Topology, params: Params) -> list[str]:
@@ -395,4 +406,5 @@ EXPERIMENT = Experiment(
     # cuts. Nothing is cut here.
     discovery=False,
     modes=MODES,
+    check_topology=check_topology,
 )

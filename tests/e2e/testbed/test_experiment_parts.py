@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from experiments.__main__ import EXIT_USAGE
+from experiments.__main__ import main as experiments_main
 from experiments.counters import (
     CountersUnavailable,
     busiest_uplink,
@@ -325,3 +327,14 @@ def test_shortfall_is_what_a_flow_missed_of_its_level_over_the_window_in_bytes()
     deep = _series([8.0, 0.0, 8.0, 8.0, 8.0], bin_s=1.0)
     assert shortfall_bytes(shallow, 8.0, 1.0, 5.0, 1.0) == shortfall_bytes(deep, 8.0, 1.0, 5.0, 1.0)
     assert shortfall_bytes(series, 8.0, 1.2, 1.8, bin_s=1.0) is None
+
+
+def test_an_incast_naming_a_host_the_topology_lacks_is_refused_before_any_bring_up(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status = experiments_main(
+        ["incast", "--seeds", "1", "--set", "senders=h5,h99", "--out", str(tmp_path)]
+    )
+    assert status == EXIT_USAGE
+    assert "leaf-spine-4x4 has no host 'h99'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no results directory, nothing started
