@@ -210,7 +210,10 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
     ]
     clock = _VictimClock(params.incast_at_s)
     before = testbed.status()
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # Not a ``with`` block: on Ctrl-C that would wait out the victim's whole run before the
+    # testbed's teardown; the teardown stops the agents, which ends the victim's thread.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="incast-victim")
+    try:
         victim = pool.submit(testbed.transfer, victim_spec, clock.on_sample)
         if clock.wait_until_due(victim):
             start_s = clock.now()
@@ -224,6 +227,8 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
             victim_outcome: dict[str, Any] | TransferFailed = victim.result()
         except TransferFailed as failure:
             victim_outcome = failure
+    finally:
+        pool.shutdown(wait=False)
     after = testbed.status()
     return _record(params, shared, victim_outcome, outcomes, (start_s, end_s), before, after)
 
