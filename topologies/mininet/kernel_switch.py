@@ -66,10 +66,6 @@ class KernelSwitch(Switch):  # type: ignore[misc]  # Mininet has no type hints
             ]
         run_all_in(self.netns, commands)
 
-    def stop(self, deleteIntfs: bool = True) -> None:
-        """Let Mininet delete the interfaces; the namespace goes with the run's sweep."""
-        super().stop(deleteIntfs)
-
     # -- operations ------------------------------------------------------------------------
     def port_status(self) -> dict[int, bool]:
         """Each port's carrier (True: up), as the kernel in the switch's namespace sees it:
