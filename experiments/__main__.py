@@ -6,7 +6,8 @@
 Prints the results directory and its summary.txt. Exit status: 0 when every transfer
 completed without losing a byte and the results are well-formed; 1 otherwise (the results
 are written all the same); 2 for bad arguments; 3 when the target cannot run here (the
-message lists what is missing and how to get it).
+message lists what is missing and how to get it); 130 when interrupted (Ctrl-C, SIGTERM,
+SIGHUP: the testbed is torn down first).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from experiments.results import REPO, summary_problems
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+#: Ctrl-C, SIGTERM or SIGHUP: the testbed was torn down, no results were written.
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TargetUnavailable as error:
         print(f"experiments: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        print("experiments: interrupted; the testbed was torn down", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(f"results: {directory}")
     print((directory / "summary.txt").read_text(), end="")
     summary = json.loads((directory / "summary.json").read_text())
