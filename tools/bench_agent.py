@@ -208,6 +208,43 @@ def run_client(netns: str, command: list[str], timeout: float) -> str:
     return proc.stdout
 
 
+# --- CPU load -----------------------------------------------------------------------------
+
+
+def read_cpu_times(stat: str | None = None) -> dict[int, tuple[int, ...]]:
+    """Per-core jiffies from ``/proc/stat`` (or ``stat``, its text): user, nice, system, idle,
+    iowait, irq, softirq, steal, in that order."""
+    text = stat if stat is not None else Path("/proc/stat").read_text()
+    times: dict[int, tuple[int, ...]] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            times[int(name[3:])] = tuple(int(v) for v in rest.split()[:8])
+    return times
+
+
+def busy_share(
+    before: dict[int, tuple[int, ...]], after: dict[int, tuple[int, ...]], core: int
+) -> float:
+    """Share of ``core``'s time between two ``read_cpu_times`` snapshots that was not idle
+    (idle and iowait count as idle). Shows which side of a transfer is the bottleneck: the
+    one whose pinned core is busy all the time."""
+    deltas = [b - a for a, b in zip(before[core], after[core], strict=True)]
+    total = sum(deltas)
+    if total <= 0:
+        return 0.0
+    idle = deltas[3] + deltas[4]
+    return (total - idle) / total
+
+
+def _cpu_busy(before: dict[int, tuple[int, ...]], cores: tuple[int, int]) -> dict[str, float]:
+    after = read_cpu_times()
+    return {
+        "sender": round(busy_share(before, after, cores[0]), 3),
+        "receiver": round(busy_share(before, after, cores[1]), 3),
+    }
+
+
 # --- the two tools --------------------------------------------------------------------------
 
 
@@ -233,7 +270,9 @@ def iperf3_udp(pair: VethPair, seconds: float, cores: tuple[int, int], realtime:
             cores[0],
             realtime,
         )
+        cpu_before = read_cpu_times()
         report = json.loads(run_client(pair.tx_ns, client, timeout=seconds + 30))
+        cpu = _cpu_busy(cpu_before, cores)
     end = report["end"]
     summary = end["sum"]
     received = end.get("sum_received")
@@ -248,6 +287,7 @@ def iperf3_udp(pair: VethPair, seconds: float, cores: tuple[int, int], realtime:
         "lost_percent": summary["lost_percent"],
         "packets": summary["packets"],
         "seconds": summary["seconds"],
+        "cpu_busy": cpu,
     }
 
 
@@ -270,7 +310,9 @@ def mrc_perf(
             command += ["--evs", str(evs)]
         if cc is not None:
             command += ["--cc", cc]
+        cpu_before = read_cpu_times()
         result = json.loads(run_client(pair.tx_ns, pinned(command, cores[0], realtime), 120))
+        cpu = _cpu_busy(cpu_before, cores)
     connection = result["connection"]
     return {
         "goodput_bps": result["goodput_bps"],
@@ -286,6 +328,7 @@ def mrc_perf(
         "cwnd_bytes": connection["cwnd_bytes"],
         "ev_states": connection["ev_states"],
         "receiver_drops": result["receiver"].get("drops", {}),
+        "cpu_busy": cpu,
     }
 
 

@@ -1,4 +1,5 @@
-"""The core benchmark entry point: it runs a real transfer and reports consistent figures."""
+"""The benchmark: the core figure runs a real transfer and reports consistent figures; the
+veth figure's per-core CPU share is read right from /proc/stat."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import itertools
 import pytest
 
 from agent.sim import run_core_benchmark
+from tools.bench_agent import busy_share, read_cpu_times
 
 
 def test_benchmark_counts_datagrams_and_uses_the_callers_clock():
@@ -23,3 +25,26 @@ def test_benchmark_counts_datagrams_and_uses_the_callers_clock():
 def test_benchmark_refuses_meaningless_sizes():
     with pytest.raises(ValueError):
         run_core_benchmark(float, messages=0)
+
+
+PROC_STAT_BEFORE = """cpu  500 0 300 9000 10 0 20 0 0 0
+cpu0 200 0 100 4000 5 0 10 0 0 0
+cpu1 300 0 200 5000 5 0 10 0 0 0
+intr 12345
+"""
+PROC_STAT_AFTER = """cpu  900 0 400 9200 10 0 40 0 0 0
+cpu0 500 0 150 4010 5 0 30 0 0 0
+cpu1 400 0 250 5190 5 0 10 0 0 0
+intr 23456
+"""
+
+
+def test_cpu_busy_share_is_the_non_idle_part_of_each_cores_time():
+    before = read_cpu_times(PROC_STAT_BEFORE)
+    after = read_cpu_times(PROC_STAT_AFTER)
+    assert set(before) == {0, 1}  # the aggregate "cpu" line is not a core
+    # core 0: user +300, system +50, softirq +20 busy; idle +10
+    assert busy_share(before, after, 0) == pytest.approx(370 / 380)
+    # core 1: user +100, system +50 busy; idle +190
+    assert busy_share(before, after, 1) == pytest.approx(150 / 340)
+    assert busy_share(before, before, 1) == 0.0  # no time passed: nothing to divide
