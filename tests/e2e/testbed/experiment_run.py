@@ -17,11 +17,18 @@ FILES = ("summary.json", "summary.txt", "timeseries.json")
 
 
 def run_experiment(
-    name: str, topology: Path, out: Path, settings: dict[str, str], timeout: float = 600
+    name: str,
+    topology: Path,
+    out: Path,
+    settings: dict[str, str],
+    target: str = "bmv2",
+    timeout: float = 600,
 ) -> tuple[subprocess.CompletedProcess[str], Path, dict[str, Any]]:
-    """Run one seed of ``name``; its process, its results directory and its summary, after
-    checking what every experiment must write (files, PNGs, a well-formed summary)."""
+    """Run one seed of ``name`` on ``target``; its process, its results directory and its
+    summary, after checking what every experiment must write (files, PNGs, a well-formed
+    summary)."""
     command = [sys.executable, "-m", "experiments", name, "--topo", str(topology)]
+    command += ["--target", target]
     command += ["--seeds", "1", "--out", str(out)]
     for key, value in settings.items():
         command += ["--set", f"{key}={value}"]
@@ -37,7 +44,7 @@ def run_experiment(
     assert sorted(summary["topology"]["files"]) == sorted(summary["modes"])
     for topology_file in summary["topology"]["files"].values():
         assert (directory / topology_file).is_file(), topology_file
-    assert summary["experiment"] == name and summary["target"] == "bmv2"
+    assert summary["experiment"] == name and summary["target"] == target
     assert summary["teardown"] == "nothing left"
     for png in summary["pngs"]:
         assert (directory / png).read_bytes().startswith(PNG_MAGIC), png
