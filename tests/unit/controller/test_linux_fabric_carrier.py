@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from typing import Any
 
 from controller.app.fabric import FabricController, LinkEvidence, discovery_settings
@@ -165,5 +166,31 @@ def test_without_discovery_links_stay_as_listed(leaf_spine: Topology) -> None:
         statuses = scenario.fabric.link_status().values()
         assert all(status.state is LinkState.UP for status in statuses)
         task.cancel()
+
+    run(body)
+
+
+def test_a_switch_that_never_connects_is_routed_around_after_the_startup_grace(
+    leaf_spine: Topology, link_between
+) -> None:
+    scenario = CarrierScenario(leaf_spine)
+    scenario.fabric.discovery = replace(scenario.fabric.discovery, startup_grace_s=0.05)
+
+    async def body() -> None:
+        runner = asyncio.create_task(scenario.fabric.run())
+        await settle()
+        for name in scenario.fabric.views:
+            if name != "s2":
+                scenario.fabric.switch_connected(name, SwitchRole.PRIMARY)
+        await settle()
+        assert scenario.fabric.down_links() == frozenset()  # within the grace: as listed
+        await asyncio.sleep(0.1)
+        await settle()
+        assert scenario.fabric.down_links() == {
+            link_between(leaf_spine, "l1", "s2"),
+            link_between(leaf_spine, "l2", "s2"),
+        }
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
 
     run(body)
