@@ -29,10 +29,10 @@ class Rendering:
     unsupported: tuple[str, ...]
 
 
-def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] = ()) -> Rendering:
+def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] | None = ()) -> Rendering:
     """The kernel state for ``intent``. ``ecn_qdiscs`` names the ECN-capable qdiscs the kernel
-    offers (``red``, ``codel``, ``fq_codel``); none of them is used yet, so ECN marking is
-    reported as off either way, with the reason."""
+    offers (``red``, ``codel``, ``fq_codel``; None: they could not be probed); none of them is
+    used yet, so ECN marking is reported as off either way, with the reason."""
     routes = {
         route.prefix: _route(route, intent) for route in (*intent.routes_v4, *intent.routes_v6)
     }
@@ -42,7 +42,8 @@ def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] = ()) -> Rendering
             neighbours[neighbour.key] = neighbour
     shapers = {port.port: shaper for port in intent.ports if (shaper := _shaper(port)) is not None}
     return Rendering(
-        KernelState(routes, neighbours, shapers), _unsupported(intent, frozenset(ecn_qdiscs))
+        KernelState(routes, neighbours, shapers),
+        _unsupported(intent, None if ecn_qdiscs is None else frozenset(ecn_qdiscs)),
     )
 
 
@@ -78,16 +79,19 @@ def _shaper(port: PortIntent) -> TbfParameters | None:
     return tbf_parameters(port.queue_rate_pps, port.queue_depth)
 
 
-def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str]) -> tuple[str, ...]:
+def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> tuple[str, ...]:
     notes = []
     ecn_ports = [port.port for port in intent.ports if port.ecn_enabled]
     if ecn_ports:
-        reason = (
-            "this kernel has none of red, codel, fq_codel"
-            if not ecn_qdiscs
-            else f"the kernel has {', '.join(sorted(ecn_qdiscs))}, which this southbound "
-            "does not render yet"
-        )
+        if ecn_qdiscs is None:
+            reason = "the kernel's qdiscs could not be probed (the probe needs root)"
+        elif not ecn_qdiscs:
+            reason = "this kernel has none of red, codel, fq_codel"
+        else:
+            reason = (
+                f"the kernel has {', '.join(sorted(ecn_qdiscs))}, which this southbound "
+                "does not render yet"
+            )
         notes.append(f"ECN marking is off on ports {ecn_ports}: {reason}")
     notes.append(
         "no packet trimming on the linux target: a full queue drops, and MRC recovers by "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -83,7 +84,8 @@ class LinuxSouthbound:
         self._switches = tuple(switches)
         self._options = options or LinuxOptions()
         self._connections: dict[str, _Connection] = {}
-        self._ecn_qdiscs: frozenset[str] = frozenset()
+        #: ECN-capable qdiscs the kernel offers (None: not probed, or the probe failed).
+        self._ecn_qdiscs: frozenset[str] | None = None
 
     def namespace(self, switch: str) -> str:
         """The namespace ``switch`` lives in."""
@@ -253,10 +255,10 @@ def _mac_mismatches(intent: SwitchIntent, ports: Mapping[int, PortLink]) -> list
     return notes
 
 
-async def _probe_ecn_qdiscs() -> frozenset[str]:
-    """Which ECN-capable qdiscs the kernel offers (none when the probe itself fails)."""
+async def _probe_ecn_qdiscs() -> frozenset[str] | None:
+    """Which ECN-capable qdiscs the kernel offers; None when the probe itself failed."""
     try:
         offered = await asyncio.to_thread(probe_qdiscs)
-    except (OSError, PermissionError):
-        return frozenset()
+    except (OSError, subprocess.SubprocessError):  # no root, no ip, a hung probe command
+        return None
     return frozenset(name for name in ECN_QDISCS if offered.get(name))

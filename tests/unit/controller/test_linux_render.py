@@ -120,3 +120,8 @@ def test_ipv6_routes_use_link_local_gateways(leaf_spine: Topology) -> None:
     v6 = [route for prefix, route in state.routes.items() if isinstance(prefix, IPv6Network)]
     assert v6
     assert all(hop.gateway.is_link_local for route in v6 for hop in route.nexthops)
+
+
+def test_ecn_note_says_when_the_kernel_could_not_be_probed(leaf_spine: Topology) -> None:
+    notes = render(compute_intent(leaf_spine).switch("l1"), ecn_qdiscs=None).unsupported
+    assert any("could not be probed" in note for note in notes)
