@@ -102,25 +102,7 @@ def run_experiment(
     for suffix, (variant, modes) in groups.items():
         path = write_variant(topology_ref, variant, directory, f"topology{suffix}.yaml")
         files.update((mode, path) for mode in modes)
-    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in experiment.modes}
-    series: dict[str, dict[str, Any]] = {mode: {} for mode in experiment.modes}
-    leftovers: list[str] = []
-    for suffix, (_, modes) in groups.items():
-        topology_file = files[modes[0]]
-        with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
-            for seed in range(seeds):
-                for mode in modes:
-                    log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
-                    record, samples = experiment.run_mode(testbed, params, mode, seed)
-                    runs[mode][str(seed)] = record
-                    series[mode][str(seed)] = samples
-            if testbed.controller is not None and testbed.controller.event_log.is_file():
-                # The run directory goes with the teardown; the controller's account of link
-                # state and failovers stays with the results, for explaining odd figures.
-                shutil.copyfile(
-                    testbed.controller.event_log, directory / f"controller-events{suffix}.jsonl"
-                )
-        leftovers.append(str(testbed.leftovers))  # set by the teardown at the end of the block
+    runs, series, leftovers = _measure(experiment, groups, files, target, seeds, params, directory)
     figures = experiment.summarize(runs)
     transfers = [
         t for seeds_ in runs.values() for r in seeds_.values() for t in r["transfers"].values()
@@ -162,6 +144,38 @@ def run_experiment(
     ]
     (directory / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory
+
+
+def _measure(
+    experiment: Experiment,
+    groups: dict[str, tuple[Variant, list[str]]],
+    files: dict[str, Path],
+    target: str,
+    seeds: int,
+    params: Any,
+    directory: Path,
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[str]]:
+    """Bring each group's network up, run its modes for every seed, tear it down; the
+    records and time series per mode and seed, and what each teardown left."""
+    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in experiment.modes}
+    series: dict[str, dict[str, Any]] = {mode: {} for mode in experiment.modes}
+    leftovers: list[str] = []
+    for suffix, (_, modes) in groups.items():
+        with Testbed.open(str(files[modes[0]]), target, experiment.discovery) as testbed:
+            for seed in range(seeds):
+                for mode in modes:
+                    log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
+                    record, samples = experiment.run_mode(testbed, params, mode, seed)
+                    runs[mode][str(seed)] = record
+                    series[mode][str(seed)] = samples
+            if testbed.controller is not None and testbed.controller.event_log.is_file():
+                # The run directory goes with the teardown; the controller's account of link
+                # state and failovers stays with the results, for explaining odd figures.
+                shutil.copyfile(
+                    testbed.controller.event_log, directory / f"controller-events{suffix}.jsonl"
+                )
+        leftovers.append(str(testbed.leftovers))  # set by the teardown at the end of the block
+    return runs, series, leftovers
 
 
 def bring_ups(experiment: Experiment, params: Any) -> dict[str, tuple[Variant, list[str]]]:
