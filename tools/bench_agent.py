@@ -273,7 +273,9 @@ def iperf3_udp(pair: VethPair, seconds: float, cores: tuple[int, int], realtime:
         cpu_before = read_cpu_times()
         report = json.loads(run_client(pair.tx_ns, client, timeout=seconds + 30))
         cpu = _cpu_busy(cpu_before, cores)
-    end = report["end"]
+    end = report.get("end", {})
+    if "error" in report or "sum" not in end:
+        raise RuntimeError(f"iperf3 gave no result: {report.get('error', 'no summary')}")
     summary = end["sum"]
     received = end.get("sum_received")
     if received is not None:

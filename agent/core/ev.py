@@ -290,7 +290,7 @@ class EvSet:
                 if entry.state is _BAD and entry.probe_seq is None and self._probable(entry):
                     due.append((entry, self._send_probe(entry, now)))
         if self._next_round is not None and now >= self._next_round:
-            budget = self._round_budget()
+            budget = self._round_budget(timeout)
             rationed: list[EvEntry] = []
             for entry in list(self._probing):
                 if not self._probable(entry):
@@ -313,7 +313,7 @@ class EvSet:
             self._next_round = now + self._config.probe_interval if self._probing else None
         return due
 
-    def _round_budget(self) -> int:
+    def _round_budget(self, timeout: float) -> int:
         """Probes a round may spend on retired EVs with no answered probe yet.
 
         ``probe_share`` of the data packets sent since the last round, so that probing grows
@@ -321,17 +321,19 @@ class EvSet:
         same, however small). An idle round earns as much as one data packet, so that an idle
         connection still finds a repaired path, slowly. A *starved* round (data waited because
         no EV of a usable plane could carry it: every slot retired or on probation, as after
-        a timeout that retired every EV in flight) earns at least one whole probe: there the
-        budget would otherwise hold back the very probes that let data flow again, one probe
-        per ``1 / probe_share`` rounds while every slot waits. Only the fraction of a probe
-        carries over to the next round (what a round leaves unspent is dropped), so that
-        nothing saves up a burst.
+        a timeout that retired every EV in flight) earns at least one probe per probe
+        ``timeout`` (the RTO, backoff included): there the budget would otherwise hold back
+        the very probes that let data flow again, one probe per ``1 / probe_share`` rounds
+        while every slot waits; and keeping one such probe in flight at a time finds a
+        repaired path within about one RTO, as a retransmission would, while a long outage
+        costs one probe per backed-off RTO. Only the fraction of a probe carries over to the
+        next round (what a round leaves unspent is dropped), so that nothing saves up a burst.
         """
         picks, self._data_picks = self._data_picks, 0
         starved, self._starved = self._starved, False
         earned = self._config.probe_share * max(picks, 1)
         if starved:
-            earned = max(earned, 1.0)
+            earned = max(earned, self._config.probe_interval / timeout)
         credit = self._probe_credit + earned
         budget = int(credit)
         self._probe_credit = credit - budget
