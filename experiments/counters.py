@@ -4,7 +4,9 @@ uplink a flow uses and how loaded each switch-to-switch link is, both from the n
 the port counters.
 
 Counters only grow (a restarted switch aside), so every figure is a difference between two
-snapshots taken around the traffic of interest.
+snapshots taken around the traffic of interest. A target says what it cannot count (the
+status's ``not_counted``, one "name: reason" sentence each: the linux target has no
+per-member counters, no trims); such a counter is unavailable, never read as zero.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ def member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
     if not isinstance(switch_counters, dict) or "members" not in switch_counters:
         reason = (switch_counters or {}).get("error", "not read")
         raise CountersUnavailable(f"{switch}: counters unavailable ({reason})")
+    uncounted = not_counted(switch_counters).get("members")
+    if uncounted is not None:
+        raise CountersUnavailable(f"{switch}: counters unavailable ({uncounted})")
     ports = {
         member["member_index"]: member["port"]
         for group in status["groups"].get(switch, [])
@@ -85,19 +90,31 @@ SIGNAL_COUNTERS = ("trims", "ecn_marks")
 
 def congestion_signals(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int | None]:
     """Packets trimmed and packets ECN-marked by every switch between two snapshots, summed
-    over all ports (all None when some switch's counters could not be read in either)."""
-    totals = dict.fromkeys(SIGNAL_COUNTERS, 0)
+    over all ports; None for a counter some switch does not count, and for both when some
+    switch's counters could not be read in either snapshot."""
+    totals: dict[str, int | None] = dict.fromkeys(SIGNAL_COUNTERS, 0)
     for switch in after["counters"]:
         try:
             start, stop = (_port_counters(status, switch) for status in (before, after))
         except CountersUnavailable:
             return dict.fromkeys(SIGNAL_COUNTERS, None)
+        uncounted = not_counted(after["counters"][switch])
         for name in SIGNAL_COUNTERS:
-            totals[name] += sum(
+            total = totals[name]
+            if total is None or name in uncounted:
+                totals[name] = None
+                continue
+            totals[name] = total + sum(
                 int(cell[name]) - int(start.get(port, {}).get(name, 0))
                 for port, cell in stop.items()
             )
-    return {name: total for name, total in totals.items()}
+    return totals
+
+
+def not_counted(switch_counters: dict[str, Any]) -> dict[str, str]:
+    """What a switch's target says it cannot count: counter name -> the target's sentence."""
+    notes = switch_counters.get("not_counted", ())
+    return {note.split(":", 1)[0].strip(): note for note in notes}
 
 
 def _port_counters(status: dict[str, Any], switch: str) -> dict[str, dict[str, Any]]:

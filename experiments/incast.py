@@ -22,7 +22,7 @@ completion time (from launching its transfers until the last one finished), per 
 summary gives, per mode, the victim's goodput before and during the incast, its shortfall
 (the bytes it fell short of its level before the incast, over the incast's span: windows of
 different lengths compare by it), the completion time, and the trims and ECN marks the
-switches counted (to show "off" was off).
+switches counted (to show "off" was off; None where the target cannot count them).
 """
 
 from __future__ import annotations
@@ -373,8 +373,8 @@ def text(figures: dict[str, Any]) -> list[str]:
             f"during the incast {_mbit(f['victim_goodput_bps_during'])} (short of its level by "
             f"{'-' if shortfall is None else f'{shortfall / 1024:.0f} KiB'}); incast "
             f"completion {_seconds(f['incast_completion_s_mean'])} (per seed "
-            f"{f['incast_completion_s']}); switch trims {f['trims']}, ECN marks "
-            f"{f['ecn_marks']}; bytes lost {f['bytes_lost']}, completed "
+            f"{f['incast_completion_s']}); switch trims {_count(f['trims'])}, ECN marks "
+            f"{_count(f['ecn_marks'])}; bytes lost {f['bytes_lost']}, completed "
             f"{'yes' if f['completed'] else 'NO'}"
         )
     lines.append(
@@ -384,6 +384,10 @@ def text(figures: dict[str, Any]) -> list[str]:
         f"{_times(figures['incast_completion_off_over_on'])} (reported, not asserted)"
     )
     return lines
+
+
+def _count(value: int | None) -> str:
+    return "not counted" if value is None else str(value)
 
 
 def _times(ratio: float | None) -> str:

@@ -48,5 +48,6 @@ def test_incast_loses_nothing_completes_and_writes_well_formed_results(
         assert run["shared_hops"], "the victim must share a spine link with the incast"
         assert len(series[mode]["0"][run["victim"]]) >= 10, "too few 250 ms victim bins"
     off = summary["runs"][MODE_OFF]["0"]["switch_signals"]
-    assert off in ({"trims": 0, "ecn_marks": 0}, {"trims": None, "ecn_marks": None})
+    # none counted, or not countable on this target (None), never a trim or a mark
+    assert sorted(off) == ["ecn_marks", "trims"] and set(off.values()) <= {0, None}, off
     assert "invariants: bytes lost 0, every transfer completed: yes" in proc.stdout

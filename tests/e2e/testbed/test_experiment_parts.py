@@ -338,3 +338,20 @@ def test_an_incast_naming_a_host_the_topology_lacks_is_refused_before_any_bring_
     assert status == EXIT_USAGE
     assert "leaf-spine-4x4 has no host 'h99'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # no results directory, nothing started
+
+
+def test_counters_a_target_says_it_cannot_count_are_unavailable_never_zero() -> None:
+    topology = load_topology("leaf-spine")
+    note = "members: the kernel keeps no per-next-hop counters (ports only)"
+    before = _status({"l1": {3: 0}, "s1": {1: 0}})
+    after = _status({"l1": {}, "s1": {1: 7}})
+    after["counters"]["l1"]["not_counted"] = [note]
+    with pytest.raises(
+        CountersUnavailable, match=r"l1: counters unavailable \(members: the kernel"
+    ):
+        busiest_uplink(topology, "l1", before, after)
+    assert link_loads(topology, before, after)["l1:3<->s1:1"] is None
+    ports_before = _port_status({"l1": {"1": {"trims": 0, "ecn_marks": 0}}})
+    ports_after = _port_status({"l1": {"1": {"trims": 0, "ecn_marks": 3}}})
+    ports_after["counters"]["l1"]["not_counted"] = ["trims: the linux target does not trim"]
+    assert congestion_signals(ports_before, ports_after) == {"trims": None, "ecn_marks": 3}
