@@ -89,6 +89,6 @@ run-topology:  ## TOPO on TARGET with controller and agents; Mininet CLI + fail/
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|spray [TOPO=] [TARGET=bmv2] [SEEDS=5] [SET="duration_s=10 ..."]: results/<name>-<time>/
+experiment:  ## NAME=failover|spray|incast [TOPO=] [TARGET=bmv2] [SEEDS=5] [SET="duration_s=10 ..."]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
 	$(SUDO) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),bmv2) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))
