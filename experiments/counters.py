@@ -1,7 +1,16 @@
 """Switch counters from the controller's status (``mrc-controller status --json``): which
-uplink a flow uses and how loaded each switch-to-switch link is, both from the next-hop
-(action-profile member) counters; and how often the switches trimmed and marked ECN, from
-the port counters.
+uplink a flow uses and how loaded each switch-to-switch link is, from what each switch
+forwarded out of each port; and how often the switches trimmed and marked ECN, from the
+port counters.
+
+What a switch forwarded out of a port is read from its next-hop (action-profile member)
+counters where the target keeps them (``bmv2``), and from the port's transmit counter where
+it does not (``linux``: a member is a port, so the port's tx packets give the same answer).
+Members are preferred because BMv2's port counters also count the controller's LLDP probes,
+which on a slow link would hide the traffic being measured; the linux target sends none
+(it watches carrier). The two differ in one respect, said wherever a figure is reported:
+members count at ingress, so packets a full queue then drops are included (the load offered
+to the link); a port's tx counter counts what the link carried.
 
 Counters only grow (a restarted switch aside), so every figure is a difference between two
 snapshots taken around the traffic of interest. A target says what it cannot count (the
@@ -11,32 +20,99 @@ per-member counters, no trims); such a counter is unavailable, never read as zer
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from topologies.model import Topology
+
+#: The source of per-port forwarded packets: next-hop member counters (counted at ingress).
+MEMBER_COUNTERS = "members"
+#: The source of per-port forwarded packets: the ports' transmit counters.
+PORT_TX_COUNTERS = "port_tx"
 
 
 class CountersUnavailable(LookupError):
     """The controller could not read a switch's counters for this snapshot (it reports an
-    error instead, e.g. a read that timed out on a loaded machine)."""
+    error instead, e.g. a read that timed out on a loaded machine), or the target counts
+    neither members nor ports."""
 
 
-def member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
-    """Packets per egress port of ``switch``'s next-hop members (member index -> its port);
-    CountersUnavailable when the snapshot has none for ``switch``."""
+@dataclass(frozen=True)
+class Forwarded:
+    """Packets one switch forwarded out of each of its ports (port -> packets), and which
+    counters say so (``MEMBER_COUNTERS`` or ``PORT_TX_COUNTERS``)."""
+
+    packets: dict[int, int]
+    source: str
+
+
+class Uplink(NamedTuple):
+    """The switch-to-switch port a switch forwarded most packets out of between two
+    snapshots, and the counters that told."""
+
+    peer: str
+    port: int
+    packets: int
+    source: str
+
+
+@dataclass(frozen=True)
+class LinkLoads:
+    """Packets each switch-to-switch link carried between two snapshots (link id -> packets,
+    None where an end's counters could not be read), and the counter sources that were read
+    (sorted; empty when none was)."""
+
+    packets: dict[str, int | None]
+    sources: tuple[str, ...]
+
+
+def forwarded_packets(status: dict[str, Any], switch: str) -> Forwarded:
+    """What ``switch`` forwarded out of each port, from its member counters where its target
+    keeps them and from its ports' tx counters where the target says it does not;
+    CountersUnavailable when the snapshot has neither for ``switch``."""
     switch_counters = status["counters"].get(switch)
-    if not isinstance(switch_counters, dict) or "members" not in switch_counters:
+    if not isinstance(switch_counters, dict) or "error" in switch_counters:
         reason = (switch_counters or {}).get("error", "not read")
         raise CountersUnavailable(f"{switch}: counters unavailable ({reason})")
-    uncounted = not_counted(switch_counters).get("members")
-    if uncounted is not None:
-        raise CountersUnavailable(f"{switch}: counters unavailable ({uncounted})")
+    uncounted = not_counted(switch_counters)
+    if "members" not in uncounted:
+        if "members" not in switch_counters:
+            raise CountersUnavailable(f"{switch}: counters unavailable (no member counters read)")
+        return Forwarded(_member_packets(status, switch), MEMBER_COUNTERS)
+    if "tx_packets" in uncounted or "ports" not in switch_counters:
+        raise CountersUnavailable(
+            f"{switch}: counters unavailable ({uncounted['members']}; no port tx counters)"
+        )
+    ports: dict[str, dict[str, Any]] = switch_counters["ports"]
+    return Forwarded(
+        {int(port): int(cell["tx_packets"]) for port, cell in ports.items()}, PORT_TX_COUNTERS
+    )
+
+
+def forwarded_between(before: dict[str, Any], after: dict[str, Any], switch: str) -> Forwarded:
+    """What ``switch`` forwarded out of each port between two snapshots. Both must come from
+    the same counters (a difference of a member count and a port count means nothing)."""
+    start, end = forwarded_packets(before, switch), forwarded_packets(after, switch)
+    if start.source != end.source:
+        raise CountersUnavailable(
+            f"{switch}: counters unavailable (read from {start.source} before and "
+            f"{end.source} after)"
+        )
+    ports = start.packets.keys() | end.packets.keys()
+    return Forwarded(
+        {port: end.packets.get(port, 0) - start.packets.get(port, 0) for port in ports},
+        end.source,
+    )
+
+
+def _member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
+    """Packets per egress port of ``switch``'s next-hop members (member index -> its port)."""
     ports = {
         member["member_index"]: member["port"]
         for group in status["groups"].get(switch, [])
         for member in group["members"]
     }
-    counted = switch_counters["members"]
+    counted = status["counters"][switch]["members"]
     packets: dict[int, int] = {}
     for index, port in ports.items():
         cell = counted.get(str(index))
@@ -47,41 +123,41 @@ def member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
 
 def busiest_uplink(
     topology: Topology, switch: str, before: dict[str, Any], after: dict[str, Any]
-) -> tuple[str, int, int]:
-    """The switch-to-switch port of ``switch`` whose members forwarded the most packets
-    between two status snapshots: (peer switch, port, packets)."""
-    start, end = member_packets(before, switch), member_packets(after, switch)
+) -> Uplink:
+    """The switch-to-switch port ``switch`` forwarded the most packets out of between two
+    status snapshots."""
+    forwarded = forwarded_between(before, after, switch)
     peers = _switch_peers(topology, switch)
-    counts = {port: end.get(port, 0) - start.get(port, 0) for port in peers}
-    if not counts:
+    if not peers:
         raise ValueError(f"{switch} has no switch-to-switch links")
+    counts = {port: forwarded.packets.get(port, 0) for port in peers}
     port = max(counts, key=lambda p: counts[p])
-    return peers[port], port, counts[port]
+    return Uplink(peers[port], port, counts[port], forwarded.source)
 
 
-def link_loads(
-    topology: Topology, before: dict[str, Any], after: dict[str, Any]
-) -> dict[str, int | None]:
-    """Packets each switch-to-switch link carried between two snapshots, both directions,
-    keyed by the link's id (None where an end's counters could not be read): what the
-    next-hop members at its two ends forwarded onto it. Member counters, not port counters:
-    those also count the controller's LLDP probes, which on a slow link would hide the
-    traffic being measured. Members count at ingress, so packets a full queue then drops
-    are included: this is the load offered to the link."""
+def link_loads(topology: Topology, before: dict[str, Any], after: dict[str, Any]) -> LinkLoads:
+    """Packets each switch-to-switch link carried between two snapshots, both directions:
+    what the switches at its two ends forwarded onto it (see the module's docstring for
+    what member and port counters each include)."""
     loads: dict[str, int | None] = {}
+    sources: set[str] = set()
+    forwarded: dict[str, Forwarded | None] = {}
     for link in topology.links:
         total: int | None = 0
         for end in (link.a, link.b):
-            try:
-                start = member_packets(before, end.node).get(end.port, 0)
-                stop = member_packets(after, end.node).get(end.port, 0)
-            except CountersUnavailable:
+            if end.node not in forwarded:
+                try:
+                    forwarded[end.node] = forwarded_between(before, after, end.node)
+                except CountersUnavailable:
+                    forwarded[end.node] = None
+            counted = forwarded[end.node]
+            if counted is None or total is None:
                 total = None
-                break
-            assert total is not None
-            total += stop - start
+                continue
+            sources.add(counted.source)
+            total += counted.packets.get(end.port, 0)
         loads[str(link.id)] = total
-    return loads
+    return LinkLoads(loads, tuple(sorted(sources)))
 
 
 #: The port counters that count the fabric's congestion signals.

@@ -1,9 +1,11 @@
 """``failover``: one transfer across the fabric loses its spine link mid-way and gets it back.
 
 A transfer from ``source`` to ``destination`` (on different leaves) runs for ``duration_s``.
-At ``cut_at_s`` the spine link the flow uses most is cut, found from the source leaf's member
-counters over the seconds before (for the single-path flow that is *its* link; MRC uses them
-all, and loses the busiest); at ``restore_at_s`` it comes back. Each mode runs in the same
+At ``cut_at_s`` the spine link the flow uses most is cut, found from what the source leaf
+forwarded onto each uplink over the seconds before (its member counters, or its ports' tx
+counters on a target without member counters; the record says which); for the single-path
+flow that is *its* link; MRC uses them all, and loses the busiest. At ``restore_at_s`` it
+comes back. Each mode runs in the same
 network in turn: ``mrc`` (``mrc_evs`` EVs) and ``single`` (1 EV). Goodput is sampled in
 ``bin_s`` bins by the agent; the cut and the restore are placed on the same clock (the
 transfer's start is estimated from the samples' arrival, never late by more than their
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import plots
-from experiments.counters import CountersUnavailable, busiest_uplink
+from experiments.counters import CountersUnavailable, Uplink, busiest_uplink
 from experiments.experiment import Experiment
 from experiments.metrics import (
     failed_transfer_metrics,
@@ -36,7 +38,7 @@ from testbed.session import Testbed
 
 NAME = "failover"
 DEFAULT_TOPOLOGY = "leaf-spine"
-#: How long before the cut the member counters are read (the probe must not delay the cut).
+#: How long before the cut the counters are read (the probe must not delay the cut).
 PROBE_LEAD_S = 1.0
 #: How long the controller gets to see the restored link up before the next mode starts.
 RESTORE_SETTLE_TIMEOUT_S = 15.0
@@ -75,7 +77,7 @@ def variant(params: Params, mode: str) -> Variant:
 
 
 class _Schedule:
-    """Reads the member counters, cuts and restores on the transfer's own clock."""
+    """Reads the source leaf's counters, cuts and restores on the transfer's own clock."""
 
     def __init__(self, testbed: Testbed, params: Params, leaf: str) -> None:
         self.testbed = testbed
@@ -83,7 +85,7 @@ class _Schedule:
         self.leaf = leaf
         self.before = testbed.status()
         self.probe: dict[str, Any] | None = None
-        self.cut: tuple[str, int, int] | None = None
+        self.cut: Uplink | None = None
         self.cut_s: float | None = None
         self.restore_s: float | None = None
         self.cut_error: str | None = None
@@ -103,16 +105,16 @@ class _Schedule:
         due = self.cut is None and self.cut_error is None and self.probe is not None
         if due and self._now() >= params.cut_at_s:
             try:
-                spine, port, packets = self._busiest()
+                uplink = self._busiest()
             except CountersUnavailable as error:
                 self.cut_error = str(error)  # recorded; the transfer runs on uncut
                 return
-            self.testbed.fail(f"{self.leaf}:{port}", spine)
-            self.cut, self.cut_s = (spine, port, packets), self._now()
+            self.testbed.fail(f"{self.leaf}:{uplink.port}", uplink.peer)
+            self.cut, self.cut_s = uplink, self._now()
         if self.cut is not None and self.restore_s is None and self._now() >= params.restore_at_s:
             self.restore()
 
-    def _busiest(self) -> tuple[str, int, int]:
+    def _busiest(self) -> Uplink:
         """The busiest uplink since the start; a snapshot whose counters could not be read
         (a loaded machine) is taken again once, at the moment of the cut."""
         assert self.probe is not None
@@ -126,8 +128,7 @@ class _Schedule:
         """Bring the cut link back (also after a failed transfer); idempotent."""
         if self.cut is None or self.restore_s is not None:
             return
-        spine, port, _ = self.cut
-        link = self.testbed.restore(f"{self.leaf}:{port}", spine)
+        link = self.testbed.restore(f"{self.leaf}:{self.cut.port}", self.cut.peer)
         self.restore_s = self._now() if self._start is not None else None
         self.testbed.wait_link_state(link, down=False, timeout=RESTORE_SETTLE_TIMEOUT_S)
 
@@ -154,11 +155,14 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         schedule.restore()
     series = goodput_series(result)
     metrics = transfer_metrics(result)
+    cut = schedule.cut
     record: dict[str, Any] = {
         "transfers": {name: metrics},
         "evs": spec.evs,
-        "cut_link": None if schedule.cut is None else f"{leaf}:{schedule.cut[1]}-{schedule.cut[0]}",
-        "cut_probe_packets": None if schedule.cut is None else schedule.cut[2],
+        "cut_link": None if cut is None else f"{leaf}:{cut.port}-{cut.peer}",
+        "cut_probe_packets": None if cut is None else cut.packets,
+        # member counters (bmv2) or the leaf's port tx counters (linux): see counters.py
+        "cut_counters": None if cut is None else cut.source,
         "cut_s": schedule.cut_s,
         "cut_error": schedule.cut_error,
         "restore_s": schedule.restore_s,

@@ -8,7 +8,8 @@ some flows on the same uplink and leaves others idle; spraying over 256 EVs load
 uplink evenly.
 
 Figures: per-flow goodput and per-spine-link load (packets forwarded onto each link, from the
-next-hop member counters) for each mode, seed 0; the summary gives the aggregate goodput ratio
+next-hop member counters, or the ports' tx counters on a target without them; each record's
+``link_counters`` says which) for each mode, seed 0; the summary gives the aggregate goodput ratio
 MRC / single-path per seed with its mean and spread, and the max and min link load per mode.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import plots
-from experiments.counters import link_loads
+from experiments.counters import MEMBER_COUNTERS, PORT_TX_COUNTERS, link_loads
 from experiments.cpu import cpu_load, cpu_times
 from experiments.experiment import Experiment
 from experiments.metrics import failed_transfer_metrics, transfer_metrics
@@ -118,18 +119,19 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         else:
             transfers[name] = transfer_metrics(outcome, params.flow_bytes or None)
     loads = link_loads(testbed.topology, before, after)
-    known = [load for load in loads.values() if load is not None]
+    known = [load for load in loads.packets.values() if load is not None]
     record = {
         "transfers": transfers,
         "evs": specs[0].evs,
         "aggregate_goodput_bps": sum(t["goodput_bps"] for t in transfers.values()),
-        "link_packets": loads,
+        "link_packets": loads.packets,
+        "link_counters": list(loads.sources),
         "link_packets_max": max(known) if known else None,
         "link_packets_min": min(known) if known else None,
-        "links_unread": sorted(link for link, load in loads.items() if load is None),
+        "links_unread": sorted(link for link, load in loads.packets.items() if load is None),
         "cpu": cpu_load(cpu_before, cpu_after),
     }
-    return record, {"link_packets": loads}
+    return record, {"link_packets": loads.packets}
 
 
 def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
@@ -154,6 +156,9 @@ def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
             "link_packets_max": _extreme(max, [r["link_packets_max"] for r in seeds.values()]),
             "link_packets_min": _extreme(min, [r["link_packets_min"] for r in seeds.values()]),
             "cpu_busy_fraction_max": max(r["cpu"]["busy_fraction"] for r in seeds.values()),
+            "link_counters": sorted(
+                {source for r in seeds.values() for source in r.get("link_counters", ())}
+            ),
         }
     return figures
 
@@ -180,12 +185,25 @@ def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]
     links = list(runs["mrc"]["0"]["link_packets"])
     plots.grouped_bars(
         directory / "links.png",
-        "spray: packets forwarded onto each spine link (both directions), seed 0",
+        "spray: packets forwarded onto each spine link (both directions), seed 0\n"
+        f"from {_counters_phrase(runs['mrc']['0'].get('link_counters', []))}",
         "packets",
         links,
         {mode: [runs[mode]["0"]["link_packets"][link] or 0 for link in links] for mode in runs},
     )
     return ["flows.png", "links.png"]
+
+
+#: How each counter source reads in a figure title or a summary line.
+COUNTER_PHRASES = {
+    MEMBER_COUNTERS: "next-hop member counters, load offered at ingress",
+    PORT_TX_COUNTERS: "port tx counters, packets the link carried",
+}
+
+
+def _counters_phrase(sources: list[str]) -> str:
+    """The counter sources a link load came from, in words ("unread" when none was)."""
+    return "; ".join(COUNTER_PHRASES.get(s, s) for s in sources) or "counters unread"
 
 
 def text(figures: dict[str, Any]) -> list[str]:
@@ -199,7 +217,8 @@ def text(figures: dict[str, Any]) -> list[str]:
         f = figures[mode]
         lines.append(
             f"{mode:<7} aggregate {f['aggregate_goodput_bps_mean'] / 1e6:.3f} Mbit/s; link load "
-            f"max {f['link_packets_max']} min {f['link_packets_min']} packets; CPU busy "
+            f"max {f['link_packets_max']} min {f['link_packets_min']} packets "
+            f"({_counters_phrase(f['link_counters'])}); CPU busy "
             f"{f['cpu_busy_fraction_max'] * 100:.0f} %"
         )
     return lines

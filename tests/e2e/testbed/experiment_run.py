@@ -8,12 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiments.counters import MEMBER_COUNTERS, PORT_TX_COUNTERS
 from experiments.results import summary_problems
 
 REPO = Path(__file__).resolve().parents[3]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: What every run writes besides its figures and its topology file(s).
 FILES = ("summary.json", "summary.txt", "timeseries.json")
+#: Where each target's switches count what they forward out of each port: member counters
+#: on bmv2, the ports' tx counters on linux (it keeps no per-member counters).
+FORWARDED_COUNTERS = {"bmv2": MEMBER_COUNTERS, "linux": PORT_TX_COUNTERS}
 
 
 def run_experiment(

@@ -13,6 +13,8 @@ import pytest
 from experiments.__main__ import EXIT_USAGE
 from experiments.__main__ import main as experiments_main
 from experiments.counters import (
+    MEMBER_COUNTERS,
+    PORT_TX_COUNTERS,
     CountersUnavailable,
     busiest_uplink,
     congestion_signals,
@@ -104,7 +106,7 @@ def test_the_busiest_uplink_is_the_member_that_forwarded_most_in_between() -> No
     topology = load_topology("leaf-spine")  # l1 ports 3..6 go to s1..s4
     before = _status({"l1": {1: 0, 3: 100, 4: 100, 5: 100, 6: 100}})
     after = _status({"l1": {1: 999, 3: 110, 4: 900, 5: 120, 6: 100}})
-    assert busiest_uplink(topology, "l1", before, after) == ("s2", 4, 800)
+    assert busiest_uplink(topology, "l1", before, after) == ("s2", 4, 800, MEMBER_COUNTERS)
 
 
 def test_link_load_adds_both_ends_and_is_unknown_where_counters_were_not_read() -> None:
@@ -114,9 +116,10 @@ def test_link_load_adds_both_ends_and_is_unknown_where_counters_were_not_read() 
     after = _status({"l1": {3: 5}, "s1": {1: 7}, "l2": {3: 1}, "s2": {}})
     after["counters"]["s2"] = {"error": "timed out"}
     loads = link_loads(topology, before, after)
-    assert loads["l1:3<->s1:1"] == 12
-    assert loads["l2:3<->s1:2"] == 1
-    assert loads["l1:4<->s2:1"] is None
+    assert loads.packets["l1:3<->s1:1"] == 12
+    assert loads.packets["l2:3<->s1:2"] == 1
+    assert loads.packets["l1:4<->s2:1"] is None
+    assert loads.sources == (MEMBER_COUNTERS,)
     unread_l1 = after | {"counters": {"l1": {"error": "timed out"}}}
     with pytest.raises(CountersUnavailable, match=r"l1: counters unavailable \(timed out\)"):
         busiest_uplink(topology, "l1", before, unread_l1)
@@ -340,17 +343,64 @@ def test_an_incast_naming_a_host_the_topology_lacks_is_refused_before_any_bring_
     assert list(tmp_path.iterdir()) == []  # no results directory, nothing started
 
 
+NO_MEMBERS = "members: the kernel keeps no per-next-hop counters (ports only)"
+
+
+def _tx_status(tx: dict[str, dict[int, int]]) -> dict[str, Any]:
+    """A controller status of a target without member counters (linux): port tx only."""
+    return {
+        "groups": {},
+        "counters": {
+            sw: {
+                "ports": {str(p): {"tx_packets": n, "rx_packets": 0} for p, n in ports.items()},
+                "members": {},
+                "not_counted": [NO_MEMBERS],
+            }
+            for sw, ports in tx.items()
+        },
+    }
+
+
+def test_without_member_counters_the_busiest_uplink_comes_from_the_ports_tx_counters() -> None:
+    topology = load_topology("leaf-spine")  # l1 ports 3..6 go to s1..s4, port 1 to h1
+    before = _tx_status({"l1": {1: 0, 3: 10, 4: 10, 5: 10, 6: 10}})
+    after = _tx_status({"l1": {1: 5000, 3: 20, 4: 30, 5: 910, 6: 15}})
+    # the host port sent most, but only switch-to-switch ports are uplinks
+    assert busiest_uplink(topology, "l1", before, after) == ("s3", 5, 900, PORT_TX_COUNTERS)
+
+
+def test_without_member_counters_a_link_load_adds_the_tx_of_both_its_ends() -> None:
+    topology = load_topology("leaf-spine")
+    before = _tx_status({"l1": {3: 100}, "s1": {1: 50, 2: 0}, "l2": {3: 0}})
+    after = _tx_status({"l1": {3: 130}, "s1": {1: 57, 2: 4}, "l2": {3: 9}})
+    loads = link_loads(topology, before, after)
+    assert loads.packets["l1:3<->s1:1"] == 30 + 7
+    assert loads.packets["l2:3<->s1:2"] == 9 + 4
+    assert loads.sources == (PORT_TX_COUNTERS,)
+
+
+def test_a_difference_is_only_taken_between_snapshots_of_the_same_counters() -> None:
+    topology = load_topology("leaf-spine")
+    members = _status({"l1": {3: 0, 4: 0}})
+    ports = _tx_status({"l1": {3: 70, 4: 5}})
+    with pytest.raises(CountersUnavailable, match="read from members before and port_tx after"):
+        busiest_uplink(topology, "l1", members, ports)
+
+
 def test_counters_a_target_says_it_cannot_count_are_unavailable_never_zero() -> None:
     topology = load_topology("leaf-spine")
-    note = "members: the kernel keeps no per-next-hop counters (ports only)"
     before = _status({"l1": {3: 0}, "s1": {1: 0}})
     after = _status({"l1": {}, "s1": {1: 7}})
-    after["counters"]["l1"]["not_counted"] = [note]
+    after["counters"]["l1"]["not_counted"] = [NO_MEMBERS]  # and no port counters either
     with pytest.raises(
-        CountersUnavailable, match=r"l1: counters unavailable \(members: the kernel"
+        CountersUnavailable,
+        match=r"l1: counters unavailable \(members: the kernel .*; no port tx counters\)",
     ):
         busiest_uplink(topology, "l1", before, after)
-    assert link_loads(topology, before, after)["l1:3<->s1:1"] is None
+    loads = link_loads(topology, before, after)
+    assert loads.packets["l1:3<->s1:1"] is None
+    assert set(loads.packets.values()) == {None}
+    assert loads.sources == ()  # no load was read, so no source is claimed
     ports_before = _port_status({"l1": {"1": {"trims": 0, "ecn_marks": 0}}})
     ports_after = _port_status({"l1": {"1": {"trims": 0, "ecn_marks": 3}}})
     ports_after["counters"]["l1"]["not_counted"] = ["trims: the linux target does not trim"]
