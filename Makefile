@@ -84,11 +84,11 @@ clean:  ## Remove caches (keeps the virtualenv)
 .PHONY: run-topology stop experiment
 
 run-topology:  ## TOPO on TARGET with controller and agents; Mininet CLI + fail/restore/restart/mrc/status
-	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),bmv2)
+	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto)
 
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|spray|incast [TOPO=] [TARGET=bmv2] [SEEDS=5] [SET="duration_s=10 ..."]: results/<name>-<time>/
+experiment:  ## NAME=failover|spray|incast [TOPO=] [TARGET=auto|bmv2|linux] [SEEDS=5] [SET="duration_s=10 ..."]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
-	$(SUDO) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),bmv2) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))
+	$(SUDO) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))

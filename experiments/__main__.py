@@ -1,6 +1,6 @@
 """``python -m experiments NAME`` (``make experiment NAME=...``): run one experiment end to end.
 
-    python -m experiments failover [--topo leaf-spine] [--target bmv2] [--seeds 5]
+    python -m experiments failover [--topo leaf-spine] [--target auto|bmv2|linux] [--seeds 5]
                                    [--set duration_s=10 --set cut_at_s=3 ...] [--out results]
 
 Prints the results directory and its summary.txt. Exit status: 0 when every transfer
@@ -36,7 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("name", choices=sorted(EXPERIMENTS))
     parser.add_argument("--topo", help="a preset or topology file (default: the experiment's)")
-    parser.add_argument("--target", default="bmv2")
+    parser.add_argument(
+        "--target",
+        default="auto",
+        help="switch target: bmv2, linux, or auto (bmv2 where its tools are present)",
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument(
         "--set",
@@ -53,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(name)s: %(message)s",
     )
     from experiments.experiment import parse_params, run_experiment
-    from testbed.targets import TargetUnavailable
+    from testbed.targets import TargetUnavailable, choose_target
     from topologies import TopologyError, load_topology
 
     experiment = EXPERIMENTS[args.name]
@@ -69,10 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"experiments: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
+        # Resolved here, so that summary.json names the target that ran, never "auto".
+        choice = choose_target(args.target, topology)
+        print(f"experiments: {choice.announcement}", file=sys.stderr)
         directory = run_experiment(
             experiment,
             topology_ref=args.topo,
-            target=args.target,
+            target=choice.target.name,
             seeds=args.seeds,
             params=params,
             results_root=args.out,
@@ -80,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TargetUnavailable as error:
         print(f"experiments: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except ValueError as error:  # a target name that is no target
+        print(f"experiments: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("experiments: interrupted; the testbed was torn down", file=sys.stderr)
         return EXIT_INTERRUPTED
