@@ -169,6 +169,9 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         "recovery_s": None
         if schedule.cut_s is None
         else recovery_time(series, schedule.cut_s, BASELINE_FROM_S),
+        # What makes this run not the experiment it claims to be: a run with no cut measured
+        # nothing about failover, whatever its transfer did (see results.summary_problems).
+        "problems": [] if cut is not None else [f"no link was cut: {schedule.cut_error}"],
     }
     return record, {name: series}
 

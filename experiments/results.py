@@ -109,6 +109,7 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
             problems.append(f"runs[{mode!r}] does not hold seeds 0..{seeds - 1}")
             continue
         for seed, run in runs.items():
+            problems.extend(f"{mode}/{seed}: {problem}" for problem in run.get("problems", []))
             if not run.get("transfers"):
                 problems.append(f"{mode}/{seed} has no transfers")
                 continue

@@ -405,3 +405,23 @@ def test_counters_a_target_says_it_cannot_count_are_unavailable_never_zero() -> 
     ports_after = _port_status({"l1": {"1": {"trims": 0, "ecn_marks": 3}}})
     ports_after["counters"]["l1"]["not_counted"] = ["trims: the linux target does not trim"]
     assert congestion_signals(ports_before, ports_after) == {"trims": None, "ecn_marks": 3}
+
+
+def test_a_run_that_records_problems_makes_the_summary_ill_formed() -> None:
+    """A failover run whose link could not be cut measured no failover: it must not pass."""
+    transfer = {field: 0 for field in TRANSFER_FIELDS}
+    run = {"0": {"transfers": {"a->b": transfer}, "problems": []}}
+    summary: dict[str, Any] = {
+        "experiment": "failover",
+        "target": "linux",
+        "topology": {},
+        "seeds": 1,
+        "figures": {},
+        "versions": {"project_commit": "c", "p4c": "p", "bmv2": "b", "kernel": "k"},
+        "runs": {"mrc": run, "single": run},
+    }
+    assert summary_problems(summary, seeds=1) == []
+    summary["runs"]["single"] = {
+        "0": {"transfers": {"a->b": transfer}, "problems": ["no link was cut: counters"]}
+    }
+    assert summary_problems(summary, seeds=1) == ["single/0: no link was cut: counters"]
