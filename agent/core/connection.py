@@ -203,6 +203,7 @@ class Connection:
                 if not self.ev_set.on_probe_answered(message.seq, message.value):
                     return DropReason.UNEXPECTED
                 self.counters.ev_probes_answered += 1
+                self.sender.on_path_answered(self._last_heard)
                 return None
             if message.seq != self._port_status_seq:
                 return DropReason.UNEXPECTED

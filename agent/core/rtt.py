@@ -40,11 +40,17 @@ class RttEstimator:
             self.srtt = (1 - _ALPHA) * self.srtt + _ALPHA * sample
 
     def rto(self, backoff_exponent: int = 0) -> float:
-        """The retransmission timeout after ``backoff_exponent`` consecutive timeouts."""
+        """The retransmission timeout after ``backoff_exponent`` consecutive timeouts.
+
+        ``rto_max`` caps the *backoff*, never the measured RTO: a path whose queues hold
+        seconds of packets (the spray experiment's slowed fabric) has an RTT above ``rto_max``,
+        and an RTO below the RTT resends every packet before its answer can arrive.
+        """
         config = self._config
-        base = config.rto_initial if self.srtt is None else self.srtt + 4 * self.rttvar
-        base = min(max(base, config.rto_min), config.rto_max)
-        return float(min(base * config.rto_backoff**backoff_exponent, config.rto_max))
+        measured = config.rto_initial if self.srtt is None else self.srtt + 4 * self.rttvar
+        base = max(measured, config.rto_min)
+        ceiling = max(config.rto_max, base)
+        return float(min(base * config.rto_backoff**backoff_exponent, ceiling))
 
     def reorder_window(self) -> float:
         """How long a packet may trail later-sent packets before it is declared lost."""

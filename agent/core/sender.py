@@ -13,8 +13,15 @@ Reliability, in the order a packet meets it:
   at the head of the queue, without waiting for anything; its EV is merely skipped once.
 * A reliability probe (0xDE) is sent when the tail of a flight goes unanswered for two smoothed
   RTTs; its SACK gives loss detection the later-sent evidence a tail lacks.
-* The RTO is the last resort: nothing acknowledged for an RTO declares everything in flight
-  lost, retires the EVs involved and backs off exponentially until progress resumes.
+* The RTO is the last resort: nothing acknowledged for an RTO declares the *oldest* packet in
+  flight lost, retires its EV alone and backs off exponentially until progress resumes. A
+  timeout says "nothing came back", which a queue holding seconds of packets says as well as a
+  dead path: resending the whole flight multiplied the load of an already congested path, and
+  retiring every EV in flight emptied the set on one spurious timeout. If the head was really
+  lost, the answer to its copy gives loss detection the later-sent evidence for the rest.
+* Every copy's timestamp is kept, so an answer to an earlier copy (a spurious retransmission)
+  is still an RTT sample: matching only the latest copy took no sample at all once the RTO was
+  below the RTT, and the RTO then never grew to it.
 * A message is only *done* when the receiver's ACK (AETH) for it arrives: that ACK says every
   byte was placed. If SACKs covered every packet but the ACK does not come within an RTO, the
   message's last packet is sent again; the receiver answers a duplicate of a finished message
@@ -89,6 +96,7 @@ class SentPacket:
 
     __slots__ = (
         "acked",
+        "earlier_copies",
         "entry",
         "in_flight",
         "length",
@@ -116,9 +124,23 @@ class SentPacket:
         self.ts16 = 0
         self.order = 0
         self.transmissions = 0
+        #: (ts16, sent_time) of each copy before the latest, None until a retransmission.
+        self.earlier_copies: list[tuple[int, float]] | None = None
         self.in_flight = False
         self.acked = False
         self.lost_cause = RetransmitCause.TIMEOUT
+
+
+def _rtt_sample(rec: SentPacket, echoed_ts16: int, now: float) -> float | None:
+    """The RTT of the copy of ``rec`` whose timestamp the peer echoed, or None if it echoes
+    none of them (a copy from before a 16-bit wrap, or not ours)."""
+    if echoed_ts16 == rec.ts16:
+        return now - rec.sent_time
+    if rec.earlier_copies is not None:
+        for ts16, sent_time in reversed(rec.earlier_copies):
+            if ts16 == echoed_ts16:
+                return now - sent_time
+    return None
 
 
 def _opcode(first: bool, last: bool, immediate: bool) -> int:
@@ -170,6 +192,9 @@ class Sender:
         self._rack_order = 0
         self._loss_deadline: float | None = None
         self._backoff = 0
+        #: The packet an RTO resends: it goes out whatever the window says, as TCP's RTO
+        #: retransmission does, or a flight lost whole (an outage) would hold it back forever.
+        self._rto_resend: SentPacket | None = None
         self._last_progress = 0.0
         self._last_ack_time = 0.0
         self._last_send = 0.0
@@ -247,12 +272,15 @@ class Sender:
             if rec.acked or rec.in_flight:
                 retx.popleft()
                 continue
-            if self.bytes_in_flight and self.bytes_in_flight + rec.length > window:
+            exempt = rec is self._rto_resend
+            if not exempt and self.bytes_in_flight and self.bytes_in_flight + rec.length > window:
                 return None
             entry = self._ev_set.next_for_data()
             if entry is None:
                 return None
             retx.popleft()
+            if exempt:
+                self._rto_resend = None
             self._counters.retransmits[rec.lost_cause] += 1
             self._transmit(rec, entry, now)
             return rec
@@ -320,6 +348,10 @@ class Sender:
     def _transmit(self, rec: SentPacket, entry: EvEntry, now: float) -> None:
         if not self._in_flight:
             self._last_progress = now
+        if rec.transmissions:
+            if rec.earlier_copies is None:
+                rec.earlier_copies = []
+            rec.earlier_copies.append((rec.ts16, rec.sent_time))
         rec.entry = entry
         rec.sent_time = now
         rec.ts16 = int(now * _US) & 0xFFFF
@@ -398,8 +430,8 @@ class Sender:
         index = psn_diff(answered_psn, una)
         if not sack.probe_response and index >= 0 and (newly >> index) & 1:
             answered = records[answered_psn]
-            if sack.echoed_timestamp == answered.ts16:
-                rtt_sample = now - answered.sent_time
+            rtt_sample = _rtt_sample(answered, sack.echoed_timestamp, now)
+            if rtt_sample is not None:
                 self._rtt.update(rtt_sample)
         acked_bytes = 0
         rack = self._rack_order
@@ -413,7 +445,12 @@ class Sender:
                 rack = max(rack, self._probe_order)
         elif answered is not None:
             entry = answered.entry
-            if rtt_sample is not None or answered.transmissions == 1:
+            # A copy an RTO sent proves nothing about packets sent before it: under a queue
+            # that grows faster than srtt follows, the RTO fires early, and the answer to its
+            # copy declared the whole flight lost (and retired its EVs) while it was queued.
+            if answered.transmissions == 1 or (
+                rtt_sample is not None and answered.lost_cause is not RetransmitCause.TIMEOUT
+            ):
                 rack = max(rack, answered.order)
             if entry is not None:
                 if sack.skip_mode == SackSkipMode.SKIP_ONCE:
@@ -668,12 +705,24 @@ class Sender:
 
     def _on_rto(self, now: float) -> None:
         self._counters.timeouts += 1
-        for rec in list(self._in_flight.values()):
-            self._declare_lost(rec, RetransmitCause.TIMEOUT, now, front=False)
+        oldest = next(iter(self._in_flight.values()))
+        self._declare_lost(oldest, RetransmitCause.TIMEOUT, now, front=True)
+        self._rto_resend = oldest
         self._backoff += 1
         self._probe_outstanding = False
         self._last_progress = now
         self.cc.on_timeout(now)
+
+    def on_path_answered(self, now: float) -> None:
+        """An EV probe was answered: some path reaches the peer. While timeouts back off with
+        nothing acknowledged (an outage), resend the oldest packet now instead of at the next
+        backed-off RTO, so data resumes within a probe's round trip of a repair; its answer
+        then lets loss detection find the rest of the lost flight."""
+        if self._backoff and self._in_flight and self._rto_resend is None:
+            oldest = next(iter(self._in_flight.values()))
+            self._declare_lost(oldest, RetransmitCause.TIMEOUT, now, front=True)
+            self._rto_resend = oldest
+            self._last_progress = now
 
     def _send_tail_probe(self) -> None:
         self._probe_outstanding = True
@@ -728,6 +777,7 @@ class Sender:
         self._una = self._next_psn
         self._in_flight.clear()
         self._retx.clear()
+        self._rto_resend = None
         self._confirm_heap.clear()
         self.bytes_in_flight = 0
         self._loss_deadline = None

@@ -15,7 +15,6 @@ import random
 
 from agent.core import MrcConfig
 from agent.sim import LinkConfig, PairTestbed, build_pair
-from agent.wire.constants import EvState
 
 SLOW_PATH = LinkConfig(rate=2.5e6, delay=500e-6, queue_bytes=32 * 1100)
 MESSAGE = 64 * 1024
@@ -94,13 +93,15 @@ def test_on_links_slower_than_the_probe_interval_stand_ins_are_admitted_by_their
         testbed.post(rng.randbytes(8192))
     assert testbed.run_until_acked(limit=5.0)
     stats = testbed.sender.endpoint.connection_stats(testbed.send_qp)
-    assert stats.timeouts > 0 and stats.ev_probes_sent > 50  # stand-ins were needed
+    # A timeout now retires one EV, not the whole flight: few stand-ins, and they get in.
+    assert stats.ev_probes_sent <= 0.1 * stats.data_packets_sent
     assert stats.ev_probes_answered >= 0.5 * stats.ev_probes_sent
 
 
 def test_when_no_ev_can_carry_data_one_probe_per_timeout_goes_out_and_data_resumes_after_repair():
-    """A window larger than the EV set: the timeout of a total outage retires every EV in
-    flight, all 256 slots, and their stand-ins fail their probes while the outage lasts. The
+    """A window larger than the EV set through a total outage: each timeout retires the EV of
+    the packet it resends (it used to retire every EV in flight, all 256 slots), and their
+    stand-ins fail their probes while the outage lasts. The
     replacements wait for the probe budget, which data packets earn, and with no EV to send
     on there are none. A starved round earns one probe per probe timeout: fewer probes than
     rounds through the outage (not one per round, which on BMv2 would be a storm of its own),
@@ -120,7 +121,6 @@ def test_when_no_ev_can_carry_data_one_probe_per_timeout_goes_out_and_data_resum
         probes_before = testbed.sender.endpoint.connection_stats(testbed.send_qp).ev_probes_sent
         testbed.run(until=outage[1])
         stats = testbed.sender.endpoint.connection_stats(testbed.send_qp)
-        assert not any(ev.state is EvState.GOOD for ev in stats.evs)  # starved all along
         rounds = (outage[1] - 0.1) / config.probe_interval
         assert stats.ev_probes_sent - probes_before < rounds / 2
         before = testbed.receiver.endpoint.connection_stats(testbed.receive_qp)

@@ -66,3 +66,10 @@ def test_non_positive_samples_are_ignored():
     estimator.update(0.0)
     estimator.update(-1.0)
     assert estimator.srtt is None
+
+
+def test_a_measured_rto_above_the_ceiling_is_kept_the_ceiling_caps_only_the_backoff():
+    config = MrcConfig(rto_min=0.001, rto_max=1.0, rto_backoff=2.0)
+    estimator = RttEstimator(config)
+    estimator.update(2.0)  # a queue holding seconds of packets: rto = 2 + 4 * 1 = 6 s
+    assert [estimator.rto(k) for k in range(3)] == pytest.approx([6.0, 6.0, 6.0])
