@@ -187,6 +187,10 @@ class MrcConfig:
     #: A connection with work outstanding that hears nothing from its peer for this long
     #: fails: 3 s is far beyond any path repair the testbed does and short enough for a CLI.
     peer_timeout: float = 3.0
+    #: ... or this many RTOs (measured, without backoff), whichever is longer: on a path whose
+    #: queues hold seconds of packets (the spray experiment's slowed fabric) one round trip can
+    #: take longer than 3 s, and the peer is silent only as long as a few of them.
+    peer_timeout_rtos: float = 4.0
 
     # --- Congestion control -------------------------------------------------------------------
     #: Algorithm: "nscc" (default, MRC's), "dcqcn" (rate-based, RoCE's) or "fixed" (no control).
@@ -243,6 +247,7 @@ class MrcConfig:
         if self.sack_coalesce_max < 1:
             raise ValueError(f"sack_coalesce_max must be >= 1, got {self.sack_coalesce_max}")
         _positive("peer_timeout", self.peer_timeout)
+        _positive("peer_timeout_rtos", self.peer_timeout_rtos)
         if self.congestion_control not in ("nscc", "dcqcn", "fixed"):
             raise ValueError(
                 f"unknown congestion control {self.congestion_control!r}: "

@@ -13,7 +13,7 @@ peer's control traffic:
   until the peer answers.
 
 It fails (``ConnectionFailed``) when it has messages outstanding and hears nothing at all from
-its peer for ``peer_timeout``.
+its peer for ``peer_timeout``, or ``peer_timeout_rtos`` measured RTOs where that is longer.
 """
 
 from __future__ import annotations
@@ -351,7 +351,7 @@ class Connection:
         deadline = self._peer_deadline()
         if deadline is not None and now >= deadline:
             reason = (
-                f"peer unreachable: nothing heard for {self._config.peer_timeout:g} s "
+                f"peer unreachable: nothing heard for {self.peer_silence_limit():.3g} s "
                 f"with messages outstanding"
             )
             self.close(reason)
@@ -382,10 +382,18 @@ class Connection:
             self._watch_from_next_call = False
             self._last_heard = max(self._last_heard, now)
 
+    def peer_silence_limit(self) -> float:
+        """How long the peer may stay silent: ``peer_timeout``, or ``peer_timeout_rtos`` times
+        the measured RTO where that is longer (before any RTT sample, ``peer_timeout``)."""
+        config = self._config
+        if self.rtt.srtt is None:
+            return config.peer_timeout
+        return max(config.peer_timeout, config.peer_timeout_rtos * self.rtt.rto())
+
     def _peer_deadline(self) -> float | None:
         if not self.sender.has_unconfirmed:
             return None
-        return self._last_heard + self._config.peer_timeout
+        return self._last_heard + self.peer_silence_limit()
 
     def next_timer(self) -> float | None:
         """When ``handle_timer`` (or pacing in ``datagrams_to_send``) next has work."""

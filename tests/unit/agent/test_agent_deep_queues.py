@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 
+from agent.core import MrcConfig
 from agent.sim import LinkConfig, build_pair
 from agent.wire.constants import EvState
 
@@ -57,3 +58,23 @@ def test_probes_do_not_multiply_the_load_of_a_slow_path_nor_retire_every_ev():
     active = testbed.sender.endpoint.connection_stats(testbed.send_qp).evs[:256]
     good = sum(1 for ev in active if ev.state is EvState.GOOD)
     assert good >= 128, f"only {good} of 256 slots GOOD after a lossless transfer"
+
+
+def test_a_peer_heard_with_an_rtt_of_seconds_is_given_several_rtos_of_silence_not_3_s():
+    long_path = LinkConfig(rate=None, delay=1.0)  # 2 s round trips
+    testbed = build_pair([[long_path] * 4], seed=4, region_size=1 << 22)
+    rng = random.Random(4)
+    for _ in range(32):
+        testbed.post(rng.randbytes(16 * 1024))
+    cut_at = 4.0
+    for path in testbed.paths[0]:
+        testbed.network.fail_at(cut_at, path)
+    testbed.run(until=cut_at)
+    srtt = testbed.sender.endpoint.connection_stats(testbed.send_qp).srtt
+    assert srtt is not None and srtt > 1.5
+    testbed.run(until=cut_at + 60.0, stop=lambda: bool(testbed.failed()))
+    failed = testbed.failed()
+    assert failed and "peer unreachable" in failed[0].reason
+    # Four RTOs of a 2 s RTT (8 s and more from the last answer heard, which left the peer
+    # up to a round trip before the cut), where a fixed 3 s gave up within 3 s of the cut.
+    assert testbed.now - cut_at >= 4 * srtt - 2 * srtt > MrcConfig().peer_timeout
