@@ -330,8 +330,9 @@ class Connection:
         # (a loaded software switch, a queue) failed every probe, and stand-ins were never
         # admitted while the paths worked.
         timeout = max(self._config.probe_interval, self.rtt.rto(self.sender.rto_backoff))
+        interval = max(self._config.probe_interval, self.rtt.min_rtt or 0.0)
         control = self._dscp.control
-        for entry, seq in self.ev_set.probes_due(now, timeout):
+        for entry, seq in self.ev_set.probes_due(now, timeout, interval):
             self.counters.ev_probes_sent += 1
             probe = EndpointMessage(
                 dest_qp=self._remote_qp,

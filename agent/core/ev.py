@@ -271,8 +271,14 @@ class EvSet:
 
     # --- probing --------------------------------------------------------------------------
 
-    def probes_due(self, now: float, timeout: float) -> list[tuple[EvEntry, int]]:
+    def probes_due(
+        self, now: float, timeout: float, interval: float | None = None
+    ) -> list[tuple[EvEntry, int]]:
         """EVs to probe now, each with the probe's sequence number.
+
+        Rounds come every ``interval`` (default ``probe_interval``; the connection stretches
+        it to the minimum RTT, since no answer can come sooner and a round per millisecond on
+        a path of seconds woke an idle agent a thousand times a second for nothing).
 
         A probe unanswered for ``timeout`` counts as a failure: the EV's streak restarts (a
         stand-in is replaced). Probes go out at once for new stand-ins and EVs just allowed.
@@ -290,7 +296,9 @@ class EvSet:
                 if entry.state is _BAD and entry.probe_seq is None and self._probable(entry):
                     due.append((entry, self._send_probe(entry, now)))
         if self._next_round is not None and now >= self._next_round:
-            budget = self._round_budget(timeout)
+            if interval is None:
+                interval = self._config.probe_interval
+            budget = self._round_budget(timeout, interval)
             rationed: list[EvEntry] = []
             for entry in list(self._probing):
                 if not self._probable(entry):
@@ -310,10 +318,10 @@ class EvSet:
             for entry in rationed:  # to the back of the line: round robin
                 self._probing.remove(entry)
                 self._probing.append(entry)
-            self._next_round = now + self._config.probe_interval if self._probing else None
+            self._next_round = now + interval if self._probing else None
         return due
 
-    def _round_budget(self, timeout: float) -> int:
+    def _round_budget(self, timeout: float, interval: float) -> int:
         """Probes a round may spend on retired EVs with no answered probe yet.
 
         ``probe_share`` of the data packets sent since the last round, so that probing grows
@@ -333,7 +341,7 @@ class EvSet:
         starved, self._starved = self._starved, False
         earned = self._config.probe_share * max(picks, 1)
         if starved:
-            earned = max(earned, self._config.probe_interval / timeout)
+            earned = max(earned, interval / timeout)
         credit = self._probe_credit + earned
         budget = int(credit)
         self._probe_credit = credit - budget

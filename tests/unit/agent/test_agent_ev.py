@@ -324,3 +324,13 @@ def test_the_stand_in_drawn_after_a_stand_in_failed_waits_for_the_budget():
     now = evs.next_probe_time()
     assert now is not None
     assert len(evs.probes_due(now, timeout=INTERVAL)) == 1  # half a probe per idle round
+
+
+def test_probe_rounds_come_every_given_interval_so_a_slow_path_does_not_wake_the_agent_per_ms():
+    evs = _set()  # probe_interval INTERVAL, far below the 1 s rounds asked for
+    evs.retire(evs.active_entries()[0], now=0.0)
+    evs.probes_due(0.0, timeout=5.0, interval=1.0)  # the stand-in's probe goes out at once
+    first_round = evs.next_probe_time()
+    assert first_round is not None
+    evs.probes_due(first_round, timeout=5.0, interval=1.0)
+    assert evs.next_probe_time() == pytest.approx(first_round + 1.0)
