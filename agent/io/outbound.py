@@ -67,6 +67,10 @@ REPLY_TIMEOUT = 60.0
 #: transfer gives up. The core's own peer timeout does not cover this: a path that passes
 #: small packets (probes, SACKs) but not data (an MTU black hole) keeps the peer "alive".
 STALL_TIMEOUT = 10.0
+#: ... or this many of the connection's RTOs, whichever is longer: on a fabric whose queues hold
+#: seconds of packets (the spray experiment's slowed links) one timeout and its answer can take
+#: longer than 10 s between them, and a fixed limit failed transfers that were progressing.
+STALL_RTOS = 4.0
 _U24 = 0xFFFFFF
 
 
@@ -78,6 +82,12 @@ def describe_connect_error(code: int, peer: PeerAddress) -> str:
             f"(or `mrc-perf --server`) running there?"
         )
     return f"peer {peer} unreachable: {os.strerror(code)}"
+
+
+def stall_limit(stall_timeout: float, stats: ConnectionStats) -> float:
+    """Seconds without an acknowledged byte after which a transfer is stalled: the configured
+    ``stall_timeout``, stretched to ``STALL_RTOS`` RTOs (backoff included) of a slow path."""
+    return max(stall_timeout, STALL_RTOS * stats.rto)
 
 
 def describe_stall(stats: ConnectionStats) -> str:
@@ -295,12 +305,12 @@ class OutboundTransfer(ABC):
         acked = stats.bytes_acked
         if acked != self._progress_bytes:
             self._progress_bytes, self._progress_at = acked, now
-        elif now - self._progress_at >= self._stall_timeout:
+        elif now - self._progress_at >= (limit := stall_limit(self._stall_timeout, stats)):
             errors = self.runtime.io.counters().get("send_errors")
             local = f"; local send errors: {errors}" if errors else ""
             self._fail(
                 TransferFailedError(
-                    f"no data acknowledged by {self.peer} for {self._stall_timeout:g} s{local} "
+                    f"no data acknowledged by {self.peer} for {limit:.3g} s{local} "
                     f"({describe_stall(stats)})"
                 )
             )
