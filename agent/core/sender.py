@@ -190,11 +190,25 @@ class Sender:
         self.bytes_in_flight = 0
         self._order = 0
         self._rack_order = 0
+        #: RTT of the latest answered packet that moved the RACK order (RFC 8985's RACK.rtt):
+        #: a packet sent before it is lost only once older than that RTT plus the reordering
+        #: window. srtt alone lags a queue that grows by seconds, and declared lost packets
+        #: that were only queued behind the ones answered.
+        self._rack_rtt = 0.0
         self._loss_deadline: float | None = None
         self._backoff = 0
         #: The packet an RTO resends: it goes out whatever the window says, as TCP's RTO
         #: retransmission does, or a flight lost whole (an outage) would hold it back forever.
         self._rto_resend: SentPacket | None = None
+        #: An answered EV probe may bring the next resend forward once per timeout, not once
+        #: per answer: probes keep being answered through a long queue, and each answer
+        #: resending a packet would add load to exactly the path that is slow.
+        self._early_resend_allowed = False
+        #: Whether the last RTO looks spurious: a first transmission was acknowledged since
+        #: (the flight was queued, not lost: F-RTO's test), or it fired before any RTT sample
+        #: (``rto_initial`` is a guess, and a copy it sends on an emptier path overtakes
+        #: originals that are only queued).
+        self._last_rto_spurious = False
         self._last_progress = 0.0
         self._last_ack_time = 0.0
         self._last_send = 0.0
@@ -445,13 +459,21 @@ class Sender:
                 rack = max(rack, self._probe_order)
         elif answered is not None:
             entry = answered.entry
-            # A copy an RTO sent proves nothing about packets sent before it: under a queue
-            # that grows faster than srtt follows, the RTO fires early, and the answer to its
-            # copy declared the whole flight lost (and retired its EVs) while it was queued.
-            if answered.transmissions == 1 or (
-                rtt_sample is not None and answered.lost_cause is not RetransmitCause.TIMEOUT
-            ):
-                rack = max(rack, answered.order)
+            # A copy an RTO sent is loss evidence for the packets sent before it only if the RTO
+            # was real: under a queue that grows faster than srtt follows, the RTO fires early,
+            # originals keep being acknowledged, and the answer to its copy declared the whole
+            # queued flight lost (and retired its EVs). After an outage nothing original is.
+            evidence = answered.transmissions == 1 or (
+                rtt_sample is not None
+                and (
+                    answered.lost_cause is not RetransmitCause.TIMEOUT
+                    or not self._last_rto_spurious
+                )
+            )
+            if evidence and answered.order > rack:
+                rack = answered.order
+                if rtt_sample is not None:
+                    self._rack_rtt = rtt_sample
             if entry is not None:
                 if sack.skip_mode == SackSkipMode.SKIP_ONCE:
                     self._ev_set.skip(entry)
@@ -561,8 +583,10 @@ class Sender:
             message.unacked -= 1
             if message.unacked == 0 and message.segmented and not message.done:
                 self._schedule_confirmation(message, now)
-            if rec.transmissions == 1 and rec.order > rack and rec is not answered:
-                rack = rec.order
+            if rec.transmissions == 1:
+                self._last_rto_spurious = True
+                if rec.order > rack and rec is not answered:
+                    rack = rec.order
         self.bytes_in_flight -= in_flight_bytes
         counters = self._counters
         counters.packets_acked += count
@@ -571,6 +595,8 @@ class Sender:
 
     def _acknowledge(self, rec: SentPacket, now: float) -> int:
         rec.acked = True
+        if rec.transmissions == 1:
+            self._last_rto_spurious = True
         if rec.in_flight:
             rec.in_flight = False
             del self._in_flight[rec.psn]
@@ -625,7 +651,7 @@ class Sender:
         if not self._config.sack_loss_detection:
             return
         rack = self._rack_order
-        delay = self._rtt.loss_delay()
+        delay = max(self._rtt.loss_delay(), self._rack_rtt + self._rtt.reorder_window())
         lost: list[SentPacket] = []
         for rec in self._in_flight.values():
             if rec.order >= rack:
@@ -708,6 +734,8 @@ class Sender:
         oldest = next(iter(self._in_flight.values()))
         self._declare_lost(oldest, RetransmitCause.TIMEOUT, now, front=True)
         self._rto_resend = oldest
+        self._early_resend_allowed = True
+        self._last_rto_spurious = self._rtt.srtt is None
         self._backoff += 1
         self._probe_outstanding = False
         self._last_progress = now
@@ -718,7 +746,13 @@ class Sender:
         nothing acknowledged (an outage), resend the oldest packet now instead of at the next
         backed-off RTO, so data resumes within a probe's round trip of a repair; its answer
         then lets loss detection find the rest of the lost flight."""
-        if self._backoff and self._in_flight and self._rto_resend is None:
+        if (
+            self._early_resend_allowed
+            and self._backoff
+            and self._in_flight
+            and self._rto_resend is None
+        ):
+            self._early_resend_allowed = False
             oldest = next(iter(self._in_flight.values()))
             self._declare_lost(oldest, RetransmitCause.TIMEOUT, now, front=True)
             self._rto_resend = oldest
