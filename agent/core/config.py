@@ -160,7 +160,9 @@ class MrcConfig:
     rto_initial: float = 10e-3
     #: RTO floor: 1 ms; lower would fire on the scheduling jitter of a software agent.
     rto_min: float = 1e-3
-    #: RTO ceiling after backoff: 1 s, so a returning path is retried within a second.
+    #: RTO ceiling after backoff: 1 s, so a returning path is retried within a second. It
+    #: caps the backoff, not the measured RTO (srtt + 4 rttvar): where queues hold seconds of
+    #: packets an RTO below the RTT resent every packet before its answer could arrive.
     rto_max: float = 1.0
     #: RTO multiplier per consecutive timeout (classic exponential backoff).
     rto_backoff: float = 2.0
