@@ -3,7 +3,10 @@ order.
 
 Pure. Order: neighbours are set before the routes that use their gateways (a route via a
 gateway without its permanent entry would make the kernel try to resolve a synthetic address);
-routes are deleted before the neighbours they used; shapers last, as they touch no forwarding.
+routes are deleted before the neighbours they used; shapers last, as they touch no forwarding,
+and ECN markers after the shapers they hang under (a marker is written with its port's ``tbf``,
+re-asserted under the handle the marker's parent names; a marker no longer wanted under a ``tbf``
+that stays is replaced by the ``tbf``'s plain fifo; one whose ``tbf`` goes goes with it).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from controller.southbound.linux.ecn import EcnMarker
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour
 from controller.southbound.linux.tc import MAX_FRAME_BYTES, TbfParameters
 
@@ -34,6 +38,10 @@ class KernelPlan:
     delete_neighbours: tuple[Neighbour, ...] = ()
     set_shapers: tuple[tuple[int, TbfParameters], ...] = ()
     delete_shapers: tuple[int, ...] = ()
+    #: (port, its tbf, the marker to write under it).
+    set_markers: tuple[tuple[int, TbfParameters, EcnMarker], ...] = ()
+    #: (port, its tbf, which stays) whose marker is replaced by the tbf's plain fifo.
+    unset_markers: tuple[tuple[int, TbfParameters], ...] = ()
     inserts: int = 0
     modifies: int = 0
     deletes: int = 0
@@ -46,7 +54,12 @@ class KernelPlan:
     @property
     def shaper_changes(self) -> int:
         """Queue settings written (counted as queue commands, like BMv2's Thrift calls)."""
-        return len(self.set_shapers) + len(self.delete_shapers)
+        return (
+            len(self.set_shapers)
+            + len(self.delete_shapers)
+            + len(self.set_markers)
+            + len(self.unset_markers)
+        )
 
 
 def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
@@ -54,9 +67,16 @@ def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
     neighbours = _compare(wanted.neighbours, held.neighbours)
     routes = _compare(wanted.routes, held.routes)
     shapers = _compare(wanted.shapers, held.shapers, same_shaper)
-    inserted = neighbours.inserted + routes.inserted + shapers.inserted
-    modified = neighbours.modified + routes.modified + shapers.modified
-    deleted = neighbours.deleted + routes.deleted + shapers.deleted
+    # A marker lives only under a shaper: one without a wanted shaper is never wanted, and one
+    # held under a shaper that is deleted goes with it.
+    markers = _compare(
+        {port: marker for port, marker in wanted.markers.items() if port in wanted.shapers},
+        {port: marker for port, marker in held.markers.items() if port in held.shapers},
+    )
+    unset = tuple(port for port in markers.deleted_keys if port in wanted.shapers)
+    inserted = neighbours.inserted + routes.inserted + shapers.inserted + markers.inserted
+    modified = neighbours.modified + routes.modified + shapers.modified + markers.modified
+    deleted = neighbours.deleted + routes.deleted + shapers.deleted + len(unset)
     return KernelPlan(
         set_neighbours=tuple(wanted.neighbours[key] for key in neighbours.set_keys),
         set_routes=tuple(wanted.routes[key] for key in routes.set_keys),
@@ -64,6 +84,10 @@ def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
         delete_neighbours=tuple(held.neighbours[key] for key in neighbours.deleted_keys),
         set_shapers=tuple((port, wanted.shapers[port]) for port in shapers.set_keys),
         delete_shapers=tuple(shapers.deleted_keys),
+        set_markers=tuple(
+            (port, wanted.shapers[port], wanted.markers[port]) for port in markers.set_keys
+        ),
+        unset_markers=tuple((port, wanted.shapers[port]) for port in unset),
         inserts=inserted,
         modifies=modified,
         deletes=deleted,

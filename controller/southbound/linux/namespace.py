@@ -28,6 +28,13 @@ from pyroute2.netlink.rtnl import RTMGRP_LINK
 
 from controller.southbound.interface import EntityFailure, PortCounters, SouthboundError
 from controller.southbound.linux.diff import KernelPlan, burst_from_ticks
+from controller.southbound.linux.ecn import (
+    ECN_QDISC_PREFERENCE,
+    MARKER_PARENT,
+    SHAPER_HANDLE,
+    EcnMarker,
+    plain_fifo,
+)
 from controller.southbound.linux.names import (
     ROUTE_PROTOCOL,
     interface_port,
@@ -105,6 +112,10 @@ class SwitchNamespace:
         self._ipr = ipr
         self._identity = identity
         self._closed = False
+        #: The markers this southbound wrote, by port: the kernel reads a marker back as its
+        #: kind only (:class:`EcnMarker`), so its arguments are taken from here when the kind
+        #: held is the kind written.
+        self._written_markers: dict[int, EcnMarker] = {}
 
     @classmethod
     async def open(cls, name: str) -> SwitchNamespace:
@@ -151,12 +162,19 @@ class SwitchNamespace:
             if neighbour is not None:
                 neighbours[neighbour.key] = neighbour
         shapers = {}
+        markers = {}
         async for message in await self._ipr.get_qdiscs():
             port = port_of.get(message["index"])
+            if port is None:
+                continue
             shaper = _shaper_of(message)
-            if port is not None and shaper is not None:
+            if shaper is not None:
                 shapers[port] = shaper
-        return KernelState(routes, neighbours, shapers)
+            marker = _marker_of(message)
+            if marker is not None:
+                written = self._written_markers.get(port)
+                markers[port] = written if written and written.kind == marker.kind else marker
+        return KernelState(routes, neighbours, shapers, markers)
 
     async def counters(self, ports: Mapping[int, PortLink]) -> dict[int, PortCounters]:
         """Per-port packets, bytes and drops (the interface's plus its root qdisc's)."""
@@ -216,13 +234,31 @@ class SwitchNamespace:
             await attempt(
                 f"tbf on {port_interface(port)}",
                 self._tc(
-                    "qdisc", "replace", "dev", port_interface(port), "root", *shaper.tc_arguments()
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    port_interface(port),
+                    "root",
+                    "handle",
+                    SHAPER_HANDLE,
+                    *shaper.tc_arguments(),
                 ),
             )
         for port in plan.delete_shapers:
             await attempt(
                 f"tbf on {port_interface(port)} (delete)",
                 self._tc("qdisc", "del", "dev", port_interface(port), "root"),
+            )
+            self._written_markers.pop(port, None)
+        for port, shaper, marker in plan.set_markers:
+            await attempt(
+                f"{marker.kind} ECN marker on {port_interface(port)}",
+                self._set_marker(port, shaper, marker),
+            )
+        for port, shaper in plan.unset_markers:
+            await attempt(
+                f"ECN marker on {port_interface(port)} (delete)",
+                self._set_marker(port, shaper, plain_fifo(shaper)),
             )
         return requests, failures
 
@@ -271,6 +307,23 @@ class SwitchNamespace:
             table=MAIN_TABLE,
             proto=ROUTE_PROTOCOL,
         )
+
+    async def _set_marker(self, port: int, shaper: TbfParameters, marker: EcnMarker) -> None:
+        """Re-assert the port's ``tbf`` under :data:`SHAPER_HANDLE` (a ``tbf`` written by
+        another hand may have another handle; under the same one this changes nothing), then
+        graft ``marker`` as its child: a replace without a handle swaps a child of another kind
+        and changes one of the same kind."""
+        interface = port_interface(port)
+        self._written_markers.pop(port, None)
+        await self._tc(
+            "qdisc", "replace", "dev", interface, "root", "handle", SHAPER_HANDLE,
+            *shaper.tc_arguments(),
+        )  # fmt: skip
+        await self._tc(
+            "qdisc", "replace", "dev", interface, "parent", MARKER_PARENT, *marker.tc_arguments()
+        )
+        if marker.kind in ECN_QDISC_PREFERENCE:
+            self._written_markers[port] = marker
 
     async def _tc(self, *arguments: str) -> None:
         process = await asyncio.create_subprocess_exec(
@@ -374,6 +427,19 @@ def _shaper_of(message: Any) -> TbfParameters | None:
         burst_bytes=burst_from_ticks(int(parameters["buffer"]), rate_bytes, ticks_per_us()),
         limit_bytes=int(parameters["limit"]),
     )
+
+
+#: ``1:1`` as the kernel numbers a parent: major 1, minor 1.
+MARKER_PARENT_ID = 0x0001_0001
+
+
+def _marker_of(message: Any) -> EcnMarker | None:
+    """An ECN-capable qdisc under a ``tbf`` of handle ``1:``, by kind only (see
+    :class:`EcnMarker`)."""
+    kind = message.get("kind")
+    if kind not in ECN_QDISC_PREFERENCE or message["parent"] != MARKER_PARENT_ID:
+        return None
+    return EcnMarker(kind)
 
 
 @functools.cache

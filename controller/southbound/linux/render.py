@@ -5,7 +5,8 @@ Pure. A group becomes the next hops of every route that points at it (the kernel
 group object that plain routes use: with ``nexthop`` objects it does, but a route's multipath
 next hops are what ``ignore_routes_with_linkdown`` is documented for, and they read back
 plainly); a member becomes a synthetic gateway with a permanent neighbour entry
-(:mod:`.names`); a port's queue rate and depth become a root ``tbf`` (:mod:`.tc`).
+(:mod:`.names`); a port's queue rate and depth become a root ``tbf`` (:mod:`.tc`), and its ECN
+thresholds a marking qdisc under it where the kernel offers one (:mod:`.ecn`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 
 from controller.intent.model import NextHopMember, PortIntent, Route, SwitchIntent
+from controller.southbound.linux.ecn import ECN_QDISC_PREFERENCE, choose_ecn_qdisc, ecn_marker
 from controller.southbound.linux.names import gateway_v4, gateway_v6
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour, NextHop
 from controller.southbound.linux.tc import TbfParameters, tbf_parameters
@@ -31,8 +33,9 @@ class Rendering:
 
 def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] | None = ()) -> Rendering:
     """The kernel state for ``intent``. ``ecn_qdiscs`` names the ECN-capable qdiscs the kernel
-    offers (``red``, ``codel``, ``fq_codel``; None: they could not be probed); none of them is
-    used yet, so ECN marking is reported as off either way, with the reason."""
+    offers (``red``, ``codel``, ``fq_codel``; None: they could not be probed): the most
+    faithful one marks every shaped ECN port; where none can, ECN is reported off, with why."""
+    offered = None if ecn_qdiscs is None else frozenset(ecn_qdiscs)
     routes = {
         route.prefix: _route(route, intent) for route in (*intent.routes_v4, *intent.routes_v6)
     }
@@ -41,9 +44,13 @@ def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] | None = ()) -> Re
         for neighbour in _neighbours(member):
             neighbours[neighbour.key] = neighbour
     shapers = {port.port: shaper for port in intent.ports if (shaper := _shaper(port)) is not None}
+    markers = {
+        port.port: marker
+        for port in intent.ports
+        if (marker := ecn_marker(port, offered or ())) is not None
+    }
     return Rendering(
-        KernelState(routes, neighbours, shapers),
-        _unsupported(intent, None if ecn_qdiscs is None else frozenset(ecn_qdiscs)),
+        KernelState(routes, neighbours, shapers, markers), _unsupported(intent, offered)
     )
 
 
@@ -81,18 +88,7 @@ def _shaper(port: PortIntent) -> TbfParameters | None:
 
 def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> tuple[str, ...]:
     notes = []
-    ecn_ports = [port.port for port in intent.ports if port.ecn_enabled]
-    if ecn_ports:
-        if ecn_qdiscs is None:
-            reason = "the kernel's qdiscs could not be probed (the probe needs root)"
-        elif not ecn_qdiscs:
-            reason = "this kernel has none of red, codel, fq_codel"
-        else:
-            reason = (
-                f"the kernel has {', '.join(sorted(ecn_qdiscs))}, which this southbound "
-                "does not render yet"
-            )
-        notes.append(f"ECN marking is off on ports {ecn_ports}: {reason}")
+    notes += _ecn_off(intent, ecn_qdiscs)
     notes.append(
         "no packet trimming on the linux target: a full queue drops, and MRC recovers by "
         "SACK and timeout"
@@ -111,3 +107,24 @@ def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> tup
         "watched by carrier (netlink link events)"
     )
     return tuple(notes)
+
+
+def _ecn_off(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> list[str]:
+    """Where the intent asks for ECN marking and the kernel will not mark, and why: on every
+    such port where the kernel has no marking qdisc, else on the unshaped ones."""
+    ecn_ports = [port for port in intent.ports if port.ecn_enabled]
+    if not ecn_ports:
+        return []
+    if ecn_qdiscs is None:
+        reason = "the kernel's qdiscs could not be probed (the probe needs root)"
+    elif choose_ecn_qdisc(ecn_qdiscs) is None:
+        reason = f"this kernel has none of {', '.join(ECN_QDISC_PREFERENCE)}"
+    else:
+        unshaped = [port.port for port in ecn_ports if port.queue_rate_pps <= 0]
+        if not unshaped:
+            return []
+        return [
+            f"ECN marking is off on ports {unshaped}: an unshaped port (queue rate 0) builds "
+            "no queue on a veth, so there is nothing to mark"
+        ]
+    return [f"ECN marking is off on ports {[port.port for port in ecn_ports]}: {reason}"]

@@ -11,8 +11,8 @@ made it anew), reporting ``switch_disconnected`` and waiting for it again.
 ``program()`` renders the intent (:mod:`.render`), diffs it against what the namespace holds
 (:mod:`.diff`; read back on the first program of a connection, when asked, and after any
 failed write, else this southbound's record of what it wrote) and writes the difference. What
-has no kernel rendering (DSCP classes, LLDP, trimming, ECN without red/codel, the priority
-queue) comes back as warnings, once per connection.
+has no kernel rendering (DSCP classes, LLDP, trimming, ECN on an unshaped port or without
+red/codel/fq_codel, the priority queue) comes back as warnings, once per connection.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from controller.southbound.interface import (
     SwitchRole,
 )
 from controller.southbound.linux.diff import plan_changes
+from controller.southbound.linux.ecn import ECN_QDISC_PREFERENCE
 from controller.southbound.linux.names import namespace_of, port_interface
 from controller.southbound.linux.namespace import LinkWatch, PortLink, SwitchNamespace
 from controller.southbound.linux.render import render
@@ -43,12 +44,12 @@ from controller.southbound.linux.sysctls import apply_sysctls, forwarding_sysctl
 from tools.qdiscs import probe_qdiscs
 
 #: The qdiscs that could mark ECN, as :func:`tools.qdiscs.probe_qdiscs` names them.
-ECN_QDISCS = ("red", "codel", "fq_codel")
+ECN_QDISCS = ECN_QDISC_PREFERENCE
 
 NOT_COUNTED = (
     "members: the kernel keeps no per-next-hop counters (ports only)",
     "trims: the linux target does not trim",
-    "ecn_marks: the linux target does not mark ECN here",
+    "ecn_marks: not counted on the linux target (the marking qdisc's statistics are not read)",
 )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
+from controller.southbound.linux.ecn import EcnMarker
 from controller.southbound.linux.tc import TbfParameters
 
 Prefix = IPv4Network | IPv6Network
@@ -48,8 +49,10 @@ class Neighbour:
 
 @dataclass(frozen=True)
 class KernelState:
-    """Routes by prefix, neighbours by (port, address), shapers (root ``tbf``) by port."""
+    """Routes by prefix, neighbours by (port, address), shapers (root ``tbf``) by port, ECN
+    markers (the ``tbf``'s child, :mod:`.ecn`) by port."""
 
     routes: Mapping[Prefix, KernelRoute] = field(default_factory=dict)
     neighbours: Mapping[tuple[int, Address], Neighbour] = field(default_factory=dict)
     shapers: Mapping[int, TbfParameters] = field(default_factory=dict)
+    markers: Mapping[int, EcnMarker] = field(default_factory=dict)

@@ -1,5 +1,6 @@
 """An intent rendered for the kernel: every route's next hops are its group's members, each
-member a gateway with a permanent neighbour to its MAC, and queue rates become tbf shapers.
+member a gateway with a permanent neighbour to its MAC, and queue rates become tbf shapers
+with an ECN marker under them where the kernel has one.
 What the kernel cannot hold is named, not dropped silently."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from ipaddress import IPv4Network, IPv6Network
 import pytest
 
 from controller.intent import compute_intent
+from controller.southbound.linux.ecn import ce_threshold_marker, red_marker
 from controller.southbound.linux.names import gateway_v4, gateway_v6
 from controller.southbound.linux.render import render
 from controller.southbound.linux.tc import tbf_parameters
@@ -103,11 +105,32 @@ def test_unsupported_features_are_named(leaf_spine: Topology) -> None:
     assert "LLDP" in text
 
 
-def test_ecn_note_says_when_the_kernel_has_a_marking_qdisc_this_southbound_skips(
-    leaf_spine: Topology,
-) -> None:
-    notes = render(compute_intent(leaf_spine).switch("l1"), ecn_qdiscs=["red"]).unsupported
-    assert any("the kernel has red" in note for note in notes)
+def test_a_shaped_fabric_port_is_marked_by_the_kernels_best_qdisc(shaped: Topology) -> None:
+    intent = compute_intent(shaped).switch("l1")
+    (port3,) = [port for port in intent.ports if port.port == 3]
+    assert render(intent, ecn_qdiscs=["codel", "red"]).state.markers == {3: red_marker(port3)}
+    assert render(intent, ecn_qdiscs=["codel"]).state.markers == {
+        3: ce_threshold_marker("codel", port3)
+    }
+
+
+def test_an_unshaped_ecn_port_is_said_to_be_unmarked(shaped: Topology) -> None:
+    rendering = render(compute_intent(shaped).switch("l1"), ecn_qdiscs=["red"])
+    # Port 1 faces a host (ECN off by intent), port 2 is unshaped, port 3 is marked.
+    assert 2 not in rendering.state.markers
+    assert (
+        "ECN marking is off on ports [2]: an unshaped port (queue rate 0) builds no queue"
+        in "\n".join(rendering.unsupported)
+    )
+
+
+def test_no_marker_and_a_reason_where_the_kernel_has_no_marking_qdisc(shaped: Topology) -> None:
+    rendering = render(compute_intent(shaped).switch("l1"), ecn_qdiscs=["tbf", "htb"])
+    assert rendering.state.markers == {}
+    assert any(
+        note.startswith("ECN marking is off on ports [2, 3]: this kernel has none of")
+        for note in rendering.unsupported
+    )
 
 
 def test_rendering_is_deterministic(leaf_spine: Topology) -> None:
