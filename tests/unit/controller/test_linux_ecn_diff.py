@@ -1,12 +1,13 @@
 """ECN markers in the plan: a marker is written (with its tbf re-asserted) where the wanted one
 differs from the held one, replaced by the tbf's plain fifo where it is no longer wanted and the
 tbf stays, and left to go with its tbf where the tbf is deleted. A marker of unknown origin is
-read back by kind only, so it is rewritten once."""
+read back by kind only (the child of ``1:1`` of a marking kind), so it is rewritten once."""
 
 from __future__ import annotations
 
 from controller.southbound.linux.diff import plan_changes
 from controller.southbound.linux.ecn import EcnMarker
+from controller.southbound.linux.namespace import MARKER_PARENT_ID, _marker_of
 from controller.southbound.linux.state import KernelState
 from controller.southbound.linux.tc import tbf_parameters
 
@@ -56,3 +57,13 @@ def test_a_marker_goes_with_its_deleted_tbf_without_a_write_of_its_own() -> None
 def test_a_marker_without_a_wanted_tbf_is_never_written() -> None:
     plan = plan_changes(KernelState(markers={3: RED}), KernelState())
     assert plan.empty
+
+
+def test_a_marking_child_of_the_tbf_is_read_back_by_kind() -> None:
+    assert _marker_of({"kind": "red", "parent": MARKER_PARENT_ID}) == EcnMarker("red")
+    assert _marker_of({"kind": "fq_codel", "parent": MARKER_PARENT_ID}) == EcnMarker("fq_codel")
+
+
+def test_the_tbfs_plain_fifo_and_root_qdiscs_are_no_markers() -> None:
+    assert _marker_of({"kind": "bfifo", "parent": MARKER_PARENT_ID}) is None
+    assert _marker_of({"kind": "fq_codel", "parent": 0xFFFFFFFF}) is None
