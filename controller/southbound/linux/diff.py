@@ -4,9 +4,11 @@ order.
 Pure. Order: neighbours are set before the routes that use their gateways (a route via a
 gateway without its permanent entry would make the kernel try to resolve a synthetic address);
 routes are deleted before the neighbours they used; shapers last, as they touch no forwarding,
-and ECN markers after the shapers they hang under (a marker is written with its port's ``tbf``,
-re-asserted under the handle the marker's parent names; a marker no longer wanted under a ``tbf``
-that stays is replaced by the ``tbf``'s plain fifo; one whose ``tbf`` goes goes with it).
+and ECN markers after the shapers they hang under. A marker is written with its port's ``tbf``,
+re-asserted under the handle the marker's parent names, and a ``tbf`` written on a port that has
+a marker is written with the marker (a ``tbf`` that was under another handle is replaced whole,
+child and all); a marker no longer wanted under a ``tbf`` that stays is replaced by the
+``tbf``'s plain fifo; one whose ``tbf`` goes goes with it.
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ class KernelPlan:
     delete_neighbours: tuple[Neighbour, ...] = ()
     set_shapers: tuple[tuple[int, TbfParameters], ...] = ()
     delete_shapers: tuple[int, ...] = ()
-    #: (port, its tbf, the marker to write under it).
+    #: (port, its tbf, the marker to write under it): the tbf and its child, two commands.
     set_markers: tuple[tuple[int, TbfParameters, EcnMarker], ...] = ()
-    #: (port, its tbf, which stays) whose marker is replaced by the tbf's plain fifo.
+    #: (port, its tbf, which stays) whose marker is replaced by the tbf's plain fifo: the tbf
+    #: and its child, two commands.
     unset_markers: tuple[tuple[int, TbfParameters], ...] = ()
     inserts: int = 0
     modifies: int = 0
@@ -53,12 +56,12 @@ class KernelPlan:
 
     @property
     def shaper_changes(self) -> int:
-        """Queue settings written (counted as queue commands, like BMv2's Thrift calls)."""
+        """Queue settings written (``tc`` commands, counted as queue commands like BMv2's
+        Thrift calls)."""
         return (
             len(self.set_shapers)
             + len(self.delete_shapers)
-            + len(self.set_markers)
-            + len(self.unset_markers)
+            + 2 * (len(self.set_markers) + len(self.unset_markers))
         )
 
 
@@ -74,6 +77,16 @@ def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
         {port: marker for port, marker in held.markers.items() if port in held.shapers},
     )
     unset = tuple(port for port in markers.deleted_keys if port in wanted.shapers)
+    # A tbf rewritten under a wanted marker takes the marker along (same count, one write).
+    marker_writes = (
+        *markers.set_keys,
+        *(
+            port
+            for port in shapers.set_keys
+            if port in wanted.markers and port not in markers.set_keys
+        ),
+    )
+    with_child = {*marker_writes, *unset}
     inserted = neighbours.inserted + routes.inserted + shapers.inserted + markers.inserted
     modified = neighbours.modified + routes.modified + shapers.modified + markers.modified
     deleted = neighbours.deleted + routes.deleted + shapers.deleted + len(unset)
@@ -82,10 +95,12 @@ def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
         set_routes=tuple(wanted.routes[key] for key in routes.set_keys),
         delete_routes=tuple(held.routes[key] for key in routes.deleted_keys),
         delete_neighbours=tuple(held.neighbours[key] for key in neighbours.deleted_keys),
-        set_shapers=tuple((port, wanted.shapers[port]) for port in shapers.set_keys),
+        set_shapers=tuple(
+            (port, wanted.shapers[port]) for port in shapers.set_keys if port not in with_child
+        ),
         delete_shapers=tuple(shapers.deleted_keys),
         set_markers=tuple(
-            (port, wanted.shapers[port], wanted.markers[port]) for port in markers.set_keys
+            (port, wanted.shapers[port], wanted.markers[port]) for port in marker_writes
         ),
         unset_markers=tuple((port, wanted.shapers[port]) for port in unset),
         inserts=inserted,

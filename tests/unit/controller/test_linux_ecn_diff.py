@@ -27,7 +27,7 @@ def test_the_held_marker_needs_no_write() -> None:
 def test_a_new_marker_is_an_insert_written_with_its_tbf() -> None:
     plan = plan_changes(shaped({3: RED}), shaped({}))
     assert plan.set_markers == ((3, SHAPER, RED),)
-    assert (plan.inserts, plan.modifies, plan.deletes, plan.shaper_changes) == (1, 0, 0, 1)
+    assert (plan.inserts, plan.modifies, plan.deletes, plan.shaper_changes) == (1, 0, 0, 2)
 
 
 def test_a_marker_of_another_kind_is_replaced() -> None:
@@ -41,10 +41,25 @@ def test_a_marker_known_by_kind_only_is_rewritten() -> None:
     assert plan.set_markers == ((3, SHAPER, RED),)
 
 
+def test_a_rewritten_tbf_takes_its_unchanged_marker_along() -> None:
+    slower = tbf_parameters(500, 64)
+    held = KernelState(shapers={3: slower}, markers={3: RED})
+    plan = plan_changes(shaped({3: RED}), held)
+    assert plan.set_shapers == ()
+    assert plan.set_markers == ((3, SHAPER, RED),)
+    assert (plan.inserts, plan.modifies, plan.deletes) == (0, 1, 0)
+
+
+def test_a_tbf_and_marker_both_new_are_one_write() -> None:
+    plan = plan_changes(shaped({3: RED}), KernelState())
+    assert (plan.set_shapers, plan.set_markers) == ((), ((3, SHAPER, RED),))
+    assert plan.inserts == 2
+
+
 def test_a_marker_no_longer_wanted_under_a_staying_tbf_is_unset() -> None:
     plan = plan_changes(shaped({}), shaped({3: RED}))
     assert plan.unset_markers == ((3, SHAPER),)
-    assert (plan.deletes, plan.shaper_changes) == (1, 1)
+    assert (plan.deletes, plan.shaper_changes) == (1, 2)
 
 
 def test_a_marker_goes_with_its_deleted_tbf_without_a_write_of_its_own() -> None:
