@@ -107,7 +107,12 @@ def test_controller_programs_the_fabric_and_routes_around_a_cut_it_saw_by_carrie
     finally:
         fabric_lab.set_port(cut, True)
     controller.wait_for("the link back up", lambda: bool(controller.events("link_up")))
-    assert fabric_lab.run_in("l2", ["ip", "-4", "route", "show", h1]).count("nexthop") == 2
+    # link_up is logged when the intent changes; l2's route is rewritten after it (the second
+    # failover record), so wait for the route rather than read it at once.
+    controller.wait_for(
+        "l2 hashing over both spines again",
+        lambda: fabric_lab.run_in("l2", ["ip", "-4", "route", "show", h1]).count("nexthop") == 2,
+    )
 
 
 def test_controller_stops_cleanly_on_sigterm(controller: ControllerRun) -> None:
