@@ -183,7 +183,9 @@ def ecn_difference(qdiscs: Mapping[str, bool] | None) -> str:
         return "ECN marking unknown: the kernel's qdiscs could not be probed (needs root)"
     markers = [name for name in ECN_QDISCS if qdiscs.get(name)]
     if markers:
-        return f"ECN marking by the kernel's {', '.join(markers)}"
+        # The southbound uses the first by preference (controller/southbound/linux/ecn.py),
+        # under a port's tbf: a port without a rate limit builds no queue to mark.
+        return f"ECN marking by the kernel's {markers[0]}, on rate-limited fabric ports only"
     return "no ECN marking: this kernel offers neither RED nor codel (tools/qdiscs.py)"
 
 

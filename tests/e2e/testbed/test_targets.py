@@ -119,6 +119,9 @@ def test_ecn_is_said_to_be_marked_only_where_the_kernel_has_red_or_codel() -> No
     with_red = "\n".join(differences("linux", {**NO_QDISC, "red": True}))
     assert "ECN marking by the kernel's red" in with_red
     assert "no ECN marking" not in with_red
+    assert "rate-limited fabric ports only" in with_red
+    codel_only = "\n".join(differences("linux", {**NO_QDISC, "codel": True}))
+    assert "ECN marking by the kernel's codel" in codel_only
     unprobed = "\n".join(differences("linux", None))
     assert "ECN marking unknown" in unprobed
 
