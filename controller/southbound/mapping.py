@@ -3,14 +3,14 @@
 The one place that knows how intent concepts become P4 state:
 
 * a member is an action-profile member running ``routing_hashed`` (port, MACs, counter index);
-* a group is an action-profile group (``watch_port`` on every member, so BMv2 drops a member as
-  soon as its port's carrier goes) plus the ``next.hashed`` entry that selects it by next-hop id
-  (a route's ``next_id`` is its group's id). Known hazard: BMv2 1.15 dies (SIGFPE) when a packet
-  hits a group whose every member is down, e.g. a spine's one-member group toward a leaf whose
-  link was cut. The controller's LLDP detection (tens of ms) normally reprograms the fabric before
-  BMv2's 200 ms link poll deactivates the member. Leaving one-member groups unwatched avoids the
-  crash but makes PI refuse the later regrowth to a watched group ("WatchPortEnforcer: error
-  when activating member"), so every member stays watched;
+* a group is an action-profile group plus the ``next.hashed`` entry that selects it by next-hop
+  id (a route's ``next_id`` is its group's id). A group of several members sets ``watch_port``
+  on each, so BMv2 drops a member as soon as its port's carrier goes (data-plane failover). A
+  one-member group refers to the member's unwatched twin (:func:`p4_program.pinned_member_id`)
+  instead: it has nothing to fail over to, and BMv2 1.15 dies (SIGFPE) when a packet reaches a
+  group whose every member is down, e.g. a spine's group toward a leaf whose link was cut. The
+  packet is dropped at the dead port until the controller reroutes. Residual hazard: a group of
+  several members whose every port goes down before the controller reacts (tens of ms);
 * a route is an LPM entry setting that next-hop id;
 * a port is a ``trim_config`` entry and a ``port_ecn`` entry (thresholds, or marking off
   toward hosts); queue depth and rate are not P4 state (:mod:`controller.southbound.queues`);
@@ -66,16 +66,28 @@ def member_record(member: NextHopMember) -> MemberRecord:
     )
 
 
+def pinned_member_record(member: NextHopMember) -> MemberRecord:
+    """The unwatched twin of a member, for one-member groups (see the module docstring)."""
+    record = member_record(member)
+    return MemberRecord(record.profile, p4.pinned_member_id(member.member_index), record.action)
+
+
+def is_pinned(group: NextHopGroup) -> bool:
+    """Whether the group has a single member, which then watches no port."""
+    return len(group.members) == 1
+
+
 def group_records(group: NextHopGroup) -> tuple[GroupRecord, TableEntryRecord]:
     """The action-profile group of a next-hop group, and the entry that selects it."""
-    record = GroupRecord.of(
-        p4.HASHED_SELECTOR,
-        group.group_id,
-        (
+    if is_pinned(group):
+        (only,) = group.members
+        refs = [GroupMemberRef(p4.pinned_member_id(only.member_index), 1, None)]
+    else:
+        refs = [
             GroupMemberRef(p4.member_id(member.member_index), 1, member.watch_port)
             for member in group.members
-        ),
-    )
+        ]
+    record = GroupRecord.of(p4.HASHED_SELECTOR, group.group_id, refs)
     selector = TableEntryRecord(
         p4.NEXT_HASHED, (("next_id", group.group_id),), group_id=group.group_id
     )
@@ -149,6 +161,9 @@ def trim_dscp_record(rules: tuple[DscpRule, ...]) -> TableEntryRecord | None:
 def _records(intent: SwitchIntent) -> Iterator[Record]:
     for member in intent.members:
         yield member_record(member)
+    pinned = {g.members[0] for g in intent.groups if is_pinned(g)}
+    for member in sorted(pinned):
+        yield pinned_member_record(member)
     for group in intent.groups:
         yield from group_records(group)
     for route in (*intent.routes_v4, *intent.routes_v6):

@@ -72,3 +72,20 @@ def member_id(member_index: int) -> int:
     several P4Runtime servers treat as "unset".
     """
     return member_index + 1
+
+
+#: Added to a member id for the unwatched twin of that member (see :func:`pinned_member_id`).
+PINNED_MEMBER_ID_BASE = 1 << 16
+
+
+def pinned_member_id(member_index: int) -> int:
+    """The id of the unwatched twin of an intent member, used by one-member groups.
+
+    A one-member group has nothing to fail over to, so its member watches no port: BMv2's
+    selector (PI 1.15) divides by the number of live members and dies with SIGFPE when a packet
+    reaches a group whose every member is down. The twin is a member of its own, not the watched
+    member with its ``watch_port`` cleared, because PI cannot later re-watch a member in place
+    (its watch-port enforcer re-activates an already active member and fails); a group growing
+    back from one member to several swaps the twin out for the watched members in one modify.
+    """
+    return PINNED_MEMBER_ID_BASE + member_id(member_index)

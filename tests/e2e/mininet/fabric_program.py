@@ -1,18 +1,19 @@
 """A stand-in for the controller, just enough to forward pings: push ``mrc.json`` to every
 switch and write the routes, members and groups of ``controller.intent``.
 
-Entities are mapped to P4 the way ``tests/ptf/base.py`` writes them: one action-profile member
-per next-hop member (``routing_hashed``), one group per next-hop group with ``watch_port`` set
-on every member, the ``hashed`` table pointing a next id at its group, and LPM routes setting
-the next id. Changes are written as intent diffs, in the order ``controller.intent.diff``
-documents as safe. The controller issue replaces all of this.
+Entities are mapped to P4 the way ``controller.southbound.mapping`` maps them: one
+action-profile member per next-hop member (``routing_hashed``), one group per next-hop group
+with ``watch_port`` set on every member of a multi-member group, a one-member group holding the
+member's unwatched twin (``pinned_member_id``), the ``hashed`` table pointing a next id at its
+group, and LPM routes setting the next id. Changes are written as intent diffs, in the order
+``controller.intent.diff`` documents as safe. The controller issue replaces all of this.
 
 Two BMv2/PI behaviours measured here shape how it is used:
 
 * a packet that reaches a group whose members are all deactivated by ``watch_port`` kills
   ``simple_switch_grpc`` (SIGFPE, exit status -8). The intent gives every spine a one-member
-  group per leaf and every leaf a one-member group per host, so after a cut the tests install
-  the intent for the new link state before sending anything that could reach such a group;
+  group per leaf and every leaf a one-member group per host; those watch no port (their
+  unwatched twin member), so a cut drops their packets at the dead port instead;
 * reprogramming groups right after a cut, before BMv2 has polled the link down and PI's
   watch-port enforcer has acted, now and then also ended with the spine on the cut link dead
   (SIGFPE) on a loaded machine; the tests wait for BMv2 to report the port down first
@@ -38,6 +39,7 @@ from controller.intent import (
     compute_intent,
     diff_switch,
 )
+from controller.southbound.p4_program import pinned_member_id
 from tests.e2e.mininet.environment import P4_BUILD
 from tools.p4rt_sync import SyncSwitch
 from topologies import LinkId
@@ -46,10 +48,11 @@ SELECTOR = "MrcIngress.next.hashed_selector"
 MEMBER_COUNTER = "MrcIngress.next.member_packets"
 
 
-def member_entity(member: NextHopMember) -> fy.P4ActionProfileMember:
+def member_entity(member: NextHopMember, *, pinned: bool = False) -> fy.P4ActionProfileMember:
+    """The member of one next hop, or (``pinned``) its unwatched twin for one-member groups."""
     return fy.P4ActionProfileMember(
         SELECTOR,
-        member_id=_member_id(member),
+        member_id=pinned_member_id(member.member_index) if pinned else _member_id(member),
         action=fy.P4TableAction(
             "MrcIngress.next.routing_hashed",
             port=member.egress_port,
@@ -60,13 +63,26 @@ def member_entity(member: NextHopMember) -> fy.P4ActionProfileMember:
     )
 
 
-def group_entity(
-    group: NextHopGroup, unwatched: Collection[NextHopMember] = ()
-) -> fy.P4ActionProfileGroup:
-    """The group with ``watch_port`` on every member except those in ``unwatched``."""
+def member_refs(group: NextHopGroup) -> list[tuple[int, int | None]]:
+    """(member id, watched port) of each member of the group: a one-member group holds the
+    unwatched twin, so a cut never leaves a group with every member down."""
+    if len(group.members) == 1:
+        return [(pinned_member_id(group.members[0].member_index), None)]
+    return [(_member_id(m), m.watch_port) for m in group.members]
+
+
+def pinned_members(intent: SwitchIntent | None) -> dict[int, NextHopMember]:
+    """The members whose unwatched twin some one-member group of ``intent`` holds."""
+    if intent is None:
+        return {}
+    return {g.members[0].member_index: g.members[0] for g in intent.groups if len(g.members) == 1}
+
+
+def group_entity(group: NextHopGroup, unwatched: Collection[int] = ()) -> fy.P4ActionProfileGroup:
+    """The group, with ``watch_port`` on its watched members except the ids in ``unwatched``."""
     members = [
-        fy.P4Member(_member_id(m), weight=1 if m in unwatched else (1, m.watch_port))
-        for m in group.members
+        fy.P4Member(member_id, weight=1 if watch is None or member_id in unwatched else (1, watch))
+        for member_id, watch in member_refs(group)
     ]
     return fy.P4ActionProfileGroup(SELECTOR, group_id=group.group_id, members=members)
 
@@ -79,8 +95,8 @@ def shrink_steps(old: NextHopGroup, new: NextHopGroup) -> list[fy.P4ActionProfil
     Clearing the leaving members' ``watch_port`` in a first modify, then removing them,
     succeeds.
     """
-    kept = {m.member_index for m in new.members}
-    leaving = [m for m in old.members if m.member_index not in kept]
+    kept = {member_id for member_id, _ in member_refs(new)}
+    leaving = [m for m, watch in member_refs(old) if m not in kept and watch is not None]
     if not leaving:
         return [group_entity(new)]
     return [group_entity(old, unwatched=leaving), group_entity(new)]
@@ -153,10 +169,24 @@ class FabricProgrammer:
         return self.connections[switch]
 
     def _apply(self, new: SwitchIntent) -> None:
-        diff = diff_switch(self.installed.get(new.switch), new)
+        held = self.installed.get(new.switch)
+        diff = diff_switch(held, new)
         sw = self._connection(new.switch)
+        held_pins, new_pins = pinned_members(held), pinned_members(new)
         _write(sw.insert, [member_entity(m) for m in diff.members.inserts])
         _write(sw.modify, [member_entity(m) for m in diff.members.modifies])
+        _write(
+            sw.insert,
+            [member_entity(m, pinned=True) for i, m in new_pins.items() if i not in held_pins],
+        )
+        _write(
+            sw.modify,
+            [
+                member_entity(m, pinned=True)
+                for i, m in new_pins.items()
+                if i in held_pins and held_pins[i] != m
+            ],
+        )
         _write(sw.insert, [group_entity(g) for g in diff.groups.inserts])
         _write(sw.insert, [next_entry(g) for g in diff.groups.inserts])
         old_groups = {g.group_id: g for g in (self.installed.get(new.switch) or new).groups}
@@ -169,6 +199,10 @@ class FabricProgrammer:
             _write(sw.delete, [route_entry(r) for r in table.deletes])
         _write(sw.delete, [next_entry(g) for g in diff.groups.deletes])
         _write(sw.delete, [group_entity(g) for g in diff.groups.deletes])
+        _write(
+            sw.delete,
+            [member_entity(m, pinned=True) for i, m in held_pins.items() if i not in new_pins],
+        )
         _write(sw.delete, [member_entity(m) for m in diff.members.deletes])
         self.installed[new.switch] = new
 

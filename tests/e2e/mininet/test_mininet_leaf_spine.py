@@ -291,6 +291,24 @@ def test_a_cut_host_link_is_unreachable_and_forwards_again_once_restored(network
             assert result.lossless, str(result)
 
 
+def test_traffic_into_a_cut_host_link_is_dropped_and_the_switch_lives_on(network, fabric):
+    """Before any controller reacts, a leaf's one-member group toward a cut host still gets
+    packets. It watches no port (BMv2 dies with SIGFPE on a group whose every member is down),
+    so they die at the dead port and the switch keeps forwarding everything else."""
+    _only_on_bmv2(network, "a kernel switch has no watch_port or process to crash")
+    network.cut("h4", "l2")
+    try:
+        _wait_link(network, "h4", "l2", up=False)
+        for family in (4, 6):
+            assert ping(network, "h1", "h4", count=3, family=family).received == 0
+        assert network.switch("l2").process.poll() is None, _switch_exits(network)
+        assert ping(network, "h1", "h3", count=3).lossless, _switch_exits(network)
+    finally:
+        network.restore("h4", "l2")
+        _wait_link(network, "h4", "l2", up=True)
+    _assert_all_reach_all(network, wait=LINK_STATE_TIMEOUT_S)
+
+
 def test_a_kernel_switch_refuses_a_restart_and_keeps_forwarding(network, fabric):
     if network.target != "linux":
         pytest.skip(f"kernel switches only (target {network.target})")

@@ -47,13 +47,55 @@ def _of_table(records, table):
 
 def test_every_used_port_gets_one_member_whose_id_is_its_index_plus_one(l1_records):
     members = sorted(
-        (r for r in l1_records.values() if isinstance(r, MemberRecord)),
+        (
+            r
+            for r in l1_records.values()
+            if isinstance(r, MemberRecord) and r.member_id < p4.PINNED_MEMBER_ID_BASE
+        ),
         key=lambda r: r.member_id,
     )
     assert [m.member_id for m in members] == [1, 2, 3, 4, 5, 6]
     ports = [dict(m.action.params)["port"] for m in members]
     assert ports == [1, 2, 3, 4, 5, 6]
     assert [dict(m.action.params)["member_index"] for m in members] == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_one_member_group_holds_the_unwatched_twin_of_its_member(l1_records):
+    """BMv2 dies (SIGFPE) when a packet reaches a group whose every member is down; a group
+    with a single member has nothing to fail over to, so it never watches a port. It holds a
+    twin of the member (same action, counter cell and port, its own id), so that growing back
+    to a watched group never re-watches a member in place, which PI refuses."""
+    members = {r.member_id: r for r in l1_records.values() if isinstance(r, MemberRecord)}
+    groups = {r.group_id: r for r in l1_records.values() if isinstance(r, GroupRecord)}
+    host_groups = [g for g in groups.values() if len(g.members) == 1]
+    assert len(host_groups) == 2, "one single-member group per local host"
+    for group in host_groups:
+        (ref,) = group.members
+        assert ref.watch_port is None
+        assert ref.member_id > p4.PINNED_MEMBER_ID_BASE
+        twin = members[ref.member_id]
+        watched = members[ref.member_id - p4.PINNED_MEMBER_ID_BASE]
+        assert twin.action == watched.action
+
+
+def test_a_group_cut_down_to_one_member_swaps_to_the_twin_and_back(leaf_spine):
+    """l1 with three of its four uplinks down: the far leaf's group is pinned to the one
+    left; once they return it is watched again, over the ordinary member ids."""
+    uplinks = [
+        link
+        for link in leaf_spine.links
+        if {link.a.node, link.b.node} in ({"l1", "s2"}, {"l1", "s3"}, {"l1", "s4"})
+    ]
+    down = {link.id for link in uplinks}
+    assert len(down) == 3
+    cut = desired_records(compute_intent(leaf_spine, down).switch("l1"))
+    far = next(r for r in cut.values() if isinstance(r, GroupRecord) and r.group_id == 3)
+    assert [(m.member_id, m.watch_port) for m in far.members] == [
+        (p4.PINNED_MEMBER_ID_BASE + 3, None)
+    ]
+    healed = desired_records(compute_intent(leaf_spine).switch("l1"))
+    far = next(r for r in healed.values() if isinstance(r, GroupRecord) and r.group_id == 3)
+    assert [m.member_id for m in far.members] == [3, 4, 5, 6]
 
 
 def test_a_member_rewrites_to_the_switch_port_mac_and_the_neighbours_mac(leaf_spine, l1_records):
