@@ -10,7 +10,7 @@ must run without root plug in an in-memory link instead, and so exercise the who
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, cast
 
 from agent.core import IncomingDatagram, OutgoingDatagram
@@ -38,6 +38,12 @@ class DatagramIO(Protocol):
         """Send one datagram; False when it must wait until ``send_waiters`` are writable."""
         ...
 
+    def send_many(self, datagrams: Sequence[OutgoingDatagram], start: int = 0) -> int:
+        """Send ``datagrams[start:]`` in order, as ``send`` would one by one; returns the index
+        of the first one refused for now (``len(datagrams)``: none was). ``send_each`` is the
+        plain implementation; a transport that can batch system calls does better."""
+        ...
+
     def send_waiters(self) -> list[int]:
         """File descriptors that become writable when a refused send may be retried."""
         ...
@@ -49,6 +55,16 @@ class DatagramIO(Protocol):
     def close(self) -> None:
         """Release every socket."""
         ...
+
+
+def send_each(
+    send: Callable[[OutgoingDatagram], bool], datagrams: Sequence[OutgoingDatagram], start: int
+) -> int:
+    """``DatagramIO.send_many`` by one ``send`` per datagram."""
+    for index in range(start, len(datagrams)):
+        if not send(datagrams[index]):
+            return index
+    return len(datagrams)
 
 
 class SocketDatagramIO:
@@ -86,6 +102,10 @@ class SocketDatagramIO:
     def send(self, datagram: OutgoingDatagram) -> bool:
         """See ``RawSender.send``."""
         return self.sender.send(datagram)
+
+    def send_many(self, datagrams: Sequence[OutgoingDatagram], start: int = 0) -> int:
+        """See ``RawSender.send_many`` (``sendmmsg`` batches where available)."""
+        return self.sender.send_many(datagrams, start)
 
     def send_waiters(self) -> list[int]:
         """The raw sockets."""

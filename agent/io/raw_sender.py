@@ -12,18 +12,23 @@ label (the EV's low 16 bits) per packet without registering every label with the
 The UDP checksum is 0 over IPv4 (allowed there; RoCEv2 does the same, the ICRC protects the
 packet) and computed over IPv6, where a zero checksum is not allowed.
 
-Sends never block: a full socket buffer makes ``send`` return False, and the caller keeps the
-datagram until the socket is writable again, so backpressure never turns into packet loss.
+Sends never block: a full socket buffer makes ``send`` return False (``send_many`` returns
+where it stopped), and the caller keeps the datagram until the socket is writable again, so
+backpressure never turns into packet loss. ``send_many`` sends a whole batch per system call
+with ``sendmmsg`` where the C library has it (``agent.io.mmsg``).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import struct
+from collections.abc import Sequence
 
 from agent.core.datagram import OutgoingDatagram
+from agent.io import mmsg
 from agent.io.linux import IPV6_HDRINCL, SO_SNDBUFFORCE
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,23 @@ DEFAULT_TTL = 64
 #: Send buffer asked for: a window's burst (hundreds of packets) fits without EAGAIN.
 SEND_BUFFER_BYTES = 8 << 20
 _WOULD_BLOCK = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS})
+#: Largest IP packet a batch slot holds: a 9000-byte jumbo payload with every MRC, UDP and IPv6
+#: header, rounded up. A larger datagram goes out alone through ``send`` (and fails there with
+#: EMSGSIZE on any real link).
+BATCH_SLOT_BYTES = 9216 + 64
+_IOVEC_SIZE = mmsg.IOVEC_SIZE
+_IOV_LEN_OFFSET = mmsg.IOV_LEN_OFFSET
+_IOV_LEN = mmsg.IOV_LEN
+_SOCKADDR_IN = struct.Struct("=H2s4s8x")
+_SOCKADDR_IN6 = struct.Struct("=H2s4s16sI")
+
+
+def sockaddr(address: bytes) -> bytes:
+    """The packed ``struct sockaddr_in`` / ``sockaddr_in6`` (port 0) of a packed address, as
+    ``sendmmsg`` wants each destination."""
+    if len(address) == 4:
+        return _SOCKADDR_IN.pack(socket.AF_INET, b"\0\0", address)
+    return _SOCKADDR_IN6.pack(socket.AF_INET6, b"\0\0", b"\0" * 4, address, 0)
 
 
 def ipv4_udp_header(datagram: OutgoingDatagram, ttl: int = DEFAULT_TTL) -> bytes:
@@ -113,12 +135,23 @@ class RawSender:
     Counters say what could not be sent and why (``send_errors`` by errno name).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, batch: bool | None = None) -> None:
         self._v4: socket.socket | None = None
         self._v6: socket.socket | None = None
         self._addresses: dict[bytes, str] = {}
+        self._sockaddrs: dict[bytes, bytes] = {}
         self.sent = 0
         self.send_errors: dict[str, int] = {}
+        #: ``send_many``'s sendmmsg batch (None: one ``sendmsg`` per datagram). ``batch``:
+        #: None uses it wherever ``mmsg.available()``.
+        self._batch: mmsg.SendBatch | None = None
+        if batch if batch is not None else mmsg.available():
+            self._batch = mmsg.SendBatch(slot_size=BATCH_SLOT_BYTES)
+
+    @property
+    def batched(self) -> bool:
+        """Whether ``send_many`` uses ``sendmmsg``."""
+        return self._batch is not None
 
     def open(self, ipv4: bool, ipv6: bool) -> None:
         """Open the sockets for the families in use now, so a missing privilege shows at start."""
@@ -171,6 +204,90 @@ class RawSender:
         self.sent += 1
         return True
 
+    def send_many(self, datagrams: Sequence[OutgoingDatagram], start: int = 0) -> int:
+        """Send ``datagrams[start:]`` in order; returns the index of the first one the socket
+        buffer could not take (``len(datagrams)`` when it took all), to be offered again once
+        the socket is writable. As in ``send``, any other failure drops and counts the
+        datagram it concerns, and the rest still go.
+
+        With ``sendmmsg`` (see ``agent.io.mmsg``): up to 64 datagrams per system call, each
+        header packed and payload copied straight into its slot of a preallocated buffer.
+        """
+        batch = self._batch
+        if batch is None:
+            send = self.send
+            for index in range(start, len(datagrams)):
+                if not send(datagrams[index]):
+                    return index
+            return len(datagrams)
+        total = len(datagrams)
+        index = start
+        slots = batch.slots
+        slot_size = batch.slot_size
+        buffer = batch.buffer
+        iov_view = batch.iov_view
+        slot_names = batch.slot_names
+        set_name = batch.set_name
+        pack_v4 = _IPV4_UDP.pack_into
+        pack_length = _IOV_LEN.pack_into
+        sockaddrs = self._sockaddrs
+        while index < total:
+            first = datagrams[index]
+            v4 = len(first.ip.dst) == 4
+            sock = self._v4 if v4 else self._v6
+            if sock is None or len(first.payload) + _IPV6_UDP.size > slot_size:
+                if not self.send(first):  # counted there, or too long for a slot
+                    return index
+                index += 1
+                continue
+            count = 0
+            while index + count < total and count < slots:
+                datagram = datagrams[index + count]
+                ip = datagram.ip
+                dst = ip.dst
+                payload = datagram.payload
+                size = len(payload)
+                if (len(dst) == 4) is not v4 or size + _IPV6_UDP.size > slot_size:
+                    break
+                offset = count * slot_size
+                if v4:
+                    udp_length = _UDP_HEADER_LEN + size
+                    pack_v4(
+                        buffer, offset, 0x45, (datagram.dscp << 2) | datagram.ecn,
+                        _IPV4_HEADER_LEN + udp_length, ip.ip_id, ip.flags_fragment, DEFAULT_TTL,
+                        _IP_PROTO_UDP, 0, ip.src, dst, datagram.src_port, datagram.dst_port,
+                        udp_length, 0,
+                    )  # fmt: skip
+                    header_length = _IPV4_HEADER_LEN + _UDP_HEADER_LEN
+                else:
+                    header = ipv6_udp_header(datagram)
+                    header_length = len(header)
+                    buffer[offset : offset + header_length] = header
+                start_of_payload = offset + header_length
+                buffer[start_of_payload : start_of_payload + size] = payload
+                pack_length(iov_view, count * _IOVEC_SIZE + _IOV_LEN_OFFSET, header_length + size)
+                name = sockaddrs.get(dst)
+                if name is None:
+                    name = sockaddrs[dst] = sockaddr(dst)
+                if slot_names[count] is not name:
+                    set_name(count, name)
+                count += 1
+            fd = sock.fileno()
+            done = 0
+            while done < count:
+                sent, error = batch.flush(fd, count, done)
+                self.sent += sent
+                done += sent
+                if error:
+                    if error in _WOULD_BLOCK:
+                        return index + done
+                    failed = datagrams[index + done]
+                    exc = OSError(error, os.strerror(error))
+                    self._count(errno.errorcode.get(error, str(exc)), exc, failed)
+                    done += 1
+            index += count
+        return total
+
     def _count(
         self, error: str, exc: OSError | None = None, datagram: OutgoingDatagram | None = None
     ) -> None:
@@ -185,7 +302,7 @@ class RawSender:
             log.warning(
                 "cannot send a %d-byte UDP datagram to %s: %s%s",
                 size,
-                self._addresses.get(datagram.ip.dst, "?"),
+                _format_address(datagram.ip.dst),
                 detail,
                 hint,
             )
@@ -196,6 +313,13 @@ class RawSender:
             if sock is not None:
                 sock.close()
         self._v4 = self._v6 = None
+
+
+def _format_address(address: bytes) -> str:
+    try:
+        return socket.inet_ntop(socket.AF_INET6 if len(address) == 16 else socket.AF_INET, address)
+    except ValueError:
+        return "?"
 
 
 def _raw_socket(family: socket.AddressFamily) -> socket.socket:

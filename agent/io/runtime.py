@@ -10,9 +10,11 @@ One thread, one ``Reactor`` (epoll). Each turn:
 5. send everything the core has to send; what the raw socket cannot take now waits in a
    backlog, in order, and nothing more is pulled from the core until it drains.
 
-The per-packet path is: ``recvmsg_into`` -> ``IncomingDatagram`` -> core, and core ->
-``OutgoingDatagram`` -> one ``sendmsg`` of header + payload. No scapy, no asyncio, no copies
-beyond the one ``bytes`` per received datagram.
+The per-packet path is: ``recvmmsg`` batch -> ``IncomingDatagram`` -> core, and core ->
+``OutgoingDatagram`` -> its slot of a ``sendmmsg`` batch (``agent.io.mmsg``; one
+``recvmsg_into`` / ``sendmsg`` per datagram where the C library lacks them). No scapy, no
+asyncio; each datagram's bytes are copied once into a ``bytes`` when received and once into
+the send batch.
 """
 
 from __future__ import annotations
@@ -152,21 +154,23 @@ class AgentRuntime:
         backlog = self._backlog
         if backlog and not self._drain_backlog():
             return
-        send = self.io.send
         datagrams = self.pool.datagrams_to_send(now)
-        for index, datagram in enumerate(datagrams):
-            if not send(datagram):
-                backlog.extend(datagrams[index:])
-                self._watch_writable(True)
-                return
+        if not datagrams:
+            return
+        index = self.io.send_many(datagrams, 0)
+        if index < len(datagrams):
+            backlog.extend(datagrams[index:])
+            self._watch_writable(True)
 
     def _drain_backlog(self) -> bool:
         backlog = self._backlog
-        send = self.io.send
-        while backlog:
-            if not send(backlog[0]):
+        if backlog:
+            waiting = list(backlog)
+            index = self.io.send_many(waiting, 0)
+            backlog.clear()
+            if index < len(waiting):
+                backlog.extend(waiting[index:])
                 return False
-            backlog.popleft()
         self._watch_writable(False)
         return True
 

@@ -21,6 +21,7 @@ import socket
 from collections.abc import Callable
 
 from agent.core.datagram import IncomingDatagram, IpContext
+from agent.io import mmsg
 from agent.io.errors import PortInUseError
 from agent.io.linux import (
     IN6_PKTINFO_ADDR_OFFSET,
@@ -49,6 +50,15 @@ _IPPROTO_IP = socket.IPPROTO_IP
 _MSG_TRUNC = int(socket.MSG_TRUNC)
 _IPPROTO_IPV6 = socket.IPPROTO_IPV6
 _PKTINFO_ADDR_END = IN_PKTINFO_ADDR_OFFSET + 4
+#: Bytes of ``sockaddr_in`` / ``sockaddr_in6`` that name the source: port and address (for
+#: IPv6 the flow information and scope are left out, the flow label comes from its own control
+#: message).
+_V4_NAME = (2, 8)
+_V6_NAME = (2, 24)
+#: Distinct (source, control messages) pairs remembered by the batched receive loop before the
+#: table is cleared: a connection's 256 EVs need 256, the bound keeps a sender that varies
+#: them at will from growing it without limit.
+MAX_HEADER_CACHE = 4096
 
 
 def parse_ancillary_v4(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, bytes | None]:
@@ -86,13 +96,23 @@ def parse_ancillary_v6(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, byte
 class UdpReceiver:
     """The agent's UDP 4791 socket(s): bound at construction, drained in batches."""
 
-    def __init__(self, ipv4: bool, ipv6: bool, port: int = ROCEV2_UDP_PORT) -> None:
+    def __init__(
+        self, ipv4: bool, ipv6: bool, port: int = ROCEV2_UDP_PORT, batch: bool | None = None
+    ) -> None:
         self.port = port
         self.sockets: list[socket.socket] = []
         self._buffer = bytearray(MAX_DATAGRAM)
         self._view = memoryview(self._buffer)
         self._contexts: dict[tuple[str, bytes], IpContext] = {}
         self._packed: dict[str, bytes] = {}
+        #: The ``recvmmsg`` batch (None: one ``recvmsg_into`` per datagram); ``batch`` None
+        #: uses it wherever ``mmsg.available()``.
+        self._batch: mmsg.ReceiveBatch | None = None
+        if batch if batch is not None else mmsg.available():
+            self._batch = mmsg.ReceiveBatch(slot_size=MAX_DATAGRAM, control_size=_CMSG_SPACE)
+        #: Raw source address and control bytes -> (IP context, source port, DSCP, ECN, flow
+        #: label), or the reason such a datagram is dropped: what the batched loop parsed once.
+        self._headers: dict[bytes, tuple[IpContext, int, int, int, int] | str] = {}
         #: Datagrams dropped before the core saw them, by reason (too long, no destination).
         self.drops: dict[str, int] = {}
         self.received = 0
@@ -105,10 +125,17 @@ class UdpReceiver:
             self.close()
             raise
 
+    @property
+    def batched(self) -> bool:
+        """Whether ``drain`` reads with ``recvmmsg``."""
+        return self._batch is not None
+
     def drain(
         self, sock: socket.socket, handle: Callable[[IncomingDatagram], None], limit: int
     ) -> int:
         """Hand up to ``limit`` waiting datagrams of ``sock`` to ``handle``; returns how many."""
+        if self._batch is not None:
+            return self._drain_batched(self._batch, sock, handle, limit)
         v4 = sock.family == socket.AF_INET
         view = self._view
         contexts = self._contexts
@@ -156,6 +183,98 @@ class UdpReceiver:
                 )
             )
         return count
+
+    def _drain_batched(
+        self,
+        batch: mmsg.ReceiveBatch,
+        sock: socket.socket,
+        handle: Callable[[IncomingDatagram], None],
+        limit: int,
+    ) -> int:
+        """``drain`` with one ``recvmmsg`` per batch of up to 64 datagrams.
+
+        A datagram's source address and control messages are the same bytes for every packet
+        of one flow on one EV (DSCP and ECN included), so they are parsed once and looked up
+        by their raw bytes afterwards.
+        """
+        v4 = sock.family == socket.AF_INET
+        name_low, name_high = _V4_NAME if v4 else _V6_NAME
+        fd = sock.fileno()
+        port = self.port
+        headers = self._headers
+        data = batch.data
+        names = batch.names
+        control = batch.control
+        results = batch.headers
+        unpack_result = mmsg.RESULT.unpack_from
+        result_offset = mmsg.RESULT_OFFSET
+        slot_size = batch.slot_size
+        control_size = batch.control_size
+        name_space = mmsg.NAME_SPACE
+        message_size = mmsg.MMSGHDR_SIZE
+        count = 0
+        while count < limit:
+            try:
+                received = batch.receive(fd, limit - count)
+            except OSError as exc:
+                self._drop(errno.errorcode.get(exc.errno or 0, str(exc)))
+                break
+            for slot in range(received):
+                control_length, flags, size = unpack_result(
+                    results, slot * message_size + result_offset
+                )
+                if flags & _MSG_TRUNC:
+                    self._drop("longer than MAX_DATAGRAM")
+                    continue
+                name_start = slot * name_space
+                control_start = slot * control_size
+                key = bytes(names[name_start + name_low : name_start + name_high]) + bytes(
+                    control[control_start : control_start + control_length]
+                )
+                header = headers.get(key)
+                if header is None:
+                    header = self._parse_header(
+                        names[name_start : name_start + name_space],
+                        control[control_start : control_start + control_length],
+                        v4,
+                    )
+                    if len(headers) >= MAX_HEADER_CACHE:
+                        headers.clear()
+                    headers[key] = header
+                if isinstance(header, str):
+                    self._drop(header)
+                    continue
+                context, src_port, dscp, ecn, flow_label = header
+                start = slot * slot_size
+                self.received += 1
+                handle(
+                    IncomingDatagram(
+                        bytes(data[start : start + size]), context, src_port, dscp, ecn,
+                        flow_label, port,
+                    )
+                )  # fmt: skip
+            count += received
+            if received < batch.slots:
+                break  # the socket is empty (or the limit reached)
+        return count
+
+    def _parse_header(
+        self, name: memoryview, control: memoryview, v4: bool
+    ) -> tuple[IpContext, int, int, int, int] | str:
+        """(IP context, source port, DSCP, ECN, flow label) from a raw source address and
+        control messages, or why the datagram is dropped."""
+        ancillary = mmsg.split_control(control)
+        if v4:
+            tos, destination = parse_ancillary_v4(ancillary)
+            flow_label = 0
+            source = bytes(name[4:8])
+        else:
+            tos, destination, flow_label = parse_ancillary_v6(ancillary)
+            source = bytes(name[8:24])
+        if destination is None:
+            return "no destination address"
+        src_port = int.from_bytes(name[2:4], "big")
+        return IpContext(src=source, dst=destination), src_port, tos >> 2, tos & 3, flow_label
 
     def _pack(self, address: str, v4: bool) -> bytes:
         packed = self._packed.get(address)

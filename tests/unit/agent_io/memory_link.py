@@ -14,9 +14,10 @@ import random
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from agent.core import IncomingDatagram, OutgoingDatagram
+from agent.io.datagram_io import send_each
 from agent.io.reactor import HasFileno
 from agent.io.runtime import AgentRuntime
 
@@ -75,6 +76,9 @@ class MemoryDatagramIO:
         if was_empty:
             peer._wake_writer.send(b"x")
         return True
+
+    def send_many(self, datagrams: Sequence[OutgoingDatagram], start: int = 0) -> int:
+        return send_each(self.send, datagrams, start)
 
     def send_waiters(self) -> list[int]:
         return []
