@@ -44,11 +44,14 @@ from agent.core.packets import (
 )
 from agent.core.receiver import Receiver
 from agent.core.rtt import RttEstimator
-from agent.core.sender import Sender
+from agent.core.sender import Sender, SentPacket
 from agent.core.stats import ConnectionCounters, ConnectionStats
 from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, IMM_OPCODES, EpType
 
 _IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
+#: Most data packets cut per ``datagrams_to_send`` call: a whole PSN window, so the
+#: congestion window (and EVs) are what limits a burst, as before it was cut in one loop.
+_BURST = 1 << 16
 
 
 class ConnectionClosed(Exception):
@@ -275,19 +278,9 @@ class Connection:
         retx_dscp = self._dscp.trimmable_retx
         encoders = self._data_encoders
         paths = self._paths
-        next_transmission = sender.next_transmission
         rqmsn = sender.rqmsn  # cannot change before the next SACK or ACK is processed
         append = out.append
-        while True:
-            if paced:
-                wake = cc.next_send_time(now)
-                if wake > now:
-                    if sender.wants_to_send:
-                        self._pacing_wake = wake
-                    break
-            rec = next_transmission(now)
-            if rec is None:
-                break
+        for rec in self._transmissions(now) if paced else sender.next_transmissions(now, _BURST):
             entry = rec.entry
             assert entry is not None  # next_transmission always assigns one
             message = rec.message
@@ -310,6 +303,23 @@ class Connection:
                     retx_dscp if retransmit else trimmable, ECN_ECT0,
                 )
             )  # fmt: skip
+
+    def _transmissions(self, now: float) -> list[SentPacket]:
+        """What a paced controller lets go now, one packet at a time (each send moves the
+        controller's next send time)."""
+        sender = self.sender
+        cc = sender.cc
+        out: list[SentPacket] = []
+        while True:
+            wake = cc.next_send_time(now)
+            if wake > now:
+                if sender.wants_to_send:
+                    self._pacing_wake = wake
+                return out
+            rec = sender.next_transmission(now)
+            if rec is None:
+                return out
+            out.append(rec)
 
     def _datagram(
         self, packet: Packet, plane: int, ev: int, dscp: int, ecn: int

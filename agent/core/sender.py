@@ -112,21 +112,32 @@ class SentPacket:
     )
 
     def __init__(
-        self, psn: int, message: OutboundMessage, offset: int, length: int, opcode: int
+        self,
+        psn: int,
+        message: OutboundMessage,
+        offset: int,
+        length: int,
+        opcode: int,
+        entry: EvEntry | None = None,
+        sent_time: float = 0.0,
+        ts16: int = 0,
+        order: int = 0,
     ) -> None:
+        # A record made with an ``entry`` is one being sent for the first time (the data
+        # path fills in its first transmission here rather than field by field afterwards).
         self.psn = psn
         self.message = message
         self.offset = offset
         self.length = length
         self.opcode = opcode
-        self.entry: EvEntry | None = None
-        self.sent_time = 0.0
-        self.ts16 = 0
-        self.order = 0
-        self.transmissions = 0
+        self.entry = entry
+        self.sent_time = sent_time
+        self.ts16 = ts16
+        self.order = order
+        self.transmissions = 0 if entry is None else 1
         #: (ts16, sent_time) of each copy before the latest, None until a retransmission.
         self.earlier_copies: list[tuple[int, float]] | None = None
-        self.in_flight = False
+        self.in_flight = entry is not None
         self.acked = False
         self.lost_cause = RetransmitCause.TIMEOUT
 
@@ -298,53 +309,96 @@ class Sender:
             self._counters.retransmits[rec.lost_cause] += 1
             self._transmit(rec, entry, now)
             return rec
+        if not self._pending:
+            return None
+        batch = self._first_transmissions(now, 1, window)
+        return batch[0] if batch else None
+
+    def next_transmissions(self, now: float, limit: int) -> list[SentPacket]:
+        """Up to ``limit`` data packets to send now, in order, each as ``next_transmission``
+        would have returned it (retransmissions first); fewer when the window, the PSN window
+        or the EVs hold the rest back.
+
+        A burst of first transmissions is cut in one loop over local state: this is what the
+        sender does for nearly every packet, and one call per packet cost a tenth of its time.
+        """
+        out: list[SentPacket] = []
+        while self._retx and len(out) < limit:
+            rec = self.next_transmission(now)
+            if rec is None:
+                return out
+            out.append(rec)
+        if self._pending and len(out) < limit:
+            out.extend(self._first_transmissions(now, limit - len(out), self.cc.window))
+        return out
+
+    def _first_transmissions(self, now: float, limit: int, window: int) -> list[SentPacket]:
+        """Up to ``limit`` new packets cut from the pending messages, accounted as sent (the
+        first-transmission half of ``_transmit``, inlined)."""
+        out: list[SentPacket] = []
         pending = self._pending
-        if not pending:
-            return None
+        ev_set = self._ev_set
+        next_for_data = ev_set.next_for_data
+        records = self._records
+        in_flight = self._in_flight
+        max_psn_window = self._config.max_psn_window
+        mss = self._mss
+        paced = self._paced
+        cc = self.cc
+        ts16 = int(now * _US) & 0xFFFF
         psn = self._next_psn
-        if (psn - self._una) & PSN_MASK >= self._config.max_psn_window:
-            return None
-        message = pending[0]
-        offset = message.next_offset
-        length = min(self._mss, message.length - offset)
-        if self.bytes_in_flight and self.bytes_in_flight + length > window:
-            return None
-        entry = self._ev_set.next_for_data()
-        if entry is None:
-            return None
-        last = offset + length >= message.length
-        opcode = _opcode(offset == 0, last, message.immediate is not None)
-        self._next_psn = (psn + 1) & PSN_MASK
-        rec = SentPacket(psn, message, offset, length, opcode)
-        self._records[psn] = rec
-        if not self._outstanding:
-            self._una = psn
-        self._outstanding |= 1 << ((psn - self._una) & PSN_MASK)
-        message.unacked += 1
-        message.next_offset = offset + length
-        if last:
-            message.segmented = True
-            message.last_psn = psn
-            pending.popleft()
-        # _transmit inlined for a first transmission: the one per-packet path that matters.
-        if not self._in_flight:
-            self._last_progress = now
-        rec.entry = entry
-        rec.sent_time = now
-        rec.ts16 = int(now * _US) & 0xFFFF
-        self._order += 1
-        rec.order = self._order
-        rec.transmissions = 1
-        rec.in_flight = True
-        self._in_flight[psn] = rec
-        self.bytes_in_flight += length
-        self._last_send = now
-        counters = self._counters
-        counters.data_packets_sent += 1
-        counters.data_bytes_sent += length
-        if self._paced:
-            self.cc.on_sent(now, length)
-        return rec
+        una = self._una
+        outstanding = self._outstanding
+        order = self._order
+        bytes_in_flight = self.bytes_in_flight
+        sent_bytes = 0
+        was_idle = not in_flight
+        while pending and len(out) < limit:
+            if (psn - una) & PSN_MASK >= max_psn_window:
+                break
+            message = pending[0]
+            offset = message.next_offset
+            length = min(mss, message.length - offset)
+            if bytes_in_flight and bytes_in_flight + length > window:
+                break
+            entry = next_for_data()
+            if entry is None:
+                break
+            end = offset + length
+            last = end >= message.length
+            opcode = _opcode(offset == 0, last, message.immediate is not None)
+            order += 1
+            rec = SentPacket(psn, message, offset, length, opcode, entry, now, ts16, order)
+            records[psn] = rec
+            if not outstanding:
+                una = psn
+            outstanding |= 1 << ((psn - una) & PSN_MASK)
+            in_flight[psn] = rec
+            message.unacked += 1
+            message.next_offset = end
+            if last:
+                message.segmented = True
+                message.last_psn = psn
+                pending.popleft()
+            psn = (psn + 1) & PSN_MASK
+            bytes_in_flight += length
+            sent_bytes += length
+            out.append(rec)
+            if paced:
+                cc.on_sent(now, length)
+        if out:
+            if was_idle:
+                self._last_progress = now
+            self._next_psn = psn
+            self._una = una
+            self._outstanding = outstanding
+            self._order = order
+            self.bytes_in_flight = bytes_in_flight
+            self._last_send = now
+            counters = self._counters
+            counters.data_packets_sent += len(out)
+            counters.data_bytes_sent += sent_bytes
+        return out
 
     def next_data_packet(self, now: float) -> tuple[DataPacket, EvEntry] | None:
         """``next_transmission`` as a ``DataPacket`` and its EV (for callers that want the
