@@ -9,6 +9,7 @@ shown with its traceback and exit 1.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import re
 import sys
@@ -140,8 +141,25 @@ def configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
 
 
+#: Allocations of container objects between two collections of the youngest generation.
+#: The data path allocates a few per packet (a sent-packet record, a datagram, tuples), none
+#: of them in reference cycles: at 100,000 packets/s Python's default (700) ran about 500
+#: young collections a second, measured at ~4 % of the sender's time in process.
+GC_YOUNG_THRESHOLD = 50_000
+
+
+def tune_garbage_collector() -> None:
+    """Fewer cyclic-GC passes for a packet-processing process: objects that exist at start
+    (modules, configuration) are frozen out of every collection, and young collections run
+    every ``GC_YOUNG_THRESHOLD`` allocations. Reference counting still frees everything the
+    data path drops at once; cycles are still collected, less often."""
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 100)
+
+
 def run_command(prog: str, command: Callable[[], int]) -> int:
     """Run ``command`` and turn its failure into a message and an exit code."""
+    tune_garbage_collector()
     try:
         with terminate_on_signals():
             return command()

@@ -182,6 +182,12 @@ class EvSet:
         if entry.outstanding == 0:
             self._offer(entry)
 
+    def offer(self, entry: EvEntry) -> None:
+        """``entry`` has no data packet outstanding any more: make it available to data if
+        it may carry data (``release`` does this when the count reaches zero; the sender's
+        acknowledgement loop counts down itself and calls this)."""
+        self._offer(entry)
+
     def _offer(self, entry: EvEntry) -> None:
         """Put ``entry`` on the free list if it can carry data."""
         if (

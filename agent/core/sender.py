@@ -50,6 +50,7 @@ _IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
 _MAX_MESSAGE = 0xFFFFFFFF  # RETH dma_length is 32 bits
 _MAX_VA = (1 << 64) - 1
 _US = 1_000_000
+_WRITE_MIDDLE = int(Opcode.WRITE_MIDDLE)
 
 
 class SendQueueFull(Exception):
@@ -353,7 +354,8 @@ class Sender:
         bytes_in_flight = self.bytes_in_flight
         sent_bytes = 0
         was_idle = not in_flight
-        while pending and len(out) < limit:
+        count = 0
+        while pending and count < limit:
             if (psn - una) & PSN_MASK >= max_psn_window:
                 break
             message = pending[0]
@@ -366,7 +368,10 @@ class Sender:
                 break
             end = offset + length
             last = end >= message.length
-            opcode = _opcode(offset == 0, last, message.immediate is not None)
+            if offset and not last:
+                opcode = _WRITE_MIDDLE  # most packets of a message
+            else:
+                opcode = _opcode(offset == 0, last, message.immediate is not None)
             order += 1
             rec = SentPacket(psn, message, offset, length, opcode, entry, now, ts16, order)
             records[psn] = rec
@@ -384,6 +389,7 @@ class Sender:
             bytes_in_flight += length
             sent_bytes += length
             out.append(rec)
+            count += 1
             if paced:
                 cc.on_sent(now, length)
         if out:
@@ -396,7 +402,7 @@ class Sender:
             self.bytes_in_flight = bytes_in_flight
             self._last_send = now
             counters = self._counters
-            counters.data_packets_sent += len(out)
+            counters.data_packets_sent += count
             counters.data_bytes_sent += sent_bytes
         return out
 
@@ -610,7 +616,7 @@ class Sender:
         coalesced SACK acknowledges up to 64 packets and this runs for every packet sent."""
         records = self._records
         in_flight = self._in_flight
-        release = self._ev_set.release
+        offer = self._ev_set.offer
         acked_bytes = 0
         in_flight_bytes = 0
         count = 0
@@ -629,8 +635,10 @@ class Sender:
                 del in_flight[rec.psn]
                 in_flight_bytes += length
                 entry = rec.entry
-                if entry is not None:
-                    release(entry)
+                if entry is not None:  # EvSet.release inlined
+                    entry.outstanding -= 1
+                    if not entry.outstanding:
+                        offer(entry)
             count += 1
             acked_bytes += length
             message = rec.message
