@@ -5,6 +5,7 @@ its registered memory and many connections, demultiplexed by destination QP. The
 time and I/O and drives it with four calls::
 
     endpoint.receive_datagram(datagram, now)   # each datagram received on UDP 4791
+                                               # (or receive_datagrams(batch, now))
     endpoint.handle_timer(now)                 # when now >= endpoint.next_timer()
     endpoint.datagrams_to_send(now)            # after either of the above: send them all
     endpoint.next_event()                      # until None: completions, failures
@@ -173,32 +174,44 @@ class Endpoint:
 
     def receive_datagram(self, datagram: IncomingDatagram, now: float) -> None:
         """Process one received datagram. Never raises on bad input: drops and counts it."""
-        self.stats.datagrams_received += 1
-        if datagram.dst_port != ROCEV2_UDP_PORT:
-            self._drop(DropReason.WRONG_PORT)
-            return
-        plane = self._plane_of.get(datagram.ip.dst)
-        if plane is None:
-            self._drop(DropReason.UNKNOWN_DESTINATION)
-            return
-        try:
-            packet = decode(
-                datagram.payload,
-                datagram.ip,
-                datagram.src_port,
-                datagram.dst_port,
-                trimmed=datagram.dscp in self._trimmed_dscps,
-            )
-        except DecodeError as error:
-            self._drop(error.reason)
-            return
-        connection = self._connections.get(packet.dest_qp)
-        if connection is None:
-            self._drop(DropReason.UNKNOWN_QP)
-            return
-        reason = connection.receive(packet, datagram, plane, now)
-        if reason is not None:
-            self._drop(reason)
+        self.receive_datagrams((datagram,), now)
+
+    def receive_datagrams(self, datagrams: Sequence[IncomingDatagram], now: float) -> None:
+        """Process datagrams received by ``now``, in order, as ``receive_datagram`` does each
+        (the runtime hands over what one system call read: one call per batch, not per
+        datagram, on the per-packet path)."""
+        stats = self.stats
+        drops = stats.drops
+        plane_of = self._plane_of
+        trimmed_dscps = self._trimmed_dscps
+        connections = self._connections
+        stats.datagrams_received += len(datagrams)
+        for datagram in datagrams:
+            if datagram.dst_port != ROCEV2_UDP_PORT:
+                drops[DropReason.WRONG_PORT] += 1
+                continue
+            plane = plane_of.get(datagram.ip.dst)
+            if plane is None:
+                drops[DropReason.UNKNOWN_DESTINATION] += 1
+                continue
+            try:
+                packet = decode(
+                    datagram.payload,
+                    datagram.ip,
+                    datagram.src_port,
+                    datagram.dst_port,
+                    trimmed=datagram.dscp in trimmed_dscps,
+                )
+            except DecodeError as error:
+                drops[error.reason] += 1
+                continue
+            connection = connections.get(packet.dest_qp)
+            if connection is None:
+                drops[DropReason.UNKNOWN_QP] += 1
+                continue
+            reason = connection.receive(packet, datagram, plane, now)
+            if reason is not None:
+                drops[reason] += 1
 
     def _drop(self, reason: DropReason) -> None:
         self.stats.drops[reason] += 1

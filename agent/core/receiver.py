@@ -122,11 +122,15 @@ class Receiver:
     ) -> DropReason | None:
         """A data packet arrived on EV ``ev``; ``ce``: it was CE-marked."""
         counters = self._counters
-        offset = psn_diff(packet.psn, self.cack)
-        if offset < 0 or (offset < self._window and (self._mask >> offset) & 1):
+        psn = packet.psn
+        cack = self.cack
+        offset = ((psn - cack + _PSN_HALF) & PSN_MASK) - _PSN_HALF  # psn_diff, inlined
+        mask = self._mask
+        window = self._window
+        if offset < 0 or (offset < window and (mask >> offset) & 1):
             self.flush_sack(replies)
             return self._duplicate(packet, offset, ev, ce, replies)
-        if offset >= self._window:
+        if offset >= window:
             return DropReason.OUT_OF_WINDOW
         payload = packet.payload
         size = len(payload)
@@ -143,12 +147,12 @@ class Receiver:
         elif assembly.length != length or assembly.rkey != packet.rkey:
             return DropReason.BAD_FIELD
         # The PSN is consumed from here on, whether the bytes are placed or refused.
-        mask = self._mask | (1 << offset)
+        mask |= 1 << offset
         if offset == 0:  # cack moves over the run of arrived PSNs it now heads
             inverted = ~mask
             run = (inverted & -inverted).bit_length() - 1  # trailing ones
             mask >>= run
-            self.cack = (self.cack + run) & PSN_MASK
+            self.cack = (cack + run) & PSN_MASK
         self._mask = mask
         if ce:
             counters.ecn_marks_received += 1
@@ -165,7 +169,7 @@ class Receiver:
         if packet.opcode in _IMM_OPCODE_SET:
             assembly.immediate = packet.immediate
         assembly.accounted += size
-        self._answer(packet.psn, ev, ce, packet.tx_timestamp or 0, replies)
+        self._answer(psn, ev, ce, packet.tx_timestamp or 0, replies)
         if assembly.accounted >= assembly.length:
             self.flush_sack(replies)
             self._complete(msn, assembly, replies)

@@ -108,6 +108,14 @@ class EndpointPool:
                 endpoint = self._owner.get(qp, endpoint)
         endpoint.receive_datagram(datagram, now)
 
+    def receive_datagrams(self, datagrams: Sequence[IncomingDatagram], now: float) -> None:
+        """Hand a batch of datagrams received by ``now`` to the endpoints owning them."""
+        if len(self._by_config) == 1:
+            self.default.receive_datagrams(datagrams, now)
+            return
+        for datagram in datagrams:
+            self.receive_datagram(datagram, now)
+
     def handle_timer(self, now: float) -> None:
         """Run the timers due at ``now`` in every endpoint."""
         for endpoint in self._by_config.values():

@@ -77,8 +77,9 @@ RESULT = struct.Struct(
     f"={_SIZE_T_CHAR}{_FLAGS_OFFSET - _CONTROLLEN_OFFSET - _SIZE_T.size}xi"
     f"{_MSG_LEN_OFFSET - _FLAGS_OFFSET - _INT.size}xI"
 )
-#: Room for any socket address the agent receives from (``struct sockaddr_in6``).
-NAME_SPACE = 28
+#: Room for any socket address the agent sends to or receives from (``struct sockaddr_in6``,
+#: 28 bytes), rounded up to the alignment control messages need.
+NAME_SPACE = 32
 
 SyscallFn = Callable[[int, int, int, int], int]
 """``sendmmsg(fd, msgvec, vlen, flags)`` as bound by ctypes (tests substitute their own)."""
@@ -210,7 +211,13 @@ class SendBatch:
 
 class ReceiveBatch:
     """Up to ``slots`` datagrams per ``receive``, each with its source address and control
-    messages, read with one ``recvmmsg``."""
+    messages, read with one ``recvmmsg``.
+
+    Each slot's source address and control messages lie next to each other in ``meta`` (the
+    address at ``slot * meta_size``, the control messages ``NAME_SPACE`` bytes after it), so
+    the receive loop can take both as one slice: for one flow on one EV they are the same
+    bytes packet after packet, and serve as the key of what was parsed from them.
+    """
 
     def __init__(
         self,
@@ -224,26 +231,23 @@ class ReceiveBatch:
         self.slots = slots
         self.slot_size = slot_size
         self.control_size = control_size
+        #: Bytes of ``meta`` per slot: the address, then room for the control messages.
+        self.meta_size = NAME_SPACE + ((control_size + _CMSG_ALIGN - 1) & ~(_CMSG_ALIGN - 1))
         self._call = call if call is not None else _RECVMMSG
         self._data = ctypes.create_string_buffer(slots * slot_size)
-        self._names = ctypes.create_string_buffer(slots * NAME_SPACE)
-        self._control = ctypes.create_string_buffer(slots * control_size)
+        self._meta = ctypes.create_string_buffer(slots * self.meta_size)
         self._iovecs = (_Iovec * slots)()
         self._messages = (_Mmsghdr * slots)()
-        data, names, control = (
-            _address(self._data),
-            _address(self._names),
-            _address(self._control),
-        )
+        data, meta = _address(self._data), _address(self._meta)
         for slot in range(slots):
             self._iovecs[slot].iov_base = data + slot * slot_size
             self._iovecs[slot].iov_len = slot_size
             header = self._messages[slot].msg_hdr
-            header.msg_name = names + slot * NAME_SPACE
+            header.msg_name = meta + slot * self.meta_size
             header.msg_namelen = NAME_SPACE
             header.msg_iov = ctypes.addressof(self._iovecs[slot])
             header.msg_iovlen = 1
-            header.msg_control = control + slot * control_size
+            header.msg_control = meta + slot * self.meta_size + NAME_SPACE
             header.msg_controllen = control_size
         # The kernel overwrites each header's name and control lengths and flags: a pristine
         # copy is put back before every call, in one memmove.
@@ -252,10 +256,8 @@ class ReceiveBatch:
         )
         #: Received bytes: datagram ``i`` starts at ``i * slot_size``.
         self.data = memoryview(self._data).cast("B")
-        #: Source addresses (``sockaddr``): datagram ``i``'s at ``i * NAME_SPACE``.
-        self.names = memoryview(self._names).cast("B")
-        #: Control messages: datagram ``i``'s at ``i * control_size``.
-        self.control = memoryview(self._control).cast("B")
+        #: Source addresses and control messages (see the class doc).
+        self.meta = memoryview(self._meta).cast("B")
         #: The message headers' bytes, for ``RESULT.unpack_from`` (see ``RESULT_OFFSET``).
         self.headers = _writable_view(self._messages, slots * MMSGHDR_SIZE)
         self._msg_view = self.headers
@@ -268,6 +270,9 @@ class ReceiveBatch:
         call = self._call
         if call is None:
             raise OSError(errno.ENOSYS, "recvmmsg is not available")
+        # Bytes of a slot's name area beyond the address the kernel wrote keep what was there
+        # (zeros, or a longer address read earlier from another family's socket): a key made
+        # of the whole area is then only more specific, never ambiguous.
         ctypes.memmove(self._vector, self._template, want * MMSGHDR_SIZE)
         while True:
             result = call(fd, self._vector, want, 0, None)
@@ -297,3 +302,13 @@ class ReceiveBatch:
         """Bytes of datagram ``slot``'s source address."""
         offset = slot * MMSGHDR_SIZE + _NAMELEN_OFFSET
         return int(_UINT.unpack_from(self._msg_view, offset)[0])
+
+    def name(self, slot: int) -> memoryview:
+        """Datagram ``slot``'s source address (a ``sockaddr``)."""
+        start = slot * self.meta_size
+        return self.meta[start : start + self.name_length(slot)]
+
+    def control_bytes(self, slot: int) -> memoryview:
+        """Datagram ``slot``'s control messages."""
+        start = slot * self.meta_size + NAME_SPACE
+        return self.meta[start : start + self.control_length(slot)]

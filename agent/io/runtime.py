@@ -3,8 +3,9 @@
 One thread, one ``Reactor`` (epoll). Each turn:
 
 1. wait until a socket is ready or the earliest deadline (the core's or the reactor's);
-2. drain each ready UDP socket in batches of ``RECEIVE_BATCH`` datagrams into the core, each
-   stamped with the clock as it is handed over (RTT samples stay sharp inside a batch);
+2. drain each ready UDP socket in batches of up to ``RECEIVE_BATCH`` datagrams into the core,
+   each batch stamped with the clock once it is read (every datagram in it had arrived by
+   then; stamping each as it is handed over would charge it the processing of the others);
 3. run the core's timers if due, then the reactor's (side channel, control, tools);
 4. hand the core's events to whoever owns the connection (``on_events``);
 5. send everything the core has to send; what the raw socket cannot take now waits in a
@@ -99,11 +100,14 @@ class AgentRuntime:
         pool = self.pool
         clock = self.clock
 
-        def handle(datagram: IncomingDatagram) -> None:
-            pool.receive_datagram(datagram, clock())
-
         def ready(_mask: int) -> None:
-            io.drain(source, handle, RECEIVE_BATCH)
+            batch: list[IncomingDatagram] = []
+            io.drain(source, batch.append, RECEIVE_BATCH)
+            if batch:
+                # One reading for the batch, taken once it is read: the kernel held all of
+                # it by then, and a reading per datagram would add to each the time spent on
+                # the ones before it (RTT samples would grow with the batch).
+                pool.receive_datagrams(batch, clock())
 
         return ready
 

@@ -50,11 +50,6 @@ _IPPROTO_IP = socket.IPPROTO_IP
 _MSG_TRUNC = int(socket.MSG_TRUNC)
 _IPPROTO_IPV6 = socket.IPPROTO_IPV6
 _PKTINFO_ADDR_END = IN_PKTINFO_ADDR_OFFSET + 4
-#: Bytes of ``sockaddr_in`` / ``sockaddr_in6`` that name the source: port and address (for
-#: IPv6 the flow information and scope are left out, the flow label comes from its own control
-#: message).
-_V4_NAME = (2, 8)
-_V6_NAME = (2, 24)
 #: Distinct (source, control messages) pairs remembered by the batched receive loop before the
 #: table is cleared: a connection's 256 EVs need 256, the bound keeps a sender that varies
 #: them at will from growing it without limit.
@@ -198,19 +193,17 @@ class UdpReceiver:
         by their raw bytes afterwards.
         """
         v4 = sock.family == socket.AF_INET
-        name_low, name_high = _V4_NAME if v4 else _V6_NAME
         fd = sock.fileno()
         port = self.port
         headers = self._headers
         data = batch.data
-        names = batch.names
-        control = batch.control
+        meta = batch.meta
         results = batch.headers
         unpack_result = mmsg.RESULT.unpack_from
         result_offset = mmsg.RESULT_OFFSET
         slot_size = batch.slot_size
-        control_size = batch.control_size
-        name_space = mmsg.NAME_SPACE
+        meta_size = batch.meta_size
+        key_end = mmsg.NAME_SPACE
         message_size = mmsg.MMSGHDR_SIZE
         count = 0
         while count < limit:
@@ -219,6 +212,7 @@ class UdpReceiver:
             except OSError as exc:
                 self._drop(errno.errorcode.get(exc.errno or 0, str(exc)))
                 break
+            handed = 0
             for slot in range(received):
                 control_length, flags, size = unpack_result(
                     results, slot * message_size + result_offset
@@ -226,16 +220,14 @@ class UdpReceiver:
                 if flags & _MSG_TRUNC:
                     self._drop("longer than MAX_DATAGRAM")
                     continue
-                name_start = slot * name_space
-                control_start = slot * control_size
-                key = bytes(names[name_start + name_low : name_start + name_high]) + bytes(
-                    control[control_start : control_start + control_length]
-                )
+                # Source port and address (the family is known), then the control messages.
+                meta_start = slot * meta_size
+                key = bytes(meta[meta_start + 2 : meta_start + key_end + control_length])
                 header = headers.get(key)
                 if header is None:
                     header = self._parse_header(
-                        names[name_start : name_start + name_space],
-                        control[control_start : control_start + control_length],
+                        meta[meta_start : meta_start + key_end],
+                        meta[meta_start + key_end : meta_start + key_end + control_length],
                         v4,
                     )
                     if len(headers) >= MAX_HEADER_CACHE:
@@ -246,13 +238,14 @@ class UdpReceiver:
                     continue
                 context, src_port, dscp, ecn, flow_label = header
                 start = slot * slot_size
-                self.received += 1
+                handed += 1
                 handle(
                     IncomingDatagram(
                         bytes(data[start : start + size]), context, src_port, dscp, ecn,
                         flow_label, port,
                     )
                 )  # fmt: skip
+            self.received += handed
             count += received
             if received < batch.slots:
                 break  # the socket is empty (or the limit reached)
