@@ -620,35 +620,43 @@ class Sender:
         acked_bytes = 0
         in_flight_bytes = 0
         count = 0
+        spurious = False
         base = una
         while newly:
-            # Skip the run of zero bits below the lowest set one, in a single shift.
+            # Skip the zeros below the lowest set bit, then take the run of ones above them
+            # (in-order delivery acknowledges long runs) with two shifts, not three per PSN.
             skip = (newly & -newly).bit_length() - 1
-            newly >>= skip + 1
+            newly >>= skip
             base += skip
-            rec = records.pop(base & PSN_MASK)
-            base += 1
-            rec.acked = True
-            length = rec.length
-            if rec.in_flight:
-                rec.in_flight = False
-                del in_flight[rec.psn]
-                in_flight_bytes += length
-                entry = rec.entry
-                if entry is not None:  # EvSet.release inlined
-                    entry.outstanding -= 1
-                    if not entry.outstanding:
-                        offer(entry)
-            count += 1
-            acked_bytes += length
-            message = rec.message
-            message.unacked -= 1
-            if message.unacked == 0 and message.segmented and not message.done:
-                self._schedule_confirmation(message, now)
-            if rec.transmissions == 1:
-                self._last_rto_spurious = True
-                if rec.order > rack and rec is not answered:
-                    rack = rec.order
+            run = (~newly & (newly + 1)).bit_length() - 1
+            newly >>= run
+            for psn in range(base, base + run):
+                key = psn & PSN_MASK
+                rec = records.pop(key)
+                rec.acked = True
+                length = rec.length
+                if rec.in_flight:
+                    rec.in_flight = False
+                    del in_flight[key]
+                    in_flight_bytes += length
+                    entry = rec.entry
+                    if entry is not None:  # EvSet.release inlined
+                        entry.outstanding -= 1
+                        if not entry.outstanding:
+                            offer(entry)
+                acked_bytes += length
+                message = rec.message
+                message.unacked -= 1
+                if message.unacked == 0 and message.segmented and not message.done:
+                    self._schedule_confirmation(message, now)
+                if rec.transmissions == 1:
+                    spurious = True
+                    if rec.order > rack and rec is not answered:
+                        rack = rec.order
+            count += run
+            base += run
+        if spurious:
+            self._last_rto_spurious = True
         self.bytes_in_flight -= in_flight_bytes
         counters = self._counters
         counters.packets_acked += count
