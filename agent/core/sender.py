@@ -360,7 +360,9 @@ class Sender:
                 break
             message = pending[0]
             offset = message.next_offset
-            length = min(mss, message.length - offset)
+            length = message.length - offset
+            if length > mss:
+                length = mss
             if bytes_in_flight and bytes_in_flight + length > window:
                 break
             entry = next_for_data()
@@ -375,9 +377,6 @@ class Sender:
             order += 1
             rec = SentPacket(psn, message, offset, length, opcode, entry, now, ts16, order)
             records[psn] = rec
-            if not outstanding:
-                una = psn
-            outstanding |= 1 << ((psn - una) & PSN_MASK)
             in_flight[psn] = rec
             message.unacked += 1
             message.next_offset = end
@@ -395,6 +394,11 @@ class Sender:
         if out:
             if was_idle:
                 self._last_progress = now
+            # The burst's PSNs are consecutive: their outstanding bits are set in one go.
+            first = out[0].psn
+            if not outstanding:
+                una = first
+            outstanding |= ((1 << count) - 1) << ((first - una) & PSN_MASK)
             self._next_psn = psn
             self._una = una
             self._outstanding = outstanding

@@ -25,9 +25,11 @@ from agent.wire.constants import DATA_OPCODES, IMM_OPCODES
 A, B = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 
 
-def _sender_with_messages(config: MrcConfig, sizes: list[int]) -> Endpoint:
+def _sender_with_messages(config: MrcConfig, sizes: list[int], send_psn: int = 0) -> Endpoint:
     endpoint = Endpoint([A], config, seed=7)
-    endpoint.connect(ConnectionSpec(local_qp=0x10, remote_qp=0x20, remote_addresses=(B,)))
+    endpoint.connect(
+        ConnectionSpec(local_qp=0x10, remote_qp=0x20, remote_addresses=(B,), send_psn=send_psn)
+    )
     for size in sizes:
         endpoint.post_write(0x10, os.urandom(size), 0x1000, 0x55)
     return endpoint
@@ -68,6 +70,11 @@ def test_a_burst_cuts_the_packets_one_call_per_packet_would_in_the_same_state(si
     assert batch == singles
     assert len(batch) <= limit
     assert _sender_state(burst) == _sender_state(one_by_one)
+    # The outstanding bitmap has exactly one bit per record, relative to una.
+    sender = burst._connections[0x10].sender
+    bits = sum(1 << ((psn - sender._una) & 0xFFFFFF) for psn in sender._records)
+    assert sender._outstanding == bits
+    assert not sender._records or sender._una == min(sender._records)
 
 
 def test_a_burst_stops_at_the_congestion_window():
@@ -153,3 +160,18 @@ def test_acknowledging_a_sack_in_one_pass_equals_acknowledging_each_packet_alone
         )  # fmt: skip
 
     assert state(a) == state(b)
+
+
+@pytest.mark.parametrize("send_psn", [0, 0xFFFFF8])  # the second wraps the 24-bit PSN space
+def test_bursts_after_partial_acknowledgement_keep_one_outstanding_bit_per_record(send_psn):
+    endpoint = _sender_with_messages(MrcConfig(ev_set_size=16), [40 * 1024], send_psn)
+    sender = endpoint._connections[0x10].sender
+    first = sender.next_transmissions(0.0, 10)
+    sender._outstanding &= ~0b11111
+    sender._acknowledge_all(0b11111, sender._una, None, 0, 0.001)
+    sender._advance_una()
+    assert sender._una == first[5].psn
+    more = sender.next_transmissions(0.002, 10)
+    assert [r.psn for r in more] == [(first[-1].psn + 1 + i) & 0xFFFFFF for i in range(10)]
+    bits = sum(1 << ((psn - sender._una) & 0xFFFFFF) for psn in sender._records)
+    assert sender._outstanding == bits and len(sender._records) == 15
