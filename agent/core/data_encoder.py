@@ -45,6 +45,9 @@ _IP_PROTO_UDP = 17
 _BTH_FIXED_LEN = 8
 #: BTH byte 8 (flags) as the top byte of the flags-and-PSN word; every data packet is
 #: timestamped (TSETH), as the sender needs the echo for RTT samples and NACK matching.
+#: UDP length of a data packet less its payload, without and with the immediate.
+_UDP_FIXED = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST.size + ICRC_LEN
+_UDP_FIXED_IMM = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST_IMM.size + ICRC_LEN
 _ACK_REQ_WORD = BTH_FLAG_ACKREQ << 24
 _RTX_WORD = BTH_FLAG_RTX << 24
 _TS_WORD = BTH_FLAG_TS << 24
@@ -136,11 +139,12 @@ class DataPacketEncoder:
             word |= _RTX_WORD
         if immediate is None:
             rest = _REST.pack(word, rqmsn, msn, tx_timestamp, 0, va, rkey, dma_length)
+            udp_length = _UDP_FIXED + len(payload)
         else:
             rest = _REST_IMM.pack(
                 word, rqmsn, msn, tx_timestamp, 0, va, rkey, dma_length, immediate
             )
-        udp_length = _UDP_HEADER_LEN + _BTH_FIXED_LEN + len(rest) + len(payload) + ICRC_LEN
+            udp_length = _UDP_FIXED_IMM + len(payload)
         key = (opcode << 40) | (src_port << 24) | udp_length
         seed = self._seeds.get(key)
         if seed is None:
