@@ -43,6 +43,8 @@ def transfer_metrics(result: dict[str, Any], total_bytes: int | None = None) -> 
         "goodput_bps": float(result["goodput_bps"]),
         "retransmits": dict(connection.get("retransmits", {})),
         "retransmits_total": int(connection.get("retransmits_total", 0)),
+        # SACK-gap losses the sender later saw disproved (it widens its reordering window).
+        "spurious_losses": int(connection.get("spurious_losses", 0)),
         "trims_seen": int(connection.get("trims_seen", 0)),
         "ecn_echoes": int(connection.get("ecn_echoes", 0)),
         "timeouts": int(connection.get("timeouts", 0)),

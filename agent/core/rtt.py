@@ -52,18 +52,25 @@ class RttEstimator:
         ceiling = max(config.rto_max, base)
         return float(min(base * config.rto_backoff**backoff_exponent, ceiling))
 
-    def reorder_window(self) -> float:
-        """How long a packet may trail later-sent packets before it is declared lost."""
+    def reorder_window(self, multiplier: int = 1) -> float:
+        """How long a packet may trail later-sent packets before it is declared lost.
+
+        ``multiplier`` widens the base window after spurious losses (RFC 8985's
+        ``reo_wnd_mult``); a widened window never exceeds srtt (or the base, if larger).
+        """
         config = self._config
         if self.srtt is None or self.min_rtt is None:
             return config.rto_initial
-        return max(
+        base = max(
             self.min_rtt * config.reorder_window_min_rtt_fraction,
             self.rttvar * config.reorder_window_rttvar_factor,
         )
+        if multiplier <= 1:
+            return base
+        return min(base * multiplier, max(base, self.srtt))
 
-    def loss_delay(self) -> float:
+    def loss_delay(self, multiplier: int = 1) -> float:
         """Age at which a packet overtaken by a delivered later one is declared lost."""
         if self.srtt is None:
             return self._config.rto_initial
-        return self.srtt + self.reorder_window()
+        return self.srtt + self.reorder_window(multiplier)

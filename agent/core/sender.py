@@ -51,6 +51,9 @@ _MAX_MESSAGE = 0xFFFFFFFF  # RETH dma_length is 32 bits
 _MAX_VA = (1 << 64) - 1
 _US = 1_000_000
 _WRITE_MIDDLE = int(Opcode.WRITE_MIDDLE)
+_SACK_GAP = RetransmitCause.SACK_GAP
+#: Resent SACK-gap losses remembered for a late original to disprove (see ``_disputed``).
+_DISPUTED_MAX = 1024
 
 
 class SendQueueFull(Exception):
@@ -207,6 +210,18 @@ class Sender:
         #: window. srtt alone lags a queue that grows by seconds, and declared lost packets
         #: that were only queued behind the ones answered.
         self._rack_rtt = 0.0
+        #: RFC 8985's reo_wnd_mult: the reordering window in base widths. A SACK-gap loss
+        #: disproved by the answer to the copy declared lost adds one, at most once per flight
+        #: (a packet sent after the last widening must be the one disproved);
+        #: ``reorder_window_persist`` loss episodes without another bring it back to 1.
+        self._reorder_mult = 1
+        self._reorder_widened_at_order = 0
+        self._loss_episodes_since_widening = 0
+        #: PSN -> (timestamp of the copy declared lost, order) of packets declared lost from a
+        #: SACK gap whose resend was acknowledged first: the receiver SACKs a duplicate with its
+        #: timestamp, so a late original can still disprove the loss (RFC 2883's D-SACK).
+        #: Bounded; oldest forgotten first.
+        self._disputed: dict[int, tuple[int, int]] = {}
         self._loss_deadline: float | None = None
         self._backoff = 0
         #: The packet an RTO resends: it goes out whatever the window says, as TCP's RTO
@@ -511,6 +526,16 @@ class Sender:
             rtt_sample = _rtt_sample(answered, sack.echoed_timestamp, now)
             if rtt_sample is not None:
                 self._rtt.update(rtt_sample)
+                if answered.lost_cause is RetransmitCause.SACK_GAP and (
+                    not answered.in_flight or sack.echoed_timestamp != answered.ts16
+                ):
+                    # The copy declared lost is answered: the latest one while the resend
+                    # waits (not in flight), an earlier one once the resend went out.
+                    self._on_spurious_loss(answered.order)
+        elif self._disputed and not sack.probe_response:
+            disputed = self._disputed.pop(answered_psn, None)
+            if disputed is not None and disputed[0] == sack.echoed_timestamp:
+                self._on_spurious_loss(disputed[1])
         acked_bytes = 0
         rack = self._rack_order
         if newly:
@@ -657,6 +682,8 @@ class Sender:
                     spurious = True
                     if rec.order > rack and rec is not answered:
                         rack = rec.order
+                elif rec.lost_cause is _SACK_GAP:
+                    self._dispute(rec)
             count += run
             base += run
         if spurious:
@@ -671,6 +698,8 @@ class Sender:
         rec.acked = True
         if rec.transmissions == 1:
             self._last_rto_spurious = True
+        elif rec.lost_cause is _SACK_GAP:
+            self._dispute(rec)
         if rec.in_flight:
             rec.in_flight = False
             del self._in_flight[rec.psn]
@@ -685,6 +714,16 @@ class Sender:
         if message.unacked == 0 and message.segmented and not message.done:
             self._schedule_confirmation(message, now)
         return rec.length
+
+    def _dispute(self, rec: SentPacket) -> None:
+        """Remember a resent SACK-gap loss acknowledged before its original could answer."""
+        copies = rec.earlier_copies
+        if not copies:
+            return
+        disputed = self._disputed
+        if len(disputed) >= _DISPUTED_MAX:
+            del disputed[next(iter(disputed))]
+        disputed[rec.psn] = (copies[-1][0], rec.order)
 
     def _progress(self, now: float) -> None:
         self._last_progress = now
@@ -720,12 +759,30 @@ class Sender:
 
     # --- loss detection -------------------------------------------------------------------
 
+    def _on_spurious_loss(self, order: int) -> None:
+        """A loss declared from a SACK gap was reordering: widen the reordering window by one
+        base width, unless the packet (``order``) was sent before the last widening, whose
+        flight has already widened it."""
+        self._counters.spurious_losses += 1
+        if order <= self._reorder_widened_at_order:
+            return
+        self._reorder_mult += 1
+        self._reorder_widened_at_order = self._order
+        self._loss_episodes_since_widening = 0
+
+    @property
+    def reorder_multiplier(self) -> int:
+        """The reordering window in base widths (1 until a spurious loss is seen)."""
+        return self._reorder_mult
+
     def _detect_losses(self, now: float) -> None:
         self._loss_deadline = None
         if not self._config.sack_loss_detection:
             return
         rack = self._rack_order
-        delay = max(self._rtt.loss_delay(), self._rack_rtt + self._rtt.reorder_window())
+        mult = self._reorder_mult
+        rtt = self._rtt
+        delay = max(rtt.loss_delay(mult), self._rack_rtt + rtt.reorder_window(mult))
         lost: list[SentPacket] = []
         for rec in self._in_flight.values():
             if rec.order >= rack:
@@ -736,8 +793,15 @@ class Sender:
             else:
                 self._loss_deadline = deadline
                 break
+        if not lost:
+            return
         for rec in lost:
             self._declare_lost(rec, RetransmitCause.SACK_GAP, now, front=False)
+        if mult > 1:
+            self._loss_episodes_since_widening += 1
+            if self._loss_episodes_since_widening >= self._config.reorder_window_persist:
+                self._reorder_mult = 1
+                self._loss_episodes_since_widening = 0
 
     def _declare_lost(
         self, rec: SentPacket, cause: RetransmitCause, now: float, front: bool

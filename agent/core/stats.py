@@ -48,6 +48,7 @@ class ConnectionCounters:
         "nacks_other",
         "packets_acked",
         "retransmits",
+        "spurious_losses",
         "tail_probes",
         "timeouts",
         "trims_lasthop_seen",
@@ -67,6 +68,8 @@ class ConnectionCounters:
         self.bytes_acked = 0
         self.retransmits: dict[RetransmitCause, int] = {cause: 0 for cause in RetransmitCause}
         self.losses: dict[RetransmitCause, int] = {cause: 0 for cause in RetransmitCause}
+        #: Losses declared from SACK gaps that the answer to the "lost" copy later disproved.
+        self.spurious_losses = 0
         self.timeouts = 0
         self.tail_probes = 0
         self.completion_probes = 0
@@ -119,6 +122,8 @@ class ConnectionStats:
     duplicates_received: int
     retransmits: dict[RetransmitCause, int]
     losses: dict[RetransmitCause, int]
+    #: SACK-gap losses later disproved (reordering, not loss); the window widens on them.
+    spurious_losses: int
     timeouts: int
     tail_probes: int
     completion_probes: int
@@ -136,6 +141,10 @@ class ConnectionStats:
     rttvar: float
     #: The RTO in force now, backoff included.
     rto: float
+    #: How long a packet may trail later-sent ones before it counts as lost (seconds) ...
+    reorder_window: float
+    #: ... in widths of its base (min_rtt / 4 or 4 rttvar): 1 until spurious losses widen it.
+    reorder_multiplier: int
     cwnd: int
     bytes_in_flight: int
     evs: tuple[EvReport, ...]

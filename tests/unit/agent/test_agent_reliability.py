@@ -267,3 +267,69 @@ def test_a_denied_ev_carries_no_data():
     link.post(DATA * 3)
     link.run(2e-3)
     assert all(f.datagram.ev != first.ev for f in link.delivered if _is_data(f))
+
+
+# --- spurious losses: reordering taken for loss ----------------------------------------------
+
+
+def _hold_back_until_resent(link: Loopback) -> tuple[Flight, Flight]:
+    """Hold one data packet back while the rest of the message is delivered, until the sender
+    has declared it lost from the SACK gap and resent it; returns (original, resend)."""
+    for _ in range(20):  # steady RTT samples: the window is measured (min_rtt / 4), not guessed
+        link.post(DATA[:1000])
+        link.run(1e-3)
+    link.post(DATA, offset=8192)
+    victim = link.in_flight[1]
+    held = victim.packet().psn
+    link.exchange(drop=lambda f: f is victim)
+    for _ in range(200):
+        resends = [f for f in link.in_flight if _is_data(f) and f.packet().psn == held]
+        if resends:
+            return victim, resends[0]
+        link.exchange()
+    raise AssertionError("the held packet was never resent")
+
+
+def _deliver(link: Loopback, flights: list[Flight]) -> None:
+    """Deliver exactly ``flights``, in this order, then let the answers flow."""
+    others = [f for f in link.in_flight if f not in flights]
+    link.in_flight = list(flights)
+    link.exchange()
+    link.in_flight.extend(f for f in others if not _is_data(f))
+    link.run(1e-3)
+
+
+def test_a_late_original_answered_after_its_resend_proves_the_loss_spurious():
+    """The resend arrives first; the original, late, is a duplicate the receiver still answers
+    with its own timestamp (a D-SACK): the loss was reordering, so the window widens."""
+    link = Loopback.create()
+    original, resend = _hold_back_until_resent(link)
+    before = link.a.connection_stats(link.qp_a)
+    assert before.retransmits[RetransmitCause.SACK_GAP] == 1 and before.spurious_losses == 0
+    _deliver(link, [resend, original])
+    after = link.a.connection_stats(link.qp_a)
+    assert after.spurious_losses == 1
+    assert (before.reorder_multiplier, after.reorder_multiplier) == (1, 2)
+    assert link.b.connection_stats(link.qp_b).duplicates_received == 1
+
+
+def test_an_original_answered_before_its_resend_proves_the_loss_spurious():
+    link = Loopback.create()
+    original, _resend = _hold_back_until_resent(link)
+    before = link.a.connection_stats(link.qp_a)
+    _deliver(link, [original])
+    after = link.a.connection_stats(link.qp_a)
+    assert after.spurious_losses == 1
+    assert (before.reorder_multiplier, after.reorder_multiplier) == (1, 2)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 21
+
+
+def test_a_resend_answered_twice_disproves_nothing():
+    """Only an answer to the copy declared lost shows the loss was not one."""
+    link = Loopback.create()
+    _original, resend = _hold_back_until_resent(link)
+    before = link.a.connection_stats(link.qp_a)
+    _deliver(link, [resend, resend])
+    after = link.a.connection_stats(link.qp_a)
+    assert after.spurious_losses == 0
+    assert (before.reorder_multiplier, after.reorder_multiplier) == (1, 1)

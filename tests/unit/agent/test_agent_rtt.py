@@ -73,3 +73,20 @@ def test_a_measured_rto_above_the_ceiling_is_kept_the_ceiling_caps_only_the_back
     estimator = RttEstimator(config)
     estimator.update(2.0)  # a queue holding seconds of packets: rto = 2 + 4 * 1 = 6 s
     assert [estimator.rto(k) for k in range(3)] == pytest.approx([6.0, 6.0, 6.0])
+
+
+def test_a_widened_reorder_window_grows_by_base_widths_up_to_srtt():
+    estimator = RttEstimator(MrcConfig())
+    for _ in range(200):  # steady samples: rttvar decays, the base is min_rtt / 4
+        estimator.update(0.004)
+    base = estimator.reorder_window()
+    assert base == pytest.approx(0.001)
+    assert estimator.reorder_window(2) == pytest.approx(0.002)
+    assert estimator.reorder_window(3) == pytest.approx(0.003)
+    assert estimator.reorder_window(10) == pytest.approx(estimator.srtt)
+    assert estimator.loss_delay(2) == pytest.approx(estimator.srtt + 0.002)
+
+
+def test_a_reorder_window_persistence_below_one_is_refused():
+    with pytest.raises(ValueError, match="reorder_window_persist"):
+        MrcConfig(reorder_window_persist=0)

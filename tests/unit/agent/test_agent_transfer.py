@@ -200,3 +200,34 @@ def test_psns_wrapping_past_2_to_the_24_mid_transfer_change_nothing():
     _assert_exactly_once(testbed)
     sent = testbed.sender.endpoint.connection_stats(testbed.send_qp).data_packets_sent
     assert sent > 40  # the transfer did cross the wrap
+
+
+# --- reordering taken for loss --------------------------------------------------------------
+
+#: Four lossless paths of very different delays: packets on the slow ones trail packets sent
+#: later on the fast ones, which loss detection first takes for losses.
+SPREAD = [LinkConfig(delay=d) for d in (10e-6, 30e-6, 60e-6, 120e-6)]
+
+
+def _resent_without_loss(seed: int, persist: int) -> tuple[int, int]:
+    """(SACK-gap resends, losses seen disproved) of a lossless transfer over SPREAD."""
+    config = MrcConfig(reorder_window_persist=persist)
+    testbed = build_pair([SPREAD], config=config, seed=seed, region_size=1 << 24)
+    for data in _payloads(seed, 20, MESSAGE):
+        testbed.post(data)
+    assert testbed.run_until_acked(limit=10.0)
+    _assert_exactly_once(testbed)
+    stats = testbed.sender.endpoint.connection_stats(testbed.send_qp)
+    assert stats.retransmits[RetransmitCause.TIMEOUT] == 0
+    return stats.retransmits[RetransmitCause.SACK_GAP], stats.spurious_losses
+
+
+def test_losses_disproved_by_late_originals_widen_the_window_and_cut_needless_resends():
+    """Every SACK-gap resend here is needless (no path loses anything). The sender learns so
+    from the answers to the late originals, and widening its reordering window on them
+    resends fewer packets than a window that falls back to its base after every loss
+    episode (persistence 1)."""
+    adaptive = [_resent_without_loss(seed, persist=16) for seed in range(4)]
+    forgetful = [_resent_without_loss(seed, persist=1) for seed in range(4)]
+    assert sum(spurious for _, spurious in adaptive) > 0
+    assert sum(resent for resent, _ in adaptive) < 0.8 * sum(resent for resent, _ in forgetful)
