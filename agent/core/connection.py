@@ -44,11 +44,15 @@ from agent.core.packets import (
 )
 from agent.core.receiver import Receiver
 from agent.core.rtt import RttEstimator
+from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots
 from agent.core.sender import Sender, SentPacket
 from agent.core.stats import ConnectionCounters, ConnectionStats
 from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, IMM_OPCODES, EpType
 
 _IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
+#: Bytes of a data packet's IP packet beyond its payload, at most (IPv4, UDP, BTH, METH,
+#: TSETH, RETH, immediate, ICRC): whether a packet of ``mss`` payload fits a send slot.
+_MAX_DATA_OVERHEAD = IPV4_UDP_HEADER_LEN + 64
 #: Most data packets cut per ``datagrams_to_send`` call: a whole PSN window, so the
 #: congestion window (and EVs) are what limits a burst, as before it was cut in one loop.
 _BURST = 1 << 16
@@ -241,8 +245,12 @@ class Connection:
 
     # --- output and timers ----------------------------------------------------------------
 
-    def datagrams_to_send(self, now: float) -> list[OutgoingDatagram]:
-        """Everything this connection may send at ``now``."""
+    def datagrams_to_send(
+        self, now: float, slots: SendSlots | None = None
+    ) -> list[OutgoingDatagram]:
+        """Everything this connection may send at ``now``; with ``slots``, data packets on
+        IPv4 paths are written into them instead (see ``agent.core.send_slots``), in order,
+        and the returned list holds the rest."""
         if self.closed:
             return []
         self._watch(now)
@@ -264,12 +272,15 @@ class Connection:
             else:
                 dscp, ecn = control, ECN_NOT_ECT
             out.append(self._datagram(packet, entry.plane, entry.value, dscp, ecn))
-        self._send_data(now, out)
+        self._send_data(now, out, slots)
         return out
 
-    def _send_data(self, now: float, out: list[OutgoingDatagram]) -> None:
+    def _send_data(
+        self, now: float, out: list[OutgoingDatagram], slots: SendSlots | None = None
+    ) -> None:
         """Data packets, as many as window, pacing and EVs allow: the per-packet hot path,
-        hence the locals and the direct encoding from the sender's records."""
+        hence the locals and the direct encoding from the sender's records (into ``slots``
+        where given and the path is IPv4 and a packet fits a slot)."""
         sender = self.sender
         cc = sender.cc
         paced = cc.paced
@@ -280,6 +291,25 @@ class Connection:
         paths = self._paths
         rqmsn = sender.rqmsn  # cannot change before the next SACK or ACK is processed
         append = out.append
+        #: per plane: whether its data packets go into ``slots``
+        in_place = [False] * len(encoders)
+        if slots is not None:
+            fits = self._config.payload_size + _MAX_DATA_OVERHEAD <= slots.slot_size
+            in_place = [fits and not encoder.ipv6 for encoder in encoders]
+            buffer = slots.buffer
+            slot_size = slots.slot_size
+            capacity = slots.capacity
+            lengths = slots.lengths
+            pack_length = slots.length_struct.pack_into
+            length_stride = slots.length_stride
+            length_offset = slots.length_offset
+            ttl = slots.ttl
+            add_context = slots.contexts.append
+            add_plane = slots.planes.append
+            count = slots.count
+            tos_first = (trimmable << 2) | ECN_ECT0
+            tos_retx = (retx_dscp << 2) | ECN_ECT0
+            written = 0
         for rec in self._transmissions(now) if paced else sender.next_transmissions(now, _BURST):
             entry = rec.entry
             assert entry is not None  # next_transmission always assigns one
@@ -291,7 +321,27 @@ class Connection:
             plane = entry.plane
             ev = entry.value
             src_port = ev >> 16
-            payload = encoders[plane].encode(
+            encoder = encoders[plane]
+            if in_place[plane]:
+                assert slots is not None  # in_place is all False without
+                if count == capacity:
+                    slots.count = count
+                    slots.flush()
+                    count = slots.count
+                length = encoder.encode_into(
+                    buffer, count * slot_size, tos_retx if retransmit else tos_first, ttl,
+                    opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset,
+                    message.rkey, message.length, message.data[offset:end],
+                    message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
+                    end >= message.length, retransmit, src_port,
+                )  # fmt: skip
+                pack_length(lengths, count * length_stride + length_offset, length)
+                add_context(paths[plane])
+                add_plane(plane)
+                count += 1
+                written += 1
+                continue
+            payload = encoder.encode(
                 opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset, message.rkey,
                 message.length, message.data[offset:end],
                 message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
@@ -303,6 +353,9 @@ class Connection:
                     retx_dscp if retransmit else trimmable, ECN_ECT0,
                 )
             )  # fmt: skip
+        if slots is not None:
+            slots.count = count
+            slots.written += written
 
     def _transmissions(self, now: float) -> list[SentPacket]:
         """What a paced controller lets go now, one packet at a time (each send moves the

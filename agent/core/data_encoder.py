@@ -36,6 +36,12 @@ from agent.wire.constants import (
 #: destination QP) are fixed for an opcode on a connection and are prebuilt.
 _REST = struct.Struct(">IHHHHQII")
 _REST_IMM = struct.Struct(">IHHHHQIII")
+#: IPv4 + UDP header, BTH bytes 0-7 and the rest of the headers, as ``encode_into`` writes
+#: them in one ``pack_into`` (fields as the runtime's raw sender packs them, checksums 0).
+_V4_HEAD = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST.format[1:])
+_V4_HEAD_IMM = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST_IMM.format[1:])
+#: Where the ICRC's per-packet header part (BTH byte 8 on) starts in ``encode_into``'s output.
+_V4_REST_START = 36
 _ICRC = struct.Struct("<I")
 _ONES_8 = b"\xff" * 8
 _U24 = 0xFFFFFF
@@ -66,7 +72,7 @@ class DataPacketEncoder:
     header bytes that change and over the payload.
     """
 
-    __slots__ = ("_dest_qp", "_ip", "_pkey", "_prefixes", "_seeds", "_v6")
+    __slots__ = ("_dest_qp", "_ip", "_pkey", "_prefixes", "_seeds", "_v6", "ipv6")
 
     def __init__(self, ip: IpContext, dest_qp: int, pkey: int = DEFAULT_PKEY) -> None:
         if not 0 <= dest_qp <= _U24:
@@ -75,6 +81,8 @@ class DataPacketEncoder:
         self._dest_qp = dest_qp
         self._pkey = pkey
         self._v6 = len(ip.src) == 16
+        #: Whether the path is IPv6 (``encode_into`` is for IPv4 paths only).
+        self.ipv6 = self._v6
         #: opcode -> BTH bytes 0-7 as sent (reserved byte 0).
         self._prefixes: dict[int, bytes] = {}
         #: (opcode << 40 | src_port << 24 | UDP length) -> CRC of the pseudo-header and the
@@ -152,3 +160,64 @@ class DataPacketEncoder:
         prefix = self._prefixes[opcode]
         crc = zlib.crc32(payload, zlib.crc32(rest, seed))
         return b"".join((prefix, rest, payload, _ICRC.pack(crc)))
+
+    def encode_into(
+        self,
+        buffer: memoryview,
+        offset: int,
+        tos: int,
+        ttl: int,
+        opcode: int,
+        psn: int,
+        msn: int,
+        rqmsn: int,
+        va: int,
+        rkey: int,
+        dma_length: int,
+        payload: memoryview,
+        immediate: int | None,
+        tx_timestamp: int,
+        ack_req: bool,
+        retransmit: bool,
+        src_port: int,
+    ) -> int:
+        """``encode``'s packet as the whole IPv4 packet the runtime would send (IPv4 header
+        with ``tos`` and ``ttl``, UDP header, then ``encode``'s bytes), written at ``offset``
+        of ``buffer``; returns its length. IPv4 paths only (see ``agent.core.send_slots``).
+
+        One ``pack_into`` writes every header, the payload is copied once, from the message
+        to the buffer: no intermediate ``bytes`` per packet.
+        """
+        word = _TS_WORD | psn
+        if ack_req:
+            word |= _ACK_REQ_WORD
+        if retransmit:
+            word |= _RTX_WORD
+        size = len(payload)
+        ip = self._ip
+        udp_length = (_UDP_FIXED if immediate is None else _UDP_FIXED_IMM) + size
+        key = (opcode << 40) | (src_port << 24) | udp_length
+        seed = self._seeds.get(key)
+        if seed is None:
+            seed = self._seed(key, opcode, src_port, udp_length)  # also makes the prefix
+        if immediate is None:
+            rest_end = offset + _V4_REST_START + _REST.size
+            _V4_HEAD.pack_into(
+                buffer, offset, 0x45, tos, _IPV4_HEADER_LEN + udp_length, ip.ip_id,
+                ip.flags_fragment, ttl, _IP_PROTO_UDP, 0, ip.src, ip.dst, src_port,
+                ROCEV2_UDP_PORT, udp_length, 0, self._prefixes[opcode],
+                word, rqmsn, msn, tx_timestamp, 0, va, rkey, dma_length,
+            )  # fmt: skip
+        else:
+            rest_end = offset + _V4_REST_START + _REST_IMM.size
+            _V4_HEAD_IMM.pack_into(
+                buffer, offset, 0x45, tos, _IPV4_HEADER_LEN + udp_length, ip.ip_id,
+                ip.flags_fragment, ttl, _IP_PROTO_UDP, 0, ip.src, ip.dst, src_port,
+                ROCEV2_UDP_PORT, udp_length, 0, self._prefixes[opcode],
+                word, rqmsn, msn, tx_timestamp, 0, va, rkey, dma_length, immediate,
+            )  # fmt: skip
+        end = rest_end + size
+        buffer[rest_end:end] = payload
+        crc = zlib.crc32(payload, zlib.crc32(buffer[offset + _V4_REST_START : rest_end], seed))
+        _ICRC.pack_into(buffer, end, crc)
+        return end + ICRC_LEN - offset

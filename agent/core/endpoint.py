@@ -33,6 +33,7 @@ from agent.core.datagram import IncomingDatagram, OutgoingDatagram
 from agent.core.drops import DropReason
 from agent.core.events import Event
 from agent.core.memory import MemoryRegion, MemoryTable
+from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
 from agent.wire.constants import ROCEV2_UDP_PORT
 
@@ -216,12 +217,19 @@ class Endpoint:
     def _drop(self, reason: DropReason) -> None:
         self.stats.drops[reason] += 1
 
-    def datagrams_to_send(self, now: float) -> list[OutgoingDatagram]:
-        """Every datagram that may leave at ``now``, in order."""
+    def datagrams_to_send(
+        self, now: float, slots: SendSlots | None = None
+    ) -> list[OutgoingDatagram]:
+        """Every datagram that may leave at ``now``, in order; with ``slots``, data packets on
+        IPv4 paths are written into them (and flushed through their sink when full; the caller
+        flushes the rest) and the list holds the others (see ``agent.core.send_slots``)."""
         out: list[OutgoingDatagram] = []
+        written = slots.written if slots is not None else 0
         for connection in self._connections.values():
-            out.extend(connection.datagrams_to_send(now))
-        self.stats.datagrams_sent += len(out)
+            out.extend(connection.datagrams_to_send(now, slots))
+        if slots is not None:
+            written = slots.written - written
+        self.stats.datagrams_sent += len(out) + written
         return out
 
     def handle_timer(self, now: float) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, cast
 
 from agent.core import IncomingDatagram, OutgoingDatagram
+from agent.core.send_slots import SendSlots
 from agent.io.errors import PermissionDeniedError
 from agent.io.raw_sender import RawSender
 from agent.io.reactor import HasFileno
@@ -106,6 +107,15 @@ class SocketDatagramIO:
     def send_many(self, datagrams: Sequence[OutgoingDatagram], start: int = 0) -> int:
         """See ``RawSender.send_many`` (``sendmmsg`` batches where available)."""
         return self.sender.send_many(datagrams, start)
+
+    def make_slots(self, sink: Callable[[SendSlots], None]) -> SendSlots | None:
+        """See ``RawSender.make_slots`` (the runtime looks for this method; transports
+        without it get every datagram as an object)."""
+        return self.sender.make_slots(sink)
+
+    def send_slots(self, slots: SendSlots) -> int:
+        """See ``RawSender.send_slots``."""
+        return self.sender.send_slots(slots)
 
     def send_waiters(self) -> list[int]:
         """The raw sockets."""

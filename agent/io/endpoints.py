@@ -27,6 +27,7 @@ from agent.core import (
     OutgoingDatagram,
 )
 from agent.core.drops import DropReason
+from agent.core.send_slots import SendSlots
 
 _QP_OFFSET = 5
 _QP_END = 8
@@ -132,13 +133,16 @@ class EndpointPool:
                 earliest = deadline
         return earliest
 
-    def datagrams_to_send(self, now: float) -> list[OutgoingDatagram]:
-        """Everything every endpoint may send at ``now``."""
+    def datagrams_to_send(
+        self, now: float, slots: SendSlots | None = None
+    ) -> list[OutgoingDatagram]:
+        """Everything every endpoint may send at ``now`` (data into ``slots`` where given,
+        see ``Endpoint.datagrams_to_send``)."""
         if len(self._by_config) == 1:
-            return self.default.datagrams_to_send(now)
+            return self.default.datagrams_to_send(now, slots)
         out: list[OutgoingDatagram] = []
         for endpoint in self._by_config.values():
-            out.extend(endpoint.datagrams_to_send(now))
+            out.extend(endpoint.datagrams_to_send(now, slots))
         return out
 
     def next_event(self) -> Event | None:

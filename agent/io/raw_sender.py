@@ -25,9 +25,10 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from agent.core.datagram import OutgoingDatagram
+from agent.core.send_slots import SendSlots
 from agent.io import mmsg
 from agent.io.linux import IPV6_HDRINCL, SO_SNDBUFFORCE
 
@@ -147,6 +148,8 @@ class RawSender:
         self._batch: mmsg.SendBatch | None = None
         if batch if batch is not None else mmsg.available():
             self._batch = mmsg.SendBatch(slot_size=BATCH_SLOT_BYTES)
+        #: The ``sendmmsg`` batch behind ``make_slots``' slots (the core writes into it).
+        self._slot_batch: mmsg.SendBatch | None = None
 
     @property
     def batched(self) -> bool:
@@ -287,6 +290,56 @@ class RawSender:
                     done += 1
             index += count
         return total
+
+    def make_slots(self, sink: Callable[[SendSlots], None]) -> SendSlots | None:
+        """Send slots the core writes whole IPv4 data packets into (``agent.core.send_slots``),
+        backed by a ``sendmmsg`` batch of their own; ``sink`` is called when they are to go
+        (and should call ``send_slots``). None without ``sendmmsg`` or an IPv4 socket: the
+        core then hands every datagram over as an object."""
+        if self._batch is None or self._v4 is None:
+            return None
+        batch = self._slot_batch = mmsg.SendBatch(slot_size=BATCH_SLOT_BYTES)
+        return SendSlots(
+            batch.buffer, batch.slot_size, batch.slots, batch.iov_view, _IOV_LEN, _IOVEC_SIZE,
+            _IOV_LEN_OFFSET, sink, DEFAULT_TTL,
+        )  # fmt: skip
+
+    def send_slots(self, slots: SendSlots) -> int:
+        """Send slots ``0..slots.count-1`` of ``make_slots``' slots in order; returns the
+        first one the socket buffer could not take (``slots.count`` when it took all). As in
+        ``send_many``, any other failure drops and counts the packet it concerns."""
+        batch = self._slot_batch
+        sock = self._v4
+        if batch is None or sock is None:
+            raise RuntimeError("send_slots without make_slots")
+        count = slots.count
+        names = batch.slot_names
+        set_name = batch.set_name
+        sockaddrs = self._sockaddrs
+        last = None
+        name = b""
+        for slot, ip in enumerate(slots.contexts):
+            if ip is not last:
+                last = ip
+                found = sockaddrs.get(ip.dst)
+                if found is None:
+                    found = sockaddrs[ip.dst] = sockaddr(ip.dst)
+                name = found
+            if names[slot] is not name:
+                set_name(slot, name)
+        fd = sock.fileno()
+        done = 0
+        while done < count:
+            sent, error = batch.flush(fd, count, done)
+            self.sent += sent
+            done += sent
+            if error:
+                if error in _WOULD_BLOCK:
+                    return done
+                exc = OSError(error, os.strerror(error))
+                self._count(errno.errorcode.get(error, str(exc)), exc, slots.datagram(done))
+                done += 1
+        return count
 
     def _count(
         self, error: str, exc: OSError | None = None, datagram: OutgoingDatagram | None = None

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from agent.core import Event, IncomingDatagram, MrcConfig, OutgoingDatagram
+from agent.core.send_slots import SendSlots
 from agent.io.datagram_io import DatagramIO, SocketDatagramIO
 from agent.io.endpoints import EndpointPool
 from agent.io.errors import UsageError
@@ -72,6 +73,15 @@ class AgentRuntime:
         for source in self.io.sources():
             self.reactor.watch(source, READ, self._source_ready(source))
         self._backlog: deque[OutgoingDatagram] = deque()
+        # Data packets written by the core straight into the transport's send buffer, where
+        # the transport offers that (``SocketDatagramIO.make_slots``; see
+        # ``agent.core.send_slots``): an optional extra of the transport, looked up by name so
+        # in-memory transports need not have it.
+        make_slots = getattr(self.io, "make_slots", None)
+        self._send_slots: Callable[[SendSlots], int] | None = getattr(self.io, "send_slots", None)
+        self._slots: SendSlots | None = None
+        if make_slots is not None and self._send_slots is not None:
+            self._slots = make_slots(self._flush_slots)
         self._handlers: dict[int, EventHandler] = {}
         self._closers: list[Callable[[], None]] = []
         self._closed = False
@@ -158,12 +168,33 @@ class AgentRuntime:
         backlog = self._backlog
         if backlog and not self._drain_backlog():
             return
-        datagrams = self.pool.datagrams_to_send(now)
-        if not datagrams:
-            return
-        index = self.io.send_many(datagrams, 0)
-        if index < len(datagrams):
-            backlog.extend(datagrams[index:])
+        slots = self._slots
+        datagrams = self.pool.datagrams_to_send(now, slots)
+        if datagrams:
+            # Slots filled up and flushed during the call may have met a full socket buffer:
+            # then these queue behind them.
+            index = self.io.send_many(datagrams, 0) if not backlog else 0
+            if index < len(datagrams):
+                self._queue(datagrams[index:])
+        if slots is not None:
+            slots.flush()
+
+    def _flush_slots(self, slots: SendSlots) -> None:
+        """The send slots' sink: send what they hold, unless datagrams are already waiting
+        for the socket (then they queue behind, in order), and keep what the socket buffer
+        could not take."""
+        send_slots = self._send_slots
+        assert send_slots is not None  # slots exist only with it
+        start = 0 if self._backlog else send_slots(slots)
+        if start < slots.count:
+            self._queue([slots.datagram(slot) for slot in range(start, slots.count)])
+        slots.clear()
+
+    def _queue(self, datagrams: Sequence[OutgoingDatagram]) -> None:
+        """Keep ``datagrams`` until the socket is writable (watching it if not yet)."""
+        was_empty = not self._backlog
+        self._backlog.extend(datagrams)
+        if was_empty:
             self._watch_writable(True)
 
     def _drain_backlog(self) -> bool:
