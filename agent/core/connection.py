@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.core.cc import make_congestion_control
@@ -291,11 +291,13 @@ class Connection:
         paths = self._paths
         rqmsn = sender.rqmsn  # cannot change before the next SACK or ACK is processed
         append = out.append
-        #: per plane: whether its data packets go into ``slots``
-        in_place = [False] * len(encoders)
+        # Per plane: the encoder method that writes its data packets into ``slots`` (None:
+        # they go out as datagrams), bound once per call rather than looked up per packet.
+        writers: list[Callable[..., int] | None] = [None] * len(encoders)
         if slots is not None:
+            filled = slots
             fits = self._config.payload_size + _MAX_DATA_OVERHEAD <= slots.slot_size
-            in_place = [fits and not encoder.ipv6 for encoder in encoders]
+            writers = [e.encode_into if fits and not e.ipv6 else None for e in encoders]
             buffer = slots.buffer
             slot_size = slots.slot_size
             capacity = slots.capacity
@@ -321,14 +323,13 @@ class Connection:
             plane = entry.plane
             ev = entry.value
             src_port = ev >> 16
-            encoder = encoders[plane]
-            if in_place[plane]:
-                assert slots is not None  # in_place is all False without
+            write = writers[plane]
+            if write is not None:
                 if count == capacity:
-                    slots.count = count
-                    slots.flush()
-                    count = slots.count
-                length = encoder.encode_into(
+                    filled.count = count
+                    filled.flush()
+                    count = filled.count
+                length = write(
                     buffer, count * slot_size, tos_retx if retransmit else tos_first, ttl,
                     opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset,
                     message.rkey, message.length, message.data[offset:end],
@@ -341,7 +342,7 @@ class Connection:
                 count += 1
                 written += 1
                 continue
-            payload = encoder.encode(
+            payload = encoders[plane].encode(
                 opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset, message.rkey,
                 message.length, message.data[offset:end],
                 message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,

@@ -218,6 +218,6 @@ class DataPacketEncoder:
             )  # fmt: skip
         end = rest_end + size
         buffer[rest_end:end] = payload
-        crc = zlib.crc32(payload, zlib.crc32(buffer[offset + _V4_REST_START : rest_end], seed))
-        _ICRC.pack_into(buffer, end, crc)
+        # The ICRC's per-packet headers and the payload now lie side by side: one crc32.
+        _ICRC.pack_into(buffer, end, zlib.crc32(buffer[offset + _V4_REST_START : end], seed))
         return end + ICRC_LEN - offset

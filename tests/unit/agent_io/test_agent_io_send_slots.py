@@ -155,3 +155,23 @@ def test_the_runtime_keeps_refused_slots_in_order_and_queues_later_ones_behind_t
         assert list(runtime._backlog) == expected[3:] + expected
     finally:
         runtime.close()
+
+
+def test_each_slot_names_its_own_destination_across_batches_to_different_peers() -> None:
+    sender, _calls, slots = _slotted_sender([64] * 20)
+    batch = sender._slot_batch
+    assert batch is not None
+    peer_b, peer_c = bytes([10, 0, 0, 2]), bytes([10, 0, 0, 3])
+    # One context object per path, as the core has; some rounds repeat the previous peer
+    # (the names are then already in place), some switch or mix peers.
+    context = {d: IpContext(src=bytes([10, 0, 0, 1]), dst=d) for d in (peer_b, peer_c)}
+    rounds = [
+        [peer_b] * 5, [peer_b] * 5, [peer_b] * 3, [peer_c] * 7, [peer_b] * 2, [peer_b] * 6,
+        [peer_b, peer_c, peer_b] + [peer_b] * 3, [peer_c] * 7, [peer_c] * 2,
+    ]  # fmt: skip
+    for destinations in rounds:
+        _filled(slots, len(destinations))
+        slots.contexts[:] = [context[d] for d in destinations]
+        assert sender.send_slots(slots) == len(destinations)
+        assert batch.slot_names[: len(destinations)] == [sockaddr(d) for d in destinations]
+        slots.clear()
