@@ -309,6 +309,14 @@ def _decode_whole_data(
     )  # fmt: skip
 
 
+#: ``decode`` of an untrimmed data packet, for a caller that made ``decode``'s own checks
+#: first (not trimmed, ``size >= MIN_WHOLE_DATA``, first byte in ``DATA_OPCODE_SET``): the
+#: receiver's per-packet entry, one call and a keyword argument less than ``decode``.
+decode_whole_data = _decode_whole_data
+DATA_OPCODE_SET = _DATA_OPCODE_SET
+MIN_WHOLE_DATA = BTH_LEN + ICRC_LEN
+
+
 def _receive_seed(
     key: tuple[int, int, int, int, bytes],
     ip: IpContext,

@@ -26,13 +26,20 @@ import random
 from collections import deque
 from collections.abc import Sequence
 
-from agent.core.codec import DecodeError, decode
+from agent.core.codec import (
+    DATA_OPCODE_SET,
+    MIN_WHOLE_DATA,
+    DecodeError,
+    decode,
+    decode_whole_data,
+)
 from agent.core.config import MrcConfig
 from agent.core.connection import Connection, ConnectionSpec
 from agent.core.datagram import IncomingDatagram, OutgoingDatagram
 from agent.core.drops import DropReason
 from agent.core.events import Event
 from agent.core.memory import MemoryRegion, MemoryTable
+from agent.core.packets import Packet
 from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
 from agent.wire.constants import ROCEV2_UDP_PORT
@@ -186,6 +193,7 @@ class Endpoint:
         plane_of = self._plane_of
         trimmed_dscps = self._trimmed_dscps
         connections = self._connections
+        data_opcodes = DATA_OPCODE_SET
         stats.datagrams_received += len(datagrams)
         for datagram in datagrams:
             if datagram.dst_port != ROCEV2_UDP_PORT:
@@ -195,14 +203,27 @@ class Endpoint:
             if plane is None:
                 drops[DropReason.UNKNOWN_DESTINATION] += 1
                 continue
+            payload = datagram.payload
+            size = len(payload)
             try:
-                packet = decode(
-                    datagram.payload,
-                    datagram.ip,
-                    datagram.src_port,
-                    datagram.dst_port,
-                    trimmed=datagram.dscp in trimmed_dscps,
-                )
+                # Untrimmed data, nearly every datagram: straight to its decoder.
+                if (
+                    size >= MIN_WHOLE_DATA
+                    and payload[0] in data_opcodes
+                    and datagram.dscp not in trimmed_dscps
+                ):
+                    packet: Packet = decode_whole_data(
+                        payload, size, payload[0], datagram.ip, datagram.src_port,
+                        ROCEV2_UDP_PORT,
+                    )  # fmt: skip
+                else:
+                    packet = decode(
+                        payload,
+                        datagram.ip,
+                        datagram.src_port,
+                        datagram.dst_port,
+                        trimmed=datagram.dscp in trimmed_dscps,
+                    )
             except DecodeError as error:
                 drops[error.reason] += 1
                 continue

@@ -317,7 +317,9 @@ class RawSender:
             raise RuntimeError("send_slots without make_slots")
         count = slots.count
         contexts = slots.contexts
-        first = contexts[0] if contexts else None
+        if not count:
+            return 0
+        first = contexts[0]
         # One peer over one plane (the common case): every slot already names its address
         # from an earlier batch, checked with one C-level pass instead of a loop per packet.
         if (
