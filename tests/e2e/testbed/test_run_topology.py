@@ -70,6 +70,23 @@ def _interactive(topology: Path, target: str) -> tuple[subprocess.Popen[str], Li
     return proc, LineReader(proc)
 
 
+def _wait_or_describe(proc: subprocess.Popen[str], reader: LineReader) -> int:
+    """The runner's exit status; if it does not exit within TEARDOWN_TIMEOUT_S, fail with
+    what it printed and what is still running in its session, so a hang can be diagnosed."""
+    try:
+        return proc.wait(TEARDOWN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        tree = subprocess.run(
+            ["ps", "-o", "pid,pgid,sid,stat,etime,wchan:20,args", "-s", str(proc.pid)],
+            capture_output=True,
+            text=True,
+        ).stdout
+        pytest.fail(
+            f"the runner did not exit within {TEARDOWN_TIMEOUT_S:.0f} s of Ctrl-C\n"
+            f"its output:\n{reader.rest()}\nits session:\n{tree}"
+        )
+
+
 def _send(proc: subprocess.Popen[str], line: str) -> None:
     assert proc.stdin is not None
     proc.stdin.write(line + "\n")
@@ -149,7 +166,7 @@ def test_failed_commands_are_reported_and_ctrl_c_at_the_prompt_tears_everything_
         reader.wait_for(r"\*\*\* error: no agent runs on 'h9'", 30)
         os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
         # 1: commands failed and stdin is no terminal, so a script can tell.
-        assert proc.wait(TEARDOWN_TIMEOUT_S) == 1, reader.rest()
+        assert _wait_or_describe(proc, reader) == 1, reader.rest()
     finally:
         if proc.poll() is None:
             proc.kill()
