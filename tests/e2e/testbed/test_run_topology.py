@@ -186,7 +186,7 @@ def test_ctrl_c_during_bring_up_tears_everything_down(
             time.sleep(0.05)
         assert run_state(prefix).namespaces, "the bring-up created no namespace"
         os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(TEARDOWN_TIMEOUT_S)
+        _wait_or_describe(proc, reader)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -207,7 +207,7 @@ def test_stop_tears_down_a_live_run_through_its_runner(
         )
         assert stop.returncode == 0, stop.stdout + stop.stderr
         assert f"asking its runner (pid {proc.pid}) to stop" in stop.stdout
-        assert proc.wait(TEARDOWN_TIMEOUT_S) == 0
+        assert _wait_or_describe(proc, reader) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
