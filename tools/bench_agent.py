@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.core.crc import IMPLEMENTATION as crc_implementation
 from tools.netns import NetnsLab, run, terminate_on_signals
 from tools.qdiscs import probe_qdiscs
 from tools.toolchain import is_root
@@ -475,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
             "kernel": platform.release(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "icrc_crc32": crc_implementation,
         },
         "core": core_benchmark(args.core_messages),
     }

@@ -25,9 +25,9 @@ nothing else; ``encode`` raises ``ValueError`` for a packet that cannot be put o
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Callable
 
+from agent.core.crc import crc32
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
 from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO, compute_icrc, icrc_bytes
@@ -291,7 +291,7 @@ def _decode_whole_data(
     else:
         seed = _receive_seed(key, ip, src_port, dst_port, size, datagram)
     (carried,) = _ICRC.unpack_from(datagram, end)
-    if zlib.crc32(memoryview(datagram)[_SEEDED_LEN:end], seed) != carried:
+    if crc32(memoryview(datagram)[_SEEDED_LEN:end], seed) != carried:
         raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
     fields = layout.unpack_from(datagram)
     if timestamped:
@@ -338,7 +338,7 @@ def _receive_seed(
             _ONES_8, V6_FIRST_WORD_MASKED, udp_length, 17, 0xFF, ip.src, ip.dst, src_port,
             dst_port, udp_length, 0xFFFF, datagram[:4], 0xFF,
         )  # fmt: skip
-    seed = zlib.crc32(datagram[5:_SEEDED_LEN], zlib.crc32(pseudo))
+    seed = crc32(datagram[5:_SEEDED_LEN], crc32(pseudo))
     if len(_RECEIVE_SEEDS) >= MAX_RECEIVE_SEEDS:
         _RECEIVE_SEEDS.clear()
     _RECEIVE_SEEDS[key] = (ip, seed)

@@ -499,6 +499,7 @@ class Connection:
             losses=dict(c.losses),
             spurious_losses=c.spurious_losses,
             timeouts=c.timeouts,
+            spurious_timeouts=c.spurious_timeouts,
             tail_probes=c.tail_probes,
             completion_probes=c.completion_probes,
             trims_seen=c.trims_seen,

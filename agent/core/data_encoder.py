@@ -18,8 +18,8 @@ the rest (see ``DataPacketEncoder``).
 from __future__ import annotations
 
 import struct
-import zlib
 
+from agent.core.crc import crc32
 from agent.core.datagram import IpContext
 from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO
 from agent.core.packets import DEFAULT_PKEY
@@ -112,7 +112,7 @@ class DataPacketEncoder:
                 0xFF, _IP_PROTO_UDP, 0xFFFF, ip.src, ip.dst, src_port, ROCEV2_UDP_PORT,
                 udp_length, 0xFFFF, bth_start, 0xFF,
             )  # fmt: skip
-        seed = zlib.crc32(self._dest_qp.to_bytes(3, "big"), zlib.crc32(pseudo))
+        seed = crc32(self._dest_qp.to_bytes(3, "big"), crc32(pseudo))
         seeds = self._seeds
         if len(seeds) >= MAX_SEEDS:
             seeds.clear()
@@ -158,7 +158,7 @@ class DataPacketEncoder:
         if seed is None:
             seed = self._seed(key, opcode, src_port, udp_length)
         prefix = self._prefixes[opcode]
-        crc = zlib.crc32(payload, zlib.crc32(rest, seed))
+        crc = crc32(payload, crc32(rest, seed))
         return b"".join((prefix, rest, payload, _ICRC.pack(crc)))
 
     def encode_into(
@@ -219,5 +219,5 @@ class DataPacketEncoder:
         end = rest_end + size
         buffer[rest_end:end] = payload
         # The ICRC's per-packet headers and the payload now lie side by side: one crc32.
-        _ICRC.pack_into(buffer, end, zlib.crc32(buffer[offset + _V4_REST_START : end], seed))
+        _ICRC.pack_into(buffer, end, crc32(buffer[offset + _V4_REST_START : end], seed))
         return end + ICRC_LEN - offset

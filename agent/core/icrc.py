@@ -13,8 +13,8 @@ The IPv4 header is taken to be the plain 20 bytes (no options), which is what th
 from __future__ import annotations
 
 import struct
-import zlib
 
+from agent.core.crc import crc32
 from agent.core.datagram import IpContext
 from agent.wire.constants import ICRC_LEN
 
@@ -80,7 +80,7 @@ def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port
             bth_start,
             0xFF,
         )
-    return zlib.crc32(view[_BTH_RESERVED_OFFSET + 1 :], zlib.crc32(pseudo))
+    return crc32(view[_BTH_RESERVED_OFFSET + 1 :], crc32(pseudo))
 
 
 def icrc_bytes(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: int) -> bytes:

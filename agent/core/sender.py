@@ -227,6 +227,11 @@ class Sender:
         #: The packet an RTO resends: it goes out whatever the window says, as TCP's RTO
         #: retransmission does, or a flight lost whole (an outage) would hold it back forever.
         self._rto_resend: SentPacket | None = None
+        #: The packet the latest RTO declared lost, until its fate is known: acknowledged
+        #: sooner after its resend than any round trip takes (or before the resend left), the
+        #: answer was to the original, the RTO was spurious, and the controller's timeout
+        #: reduction is undone (RFC 4015's Eifel response).
+        self._rto_victim: SentPacket | None = None
         #: An answered EV probe may bring the next resend forward once per timeout, not once
         #: per answer: probes keep being answered through a long queue, and each answer
         #: resending a packet would add load to exactly the path that is slow.
@@ -575,10 +580,25 @@ class Sender:
         if acked_bytes or ecn:
             self.cc.on_ack(now, acked_bytes, rtt_sample, self._rtt.min_rtt, ecn)
         if acked_bytes:
+            if self._rto_victim is not None and self._rto_victim.acked:
+                self._judge_timeout(now)
             self._progress(now)
         self._last_ack_time = now
         self._detect_losses(now)
         return None
+
+    def _judge_timeout(self, now: float) -> None:
+        """The latest RTO's packet is acknowledged: was it its original that arrived?"""
+        victim = self._rto_victim
+        assert victim is not None
+        self._rto_victim = None
+        min_rtt = self._rtt.min_rtt
+        original = victim.transmissions == 1 or (
+            min_rtt is not None and now - victim.sent_time < min_rtt
+        )
+        if original:
+            self._counters.spurious_timeouts += 1
+            self.cc.on_spurious_timeout(now)
 
     def on_nack(self, nack: NackPacket, now: float) -> DropReason | None:
         """Process a NACK: a trimmed packet is resent at once."""
@@ -872,6 +892,7 @@ class Sender:
         oldest = next(iter(self._in_flight.values()))
         self._declare_lost(oldest, RetransmitCause.TIMEOUT, now, front=True)
         self._rto_resend = oldest
+        self._rto_victim = oldest
         self._early_resend_allowed = True
         self._last_rto_spurious = self._rtt.srtt is None
         self._backoff += 1

@@ -49,6 +49,7 @@ class ConnectionCounters:
         "packets_acked",
         "retransmits",
         "spurious_losses",
+        "spurious_timeouts",
         "tail_probes",
         "timeouts",
         "trims_lasthop_seen",
@@ -70,6 +71,8 @@ class ConnectionCounters:
         self.losses: dict[RetransmitCause, int] = {cause: 0 for cause in RetransmitCause}
         #: Losses declared from SACK gaps that the answer to the "lost" copy later disproved.
         self.spurious_losses = 0
+        #: RTOs whose packet's original was acknowledged after all (reduction undone).
+        self.spurious_timeouts = 0
         self.timeouts = 0
         self.tail_probes = 0
         self.completion_probes = 0
@@ -125,6 +128,8 @@ class ConnectionStats:
     #: SACK-gap losses later disproved (reordering, not loss); the window widens on them.
     spurious_losses: int
     timeouts: int
+    #: Of those, the ones shown spurious (their congestion reduction undone).
+    spurious_timeouts: int
     tail_probes: int
     completion_probes: int
     trims_seen: int

@@ -51,6 +51,7 @@ def connection_stats_to_json(stats: ConnectionStats, with_evs: bool = True) -> d
         "losses": causes_to_json(stats.losses),
         "spurious_losses": stats.spurious_losses,
         "timeouts": stats.timeouts,
+        "spurious_timeouts": stats.spurious_timeouts,
         "tail_probes": stats.tail_probes,
         "completion_probes": stats.completion_probes,
         "trims_seen": stats.trims_seen,

@@ -45,3 +45,8 @@ class CongestionControl(ABC):
     @abstractmethod
     def on_timeout(self, now: float) -> None:
         """Nothing was acknowledged for a whole RTO."""
+
+    def on_spurious_timeout(self, now: float) -> None:  # noqa: B027 - optional hook
+        """The last RTO was spurious: a packet sent before it was acknowledged after it (the
+        flight was delayed, not lost). Undo that timeout's reduction (RFC 4015's Eifel
+        response); controllers that reduce nothing on a timeout ignore it."""

@@ -32,6 +32,8 @@ class DcqcnRate(CongestionControl):
         self._period_start: float | None = None
         self._stage = 0
         self._next_send = 0.0
+        #: The rate before the latest timeout, restored if that timeout proves spurious.
+        self._before_timeout: float | None = None
 
     @property
     def window(self) -> int:
@@ -60,9 +62,16 @@ class DcqcnRate(CongestionControl):
         self._decrease(now)
 
     def on_timeout(self, now: float) -> None:
-        """Halve the rate."""
+        """Halve the rate (remembering it, in case the timeout proves spurious)."""
         self._advance(now)
+        self._before_timeout = self.rate
         self.rate = max(self._config.min_rate, self.rate / 2)
+
+    def on_spurious_timeout(self, now: float) -> None:
+        """Back to the rate before the spurious timeout(s), unless it has grown past it."""
+        if self._before_timeout is not None:
+            self.rate = max(self.rate, self._before_timeout)
+            self._before_timeout = None
 
     def _decrease(self, now: float) -> None:
         config = self._config

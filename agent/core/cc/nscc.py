@@ -50,6 +50,8 @@ class Nscc(CongestionControl):
         self._max = float(max_window)
         self._last_cut = float("-inf")
         self._last_rtt: float | None = None
+        #: The window before the latest timeout, restored if that timeout proves spurious.
+        self._before_timeout: float | None = None
         self.last_case: NsccCase | None = None
 
     @property
@@ -96,9 +98,17 @@ class Nscc(CongestionControl):
         self._clamp()
 
     def on_timeout(self, now: float) -> None:
-        """Halve the window."""
+        """Halve the window (remembering it, in case the timeout proves spurious)."""
+        self._before_timeout = self._window
         self._window /= 2
         self._clamp()
+
+    def on_spurious_timeout(self, now: float) -> None:
+        """Back to the window before the spurious timeout(s), unless it has grown past it."""
+        if self._before_timeout is not None:
+            self._window = max(self._window, self._before_timeout)
+            self._before_timeout = None
+            self._clamp()
 
     def _cut(self, now: float, rtt: float, target_rtt: float, base_rtt: float) -> None:
         if now - self._last_cut < base_rtt:

@@ -23,7 +23,7 @@ from agent.core import (
 from agent.core.codec import trimmed_length
 from agent.core.packets import AckPacket, DataPacket, NackPacket, ReliabilityProbe, SackPacket
 from agent.wire.constants import ECN_CE, DscpClass, EvState
-from tests.unit.agent.agent_loopback import Flight, Loopback
+from tests.unit.agent.agent_loopback import ONE_WAY, Flight, Loopback
 
 DATA = bytes(random.Random(5).randbytes(5000))  # five packets of 1024 bytes, last one shorter
 
@@ -333,3 +333,45 @@ def test_a_resend_answered_twice_disproves_nothing():
     after = link.a.connection_stats(link.qp_a)
     assert after.spurious_losses == 0
     assert (before.reorder_multiplier, after.reorder_multiplier) == (1, 1)
+
+
+# --- spurious timeouts: a delayed flight taken for a lost one -------------------------------
+
+
+def _rto_over_a_held_flight(link: Loopback) -> tuple[list[Flight], int]:
+    """Send a message whose packets are held back (nothing answered) until the RTO fires;
+    returns the held originals and the window before the timeout."""
+    for _ in range(5):
+        link.post(DATA[:1000])
+        link.run(1e-3)
+    link.post(DATA, offset=8192)
+    window = link.a.connection_stats(link.qp_a).cwnd
+    held, link.in_flight = list(link.in_flight), []
+    while link.a.connection_stats(link.qp_a).timeouts == 0:
+        link.idle_until_timer()
+        link.in_flight = [f for f in link.in_flight if f.source is not link.a]
+    return held, window
+
+
+def test_originals_answered_right_after_an_rto_undo_its_window_cut():
+    """They were only delayed (a queue, a scheduler): the answer to the timed-out packet comes
+    sooner after its resend than any round trip, so it answers the original, and the window
+    the timeout halved is given back (RFC 4015)."""
+    link = Loopback.create()
+    held, window = _rto_over_a_held_flight(link)
+    assert link.a.connection_stats(link.qp_a).cwnd < window
+    link.in_flight = held
+    link.exchange(delay=ONE_WAY / 4)  # the originals were queued just short of the receiver
+    link.exchange(delay=ONE_WAY / 4)
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.spurious_timeouts == 1
+    assert stats.cwnd >= window
+
+
+def test_a_resend_answered_after_a_round_trip_leaves_the_timeout_standing():
+    link = Loopback.create()
+    _held, _window = _rto_over_a_held_flight(link)
+    link.run(1e-3)  # the originals are lost; the resends go through at the normal delay
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.spurious_timeouts == 0
+    assert stats.timeouts >= 1
