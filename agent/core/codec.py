@@ -55,6 +55,8 @@ from agent.wire.constants import (
     Opcode,
 )
 
+#: Read per SACK: a plain int (an enum member costs ~0.3 us per access on 3.11).
+_OP_SACK = int(Opcode.SACK)
 _U24 = 0xFFFFFF
 
 # One struct per header combination, BTH included, so a packet's headers are one pack/unpack.
@@ -164,7 +166,7 @@ def encode_body(packet: Packet) -> bytes:
         _check_u24("cack_psn", packet.cack_psn)
         _check_u24("received_bytes", packet.received_bytes)
         return _SACK.pack(
-            Opcode.SACK, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn),
+            _OP_SACK, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn),
             (packet.header_type << 12) | (packet.next_header << 7) | (packet.skip_mode << 5)
             | (int(packet.probe_response) << 4),
             packet.ack_psn_offset, packet.entropy, packet.src_pdc, packet.dst_pdc,

@@ -209,6 +209,15 @@ class EvSet:
         count = len(slots)
         usable = self._plane_usable
         index = self._cursor
+        # Fast path: the slot at the cursor is GOOD and usable (the common case at line rate,
+        # every EV busy and healthy), without setting up the loop.
+        slot = slots[index]
+        entry = slot.current
+        if entry.state is _GOOD and usable[slot.plane]:
+            index += 1
+            self._cursor = 0 if index == count else index
+            entry.uses += 1
+            return entry
         for _ in range(2 * count):
             slot = slots[index]
             index += 1

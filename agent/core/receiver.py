@@ -59,6 +59,9 @@ _BITMAP_MASK = (1 << _BITMAP_BITS) - 1
 _MAX_OFFSET = 0x7FFF
 _PSN_HALF = 1 << 23
 _U24 = 0xFFFFFF
+#: Enum members read per SACK, as constants (~0.3 us per enum attribute access on 3.11).
+_SKIP_ONCE = SackSkipMode.SKIP_ONCE
+_NO_SKIP = SackSkipMode.NONE
 _ONLY_OPCODES = frozenset({Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM})
 _IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
 
@@ -300,7 +303,7 @@ class Receiver:
             entropy=ev,
             bitmap=(mask >> base) & _BITMAP_MASK,
             sack_offset=base,
-            skip_mode=SackSkipMode.SKIP_ONCE if ce else SackSkipMode.NONE,
+            skip_mode=_SKIP_ONCE if ce else _NO_SKIP,
             probe_response=probe,
             src_pdc=self._qp & 0xFFFF,
             dst_pdc=self._remote_qp & 0xFFFF,
