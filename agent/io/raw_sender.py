@@ -278,19 +278,10 @@ class RawSender:
                 if slot_names[count] is not name:
                     set_name(count, name)
                 count += 1
-            fd = sock.fileno()
-            done = 0
-            while done < count:
-                sent, error = batch.flush(fd, count, done)
-                self.sent += sent
-                done += sent
-                if error:
-                    if error in _WOULD_BLOCK:
-                        return index + done
-                    failed = datagrams[index + done]
-                    exc = OSError(error, os.strerror(error))
-                    self._count(errno.errorcode.get(error, str(exc)), exc, failed)
-                    done += 1
+            batched = datagrams[index : index + count]
+            done = self._flush(batch, sock.fileno(), count, batched.__getitem__)
+            if done < count:
+                return index + done
             index += count
         return total
 
@@ -347,7 +338,18 @@ class RawSender:
                 self._named_slots = max(self._named_slots, count)
             else:
                 self._named_context, self._named_slots = None, 0
-        fd = sock.fileno()
+        return self._flush(batch, sock.fileno(), count, slots.datagram)
+
+    def _flush(
+        self,
+        batch: mmsg.SendBatch,
+        fd: int,
+        count: int,
+        datagram_at: Callable[[int], OutgoingDatagram],
+    ) -> int:
+        """Send slots ``0..count-1`` of ``batch``; returns the first slot the socket buffer
+        could not take (``count`` when it took all). Any other failure drops and counts the
+        packet of that slot (``datagram_at`` names it) and the rest still go."""
         done = 0
         while done < count:
             sent, error = batch.flush(fd, count, done)
@@ -357,7 +359,7 @@ class RawSender:
                 if error in _WOULD_BLOCK:
                     return done
                 exc = OSError(error, os.strerror(error))
-                self._count(errno.errorcode.get(error, str(exc)), exc, slots.datagram(done))
+                self._count(errno.errorcode.get(error, str(exc)), exc, datagram_at(done))
                 done += 1
         return count
 
