@@ -39,6 +39,7 @@ from controller.intent import (
     compute_intent,
     diff_switch,
 )
+from controller.southbound.mapping import is_pinned
 from controller.southbound.p4_program import pinned_member_id
 from tests.e2e.mininet.environment import P4_BUILD
 from tools.p4rt_sync import SyncSwitch
@@ -66,7 +67,7 @@ def member_entity(member: NextHopMember, *, pinned: bool = False) -> fy.P4Action
 def member_refs(group: NextHopGroup) -> list[tuple[int, int | None]]:
     """(member id, watched port) of each member of the group: a one-member group holds the
     unwatched twin, so a cut never leaves a group with every member down."""
-    if len(group.members) == 1:
+    if is_pinned(group):
         return [(pinned_member_id(group.members[0].member_index), None)]
     return [(_member_id(m), m.watch_port) for m in group.members]
 
@@ -75,7 +76,7 @@ def pinned_members(intent: SwitchIntent | None) -> dict[int, NextHopMember]:
     """The members whose unwatched twin some one-member group of ``intent`` holds."""
     if intent is None:
         return {}
-    return {g.members[0].member_index: g.members[0] for g in intent.groups if len(g.members) == 1}
+    return {g.members[0].member_index: g.members[0] for g in intent.groups if is_pinned(g)}
 
 
 def group_entity(group: NextHopGroup, unwatched: Collection[int] = ()) -> fy.P4ActionProfileGroup:
