@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import os
 import shutil
 import signal
@@ -53,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = commands.add_parser("stop", help="stop testbed runs and remove what they left")
     stop.add_argument("prefixes", nargs="*", help="runs to stop (default: every run)")
     args = parser.parse_args(argv)
+    # `kill -USR1 <runner>` prints where every thread of a stuck runner is (tests use it).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args.command == "run":
         return _run(args.topology, args.target)
     return _stop(args.prefixes)

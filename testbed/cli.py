@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from agent.cli.report import perf_report, progress_line
 from controller.app.status import format_status
 from testbed.agents import TransferSpec
 from testbed.session import Testbed
+from testbed.stdin_lines import InterruptibleLines
 from topologies.model import LinkId
 
 #: Seconds ``fail``/``restore`` wait for the controller to see the change.
@@ -76,6 +78,10 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
         self.testbed = testbed
         self.failures = 0
         assert testbed.network.mininet is not None
+        if "stdin" not in kwargs and not sys.stdin.isatty():
+            # A script on stdin: read it so that Ctrl-C is never lost (testbed/stdin_lines.py).
+            kwargs["stdin"] = InterruptibleLines(sys.stdin.fileno())
+            self.use_rawinput = False
         super().__init__(testbed.network.mininet, **kwargs)
 
     def run(self) -> None:

@@ -72,7 +72,8 @@ def _interactive(topology: Path, target: str) -> tuple[subprocess.Popen[str], Li
 
 def _wait_or_describe(proc: subprocess.Popen[str], reader: LineReader) -> int:
     """The runner's exit status; if it does not exit within TEARDOWN_TIMEOUT_S, fail with
-    what it printed and what is still running in its session, so a hang can be diagnosed."""
+    what it printed (ending with its Python stacks) and what is still running in its session, so
+    a hang can be diagnosed."""
     try:
         return proc.wait(TEARDOWN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -81,6 +82,9 @@ def _wait_or_describe(proc: subprocess.Popen[str], reader: LineReader) -> int:
             capture_output=True,
             text=True,
         ).stdout
+        os.kill(proc.pid, signal.SIGUSR1)  # the runner's faulthandler prints its stacks
+        time.sleep(2)
+        os.killpg(proc.pid, signal.SIGKILL)  # its output ends, so reader.rest() returns
         pytest.fail(
             f"the runner did not exit within {TEARDOWN_TIMEOUT_S:.0f} s of Ctrl-C\n"
             f"its output:\n{reader.rest()}\nits session:\n{tree}"
