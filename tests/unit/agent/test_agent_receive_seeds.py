@@ -1,5 +1,6 @@
-"""The receive path's cached ICRC seeds (``agent.core.codec``): a data packet is checked
-against the seed of exactly its own headers, so caching changes which packets pass in no case.
+"""The receive path's cached ICRC seeds (``agent.core.codec``): a packet, data or control (a
+sender checks a SACK every few packets), is checked against the seed of exactly its own
+headers, so caching changes which packets pass in no case.
 
 The seed covers the masked pseudo-header and BTH bytes 0-7; it is looked up by the IP context
 object (by identity), the ports, the length and those BTH bytes.
@@ -15,7 +16,7 @@ from agent.core import codec
 from agent.core.codec import DecodeError, decode, encode
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
-from agent.core.packets import DataPacket
+from agent.core.packets import DataPacket, SackPacket
 from agent.wire.constants import Opcode
 
 A, B, C = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), bytes([10, 0, 0, 3])
@@ -40,6 +41,26 @@ def test_every_packet_of_a_stream_decodes_once_seeds_are_cached_and_corruption_i
         with pytest.raises(DecodeError) as caught:
             decode(bytes(broken), ip, port)
         assert caught.value.reason is DropReason.BAD_ICRC
+
+
+def test_sacks_decode_with_cached_seeds_and_corruption_is_still_caught():
+    ip = IpContext(src=B, dst=A)
+    rng = random.Random(2)
+    for psn in range(200):
+        sack = SackPacket(
+            0x77, psn, psn + 1, 0, rng.getrandbits(32), rng.getrandbits(64),
+            echoed_timestamp=rng.getrandbits(16), received_bytes=rng.getrandbits(24),
+        )  # fmt: skip
+        port = rng.choice([0xC000, 0xC001])
+        wire = encode(sack, ip, port)
+        assert decode(wire, ip, port) == sack
+        broken = bytearray(wire)
+        broken[rng.choice([5, 6, 7, *range(8, len(wire) - 4)])] ^= 1 << rng.randrange(8)
+        with pytest.raises(DecodeError) as caught:
+            decode(bytes(broken), ip, port)
+        assert caught.value.reason is DropReason.BAD_ICRC
+    with pytest.raises(DecodeError):
+        decode(encode(sack, ip, 0xC000), IpContext(src=C, dst=A), 0xC000)
 
 
 def test_a_seed_cached_for_one_context_never_passes_a_packet_sent_in_another():
