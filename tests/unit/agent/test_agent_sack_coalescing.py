@@ -2,10 +2,12 @@
 
 Specification: the receiver answers a batch of data packets with one SACK that acknowledges
 them all (cumulative PSN + bitmap) and echoes the latest packet's EV and timestamp; it answers
-at once a CE-marked packet, and before any other answer (duplicate, trim, probe, completion)
-it first sends the pending SACK; it never lets the pending packets spread wider than the
-64-bit bitmap, nor more than ``sack_coalesce_max`` of them wait. The sender acknowledges every
-packet a coalesced SACK reports and takes its RTT sample before scheduling confirmations.
+at once a CE-marked packet, and before any other answer (duplicate, trim, probe) it first
+sends the pending SACK, while a message's completion ACK waits behind the pending SACK (a
+SACK per completed message would be a third of them at line rate); it never lets the
+pending packets spread wider than the 64-bit bitmap, nor more than ``sack_coalesce_max`` of
+them wait. The sender acknowledges every packet a coalesced SACK reports and takes its RTT
+sample before scheduling confirmations.
 """
 
 from __future__ import annotations
@@ -146,6 +148,46 @@ def test_other_answers_follow_the_pending_sack_in_order():
         assert isinstance(replies[0], SackPacket) and not replies[0].probe_response
         assert len(replies) == 2
     assert cases == [("duplicate", SackPacket), ("trim", NackPacket), ("probe", SackPacket)]
+
+
+def _message_packet(msn: int, index: int, rkey: int) -> DataPacket:
+    """Packet ``index`` (0 or 1) of two-packet message ``msn``: PSN ``2 * msn + index``."""
+    psn = 2 * msn + index
+    return DataPacket(
+        opcode=Opcode.WRITE_FIRST if index == 0 else Opcode.WRITE_LAST,
+        dest_qp=7,
+        psn=psn,
+        msn=msn,
+        rqmsn=0,
+        va=_VA + 64 * msn + 16 * index,
+        rkey=rkey,
+        dma_length=32,
+        payload=b"m" * 16,
+        tx_timestamp=psn,
+    )
+
+
+def test_messages_completed_in_one_batch_are_confirmed_after_its_one_sack():
+    receiver, rkey = _receiver(coalesce_max=64)
+    replies: list[Packet] = []
+    for psn in range(5):  # messages 0 and 1 complete, message 2 is half there
+        receiver.on_data(_message_packet(psn // 2, psn % 2, rkey), 100 + psn, False, replies)
+    assert replies == [] and receiver.sack_pending
+    receiver.flush_sack(replies)
+    sack, *acks = replies
+    assert isinstance(sack, SackPacket) and _reported(sack) >= set(range(5))
+    assert sack.entropy == 104 and sack.echoed_timestamp == 4
+    assert [(type(a), a.msn) for a in acks] == [(AckPacket, 0), (AckPacket, 1)]
+    receiver.flush_sack(replies)
+    assert len(replies) == 3  # the ACKs went out with their SACK, once
+
+
+def test_a_completion_with_no_sack_pending_is_confirmed_at_once():
+    receiver, rkey = _receiver(coalesce_max=1)  # every packet answered as it arrives
+    replies: list[Packet] = []
+    receiver.on_data(_message_packet(0, 0, rkey), 100, False, replies)
+    receiver.on_data(_message_packet(0, 1, rkey), 101, False, replies)
+    assert [type(r) for r in replies] == [SackPacket, SackPacket, AckPacket]
 
 
 def test_a_completed_message_is_sacked_then_confirmed_in_one_batch():
