@@ -180,16 +180,13 @@ class EvSet:
         """A data packet sent on ``entry`` was answered, or declared lost."""
         entry.outstanding -= 1
         if entry.outstanding == 0:
-            self._offer(entry)
+            self.offer(entry)
 
     def offer(self, entry: EvEntry) -> None:
         """``entry`` has no data packet outstanding any more: make it available to data if
         it may carry data (``release`` does this when the count reaches zero; the sender's
-        acknowledgement loop counts down itself and calls this)."""
-        self._offer(entry)
-
-    def _offer(self, entry: EvEntry) -> None:
-        """Put ``entry`` on the free list if it can carry data."""
+        acknowledgement loop counts down itself and calls this, for about every other packet
+        acknowledged, hence no second call level)."""
         if (
             not entry.queued
             and entry.outstanding == 0
@@ -282,7 +279,7 @@ class EvSet:
         if usable:
             for slot in self._slots:
                 if slot.plane == plane:
-                    self._offer(slot.current)
+                    self.offer(slot.current)
 
     # --- probing --------------------------------------------------------------------------
 
@@ -426,7 +423,7 @@ class EvSet:
         if needed:
             self._start_probing(standin, needed, now, at_once=at_once)
         else:
-            self._offer(standin)
+            self.offer(standin)
 
     def _start_probing(self, entry: EvEntry, needed: int, now: float, at_once: bool) -> None:
         entry.probe_streak = 0
@@ -476,7 +473,7 @@ class EvSet:
             displaced = slot.current
             self._discard(displaced)
             slot.current = entry
-        self._offer(entry)
+        self.offer(entry)
 
     def _discard(self, entry: EvEntry) -> None:
         """Drop a stand-in for good: it leaves the slot, probing and the value pool."""
