@@ -30,7 +30,7 @@ from collections.abc import Callable
 from agent.core.crc import crc32
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
-from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO, compute_icrc, icrc_bytes
+from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO, compute_icrc
 from agent.core.packets import (
     AckPacket,
     DataPacket,
@@ -72,16 +72,17 @@ _EP = struct.Struct(">BBHIIBBHI")  # BTH EPH
 _ICRC = struct.Struct("<I")
 _ONES_8 = b"\xff" * 8
 
-#: Received packets (data and control) whose headers match an earlier one's (same IP context
-#: object, ports, length and BTH bytes 0-7: opcode, flags byte, P_Key, QP) share the CRC of
-#: those headers and the masked pseudo-header, the ICRC's first 53 (IPv4) or 73 (IPv6)
-#: bytes: the check then runs ``crc32`` over the rest of the packet alone. Keyed by the
-#: context's ``id`` with the context itself kept in the entry (and compared by identity), so
-#: an entry can never be taken for a different context that reuses a freed object's id.
-_RECEIVE_SEEDS: dict[tuple[int, int, int, int, bytes], tuple[IpContext, int]] = {}
+#: Packets received (data and control) or sent (control; data has its own encoder) whose
+#: headers match an earlier one's (same IP context object, ports, length and BTH bytes 0-7:
+#: opcode, flags byte, P_Key, QP) share the CRC of those headers and the masked
+#: pseudo-header, the ICRC's first 53 (IPv4) or 73 (IPv6) bytes: the ICRC then takes one
+#: ``crc32`` over the rest of the packet alone. Keyed by the context's ``id`` with the
+#: context itself kept in the entry (and compared by identity), so an entry can never be
+#: taken for a different context that reuses a freed object's id.
+_ICRC_SEEDS: dict[tuple[int, int, int, int, bytes], tuple[IpContext, int]] = {}
 #: Entries kept before the table is cleared (a connection's 256 EVs and a few lengths and
 #: opcodes need a few thousand; input chosen to vary them cannot grow it beyond this).
-MAX_RECEIVE_SEEDS = 8192
+MAX_ICRC_SEEDS = 8192
 _SEEDED_LEN = 8
 
 _EP_TYPES = frozenset(int(t) for t in EpType)
@@ -216,7 +217,8 @@ def encode(packet: Packet, ip: IpContext, src_port: int, dst_port: int = ROCEV2_
     body = encode_body(packet)
     if type(packet) is TrimmedDataHeader:
         return body
-    return body + icrc_bytes(body, ip, src_port, dst_port)
+    size = len(body) + ICRC_LEN
+    return body + _ICRC.pack(_seeded_icrc(body, len(body), size, ip, src_port, dst_port))
 
 
 def _qp(qp: int) -> int:
@@ -264,14 +266,8 @@ def decode(
         kind = DropReason.TRUNCATED if end < expected else DropReason.BAD_FIELD
         raise DecodeError(kind, f"opcode {opcode:#x}: {end} header bytes, need {expected}")
     # Seeded like a data packet's: a sender checks a SACK every few packets it sends.
-    key = (id(ip), src_port, dst_port, size, datagram[:_SEEDED_LEN])
-    cached = _RECEIVE_SEEDS.get(key)
-    if cached is not None and cached[0] is ip:
-        seed = cached[1]
-    else:
-        seed = _receive_seed(key, ip, src_port, dst_port, size, datagram)
     (carried,) = _ICRC.unpack_from(datagram, end)
-    if crc32(memoryview(datagram)[_SEEDED_LEN:end], seed) != carried:
+    if _seeded_icrc(datagram, end, size, ip, src_port, dst_port) != carried:
         raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
     return decoder[1](datagram)
 
@@ -295,11 +291,11 @@ def _decode_whole_data(
             DropReason.TRUNCATED, f"opcode {opcode:#x}: {end} bytes, headers need {header_size}"
         )
     key = (id(ip), src_port, dst_port, size, datagram[:_SEEDED_LEN])
-    cached = _RECEIVE_SEEDS.get(key)
+    cached = _ICRC_SEEDS.get(key)
     if cached is not None and cached[0] is ip:
         seed = cached[1]
     else:
-        seed = _receive_seed(key, ip, src_port, dst_port, size, datagram)
+        seed = _icrc_seed(key, ip, src_port, dst_port, size, datagram)
     (carried,) = _ICRC.unpack_from(datagram, end)
     if crc32(memoryview(datagram)[_SEEDED_LEN:end], seed) != carried:
         raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
@@ -327,7 +323,21 @@ DATA_OPCODE_SET = _DATA_OPCODE_SET
 MIN_WHOLE_DATA = BTH_LEN + ICRC_LEN
 
 
-def _receive_seed(
+def _seeded_icrc(
+    data: bytes, end: int, size: int, ip: IpContext, src_port: int, dst_port: int
+) -> int:
+    """The ICRC of the ``size``-byte UDP payload whose bytes up to its ICRC are
+    ``data[:end]``, from the cached seed of its headers (see ``_ICRC_SEEDS``)."""
+    key = (id(ip), src_port, dst_port, size, data[:_SEEDED_LEN])
+    cached = _ICRC_SEEDS.get(key)
+    if cached is not None and cached[0] is ip:
+        seed = cached[1]
+    else:
+        seed = _icrc_seed(key, ip, src_port, dst_port, size, data)
+    return crc32(memoryview(data)[_SEEDED_LEN:end], seed)
+
+
+def _icrc_seed(
     key: tuple[int, int, int, int, bytes],
     ip: IpContext,
     src_port: int,
@@ -335,8 +345,8 @@ def _receive_seed(
     size: int,
     datagram: bytes,
 ) -> int:
-    """The CRC of a received data packet's masked pseudo-header and BTH bytes 0-7, kept in
-    ``_RECEIVE_SEEDS`` for the next packet with the same headers."""
+    """The CRC of a packet's masked pseudo-header and BTH bytes 0-7, kept in
+    ``_ICRC_SEEDS`` for the next packet with the same headers."""
     udp_length = size + 8
     if len(ip.src) == 4:
         pseudo = V4_PSEUDO.pack(
@@ -349,9 +359,9 @@ def _receive_seed(
             dst_port, udp_length, 0xFFFF, datagram[:4], 0xFF,
         )  # fmt: skip
     seed = crc32(datagram[5:_SEEDED_LEN], crc32(pseudo))
-    if len(_RECEIVE_SEEDS) >= MAX_RECEIVE_SEEDS:
-        _RECEIVE_SEEDS.clear()
-    _RECEIVE_SEEDS[key] = (ip, seed)
+    if len(_ICRC_SEEDS) >= MAX_ICRC_SEEDS:
+        _ICRC_SEEDS.clear()
+    _ICRC_SEEDS[key] = (ip, seed)
     return seed
 
 

@@ -58,7 +58,7 @@ class IpContext:
 class IncomingDatagram:
     """A received UDP datagram to port 4791, as the runtime saw it.
 
-    Treat as immutable; not declared frozen for speed (one per datagram, see ``DataPacket``).
+    Treat as immutable; not frozen, for speed (one per datagram, see ``agent.core.packets``).
 
     ``dscp`` and ``ecn`` come from the IP TOS / traffic-class byte: the DSCP tells a trimmed
     packet apart (it then has no payload and no ICRC), the ECN bits carry the CE mark that the
@@ -83,7 +83,7 @@ class IncomingDatagram:
 class OutgoingDatagram:
     """A UDP datagram the runtime must send exactly as described.
 
-    Treat as immutable; not declared frozen for speed (one per datagram, see ``DataPacket``).
+    Treat as immutable; not frozen, for speed (one per datagram, see ``agent.core.packets``).
 
     ``plane`` is the index of the local address (NIC port) it leaves from, ``ip.src`` that
     address; ``src_port`` / ``flow_label`` carry the EV; ``dscp`` is its traffic class and

@@ -1,4 +1,8 @@
-"""The MRC packets the core speaks, as frozen slotted dataclasses (decoded form).
+"""The MRC packets the core speaks, as slotted dataclasses (decoded form).
+
+Treat every one as immutable. None is declared frozen: a frozen dataclass's ``__init__`` sets
+each field through ``object.__setattr__``, about four times a plain one's cost, and the core
+builds one per packet sent or received (per data packet, SACK, probe and its answer).
 
 One class per packet kind; the BTH is flattened into each (``dest_qp``, ``psn``, flags), which keeps
 the data path to one object per packet. ``agent.core.codec`` turns them into bytes and back;
@@ -26,11 +30,7 @@ DEFAULT_PKEY = 0xFFFF
 
 @dataclass(slots=True)
 class DataPacket:
-    """An RDMA write packet (opcodes 0xC6-0xCB): METH, [TSETH], RETH, [immediate], payload.
-
-    Treat as immutable. Not declared frozen because one is built for every data packet sent
-    and received, and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field)
-    costs about four times a plain one's: a measurable share of the per-packet budget."""
+    """An RDMA write packet (opcodes 0xC6-0xCB): METH, [TSETH], RETH, [immediate], payload."""
 
     opcode: int
     dest_qp: int
@@ -49,7 +49,7 @@ class DataPacket:
     pkey: int = DEFAULT_PKEY
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TrimmedDataHeader:
     """What is left of a data packet a switch trimmed: its headers, no payload, no ICRC.
 
@@ -73,7 +73,7 @@ class TrimmedDataHeader:
     pkey: int = DEFAULT_PKEY
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AckPacket:
     """ACK (0xD1): BTH + AETH. The testbed uses it as the message-completion report: ``msn``
     is the message, ``syndrome`` ``AethSyndrome.ACK`` (placed in full) or a NAK code (refused),
@@ -88,11 +88,8 @@ class AckPacket:
 
 @dataclass(slots=True)
 class SackPacket:
-    """SACK (0xDC): BTH + SETH + CC_STATE, sent for every data packet that arrives.
-
-    Treat as immutable. Not frozen for ``DataPacket``'s reason: a sender decodes one per few
-    data packets it sends, and with 22 fields the frozen ``__init__`` alone took 2 us of the
-    3.4 us a SACK's decoding cost (12 % of the benchmark sender's time).
+    """SACK (0xDC): BTH + SETH + CC_STATE, answering the data packets that arrived since the last
+    one (coalesced, see ``agent.core.receiver``).
 
     ``cack_psn`` is cumulative (exclusive); PSN ``cack_psn + ack_psn_offset`` is the packet being
     answered, which arrived on EV ``entropy``; bitmap bit i (LSB first) says PSN
@@ -128,7 +125,7 @@ class SackPacket:
         return bool(self.cc_flags & CC_FLAG_ECN_ECHO)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NackPacket:
     """NACK (0xDD): BTH + NETH. ``nack_psn`` is the PSN refused, ``reason`` a ``NackReason``
     (kept as an int: vendor reasons must survive a round trip), ``entropy`` the EV it came on,
@@ -155,7 +152,7 @@ class NackPacket:
         return bool(self.cc_flags & CC_FLAG_ECN_ECHO)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReliabilityProbe:
     """Reliability probe (0xDE): the BTH alone; ``psn`` is the probed PSN. The receiver
     answers with a SACK whose ``probe_response`` bit is set."""
@@ -166,7 +163,7 @@ class ReliabilityProbe:
     pkey: int = DEFAULT_PKEY
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EndpointMessage:
     """Endpoint request (0xD8) or response (0xD9): BTH + EPH.
 

@@ -88,10 +88,10 @@ def test_the_qp_and_the_bth_start_are_checked_even_with_a_cached_seed():
 
 
 def test_the_seed_table_is_bounded(monkeypatch):
-    monkeypatch.setattr(codec, "MAX_RECEIVE_SEEDS", 4)
-    codec._RECEIVE_SEEDS.clear()
+    monkeypatch.setattr(codec, "MAX_ICRC_SEEDS", 4)
+    codec._ICRC_SEEDS.clear()
     ip = IpContext(src=A, dst=B)
     for port in range(0xC000, 0xC000 + 20):
         wire = encode(_packet(1, b"z" * 10), ip, port)
         assert decode(wire, ip, port).psn == 1
-        assert len(codec._RECEIVE_SEEDS) <= 4
+        assert len(codec._ICRC_SEEDS) <= 4
