@@ -16,7 +16,8 @@ from agent.core import codec
 from agent.core.codec import DecodeError, decode, encode
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
-from agent.core.packets import DataPacket, SackPacket
+from agent.core.icrc import icrc_valid
+from agent.core.packets import AckPacket, DataPacket, EndpointMessage, SackPacket
 from agent.wire.constants import Opcode
 
 A, B, C = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), bytes([10, 0, 0, 3])
@@ -61,6 +62,24 @@ def test_sacks_decode_with_cached_seeds_and_corruption_is_still_caught():
         assert caught.value.reason is DropReason.BAD_ICRC
     with pytest.raises(DecodeError):
         decode(encode(sack, ip, 0xC000), IpContext(src=C, dst=A), 0xC000)
+
+
+def test_control_packets_sent_through_cached_seeds_carry_the_reference_icrc():
+    """The encoder takes its control packets' ICRC from the same seed table: every one must
+    match ``agent.core.icrc``'s from-scratch computation, first use and cached alike."""
+    rng = random.Random(3)
+    contexts = [IpContext(src=A, dst=B), IpContext(src=A, dst=C), IpContext(src=B, dst=A)]
+    for _ in range(300):
+        packet = rng.choice(
+            [
+                SackPacket(0x77, 1, rng.getrandbits(24), 0, rng.getrandbits(32), 5),
+                AckPacket(0x78, rng.getrandbits(24), 0, rng.getrandbits(24)),
+                EndpointMessage(0x79, 0, rng.random() < 0.5, 1, rng.getrandbits(16), 7),
+            ]
+        )
+        ip = rng.choice(contexts)
+        port = rng.choice([0xC000, 0xC001, 0xC002])
+        assert icrc_valid(encode(packet, ip, port), ip, port, 4791)
 
 
 def test_a_seed_cached_for_one_context_never_passes_a_packet_sent_in_another():
