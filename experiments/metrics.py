@@ -45,6 +45,8 @@ def transfer_metrics(result: dict[str, Any], total_bytes: int | None = None) -> 
         "retransmits_total": int(connection.get("retransmits_total", 0)),
         # SACK-gap losses the sender later saw disproved (it widens its reordering window).
         "spurious_losses": int(connection.get("spurious_losses", 0)),
+        # EVs those disproved losses had retired, given their slot back at once.
+        "evs_reinstated": int(connection.get("evs_reinstated", 0)),
         "trims_seen": int(connection.get("trims_seen", 0)),
         "ecn_echoes": int(connection.get("ecn_echoes", 0)),
         "timeouts": int(connection.get("timeouts", 0)),

@@ -63,7 +63,8 @@ def connection_lines(connection: Mapping[str, Any]) -> list[str]:
         f"losses      {_causes(connection['losses'])}; timeouts {connection['timeouts']}; "
         f"tail probes {connection['tail_probes']}; disproved "
         f"{connection.get('spurious_losses', 0)} (reorder window "
-        f"x{connection.get('reorder_multiplier', 1)})",
+        f"x{connection.get('reorder_multiplier', 1)}, EVs back "
+        f"{connection.get('evs_reinstated', 0)})",
         f"trims       seen {connection['trims_seen']} (last hop "
         f"{connection['trims_lasthop_seen']}); ECN echoes {connection['ecn_echoes']}",
         f"rtt         srtt {format_seconds(connection['srtt_s'])}, min "

@@ -498,6 +498,7 @@ class Connection:
             retransmits=dict(c.retransmits),
             losses=dict(c.losses),
             spurious_losses=c.spurious_losses,
+            evs_reinstated=c.evs_reinstated,
             timeouts=c.timeouts,
             spurious_timeouts=c.spurious_timeouts,
             tail_probes=c.tail_probes,

@@ -21,6 +21,9 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
   stand-in that fails a probe, or later loses a packet, is discarded and a new one drawn; one
   drawn after a failed probe waits for the probe budget (above), so that a dead plane or
   fabric does not draw and probe a fresh EV for every slot at every probe timeout.
+* A loss the sender later sees disproved (the packet was late, not lost: reordering, not a
+  broken path) gives the home EV it retired its slot back at once, without probes, provided
+  no other loss was reported on it meanwhile (``reinstate``).
 * A plane can be unusable (the local port or the peer's port is down): its slots are skipped.
 * Ack-clocked choice (the testbed's refinement of the rotation): data prefers an EV whose
   previous packet has been answered, taken from a free list refilled in the order answers
@@ -55,6 +58,7 @@ class EvEntry:
 
     __slots__ = (
         "home",
+        "loss_reports",
         "losses",
         "outstanding",
         "plane",
@@ -77,6 +81,9 @@ class EvEntry:
         self.state = state
         self.uses = 0
         self.losses = 0
+        #: Every loss reported on it, also while it was retired already (``losses`` counts
+        #: the retirements): a disproved loss reinstates it only if nothing else was lost.
+        self.loss_reports = 0
         self.outstanding = 0  # data packets sent on it and not yet answered or given up
         self.queued = False  # on the free list
         self.probe_streak = 0
@@ -237,12 +244,14 @@ class EvSet:
         if entry.state is _GOOD and entry.active:
             entry.state = _SKIP
 
-    def retire(self, entry: EvEntry, now: float) -> None:
-        """``entry`` lost a packet silently or timed out: ASSUMED_BAD, its slot refilled."""
+    def retire(self, entry: EvEntry, now: float) -> bool:
+        """``entry`` lost a packet silently or timed out: ASSUMED_BAD, its slot refilled.
+        Returns whether this retired it (False: it was retired, denied or idle already)."""
+        entry.loss_reports += 1
         if entry.state is not _GOOD and entry.state is not _SKIP:
-            return
+            return False
         if not entry.active:
-            return
+            return False
         entry.losses += 1
         slot = entry.slot
         if entry.home:
@@ -251,6 +260,18 @@ class EvSet:
         else:
             self._discard(entry)
         self._fill_with_standin(slot, now)
+        return True
+
+    def reinstate(self, entry: EvEntry, loss_reports: int) -> bool:
+        """The loss that retired home EV ``entry`` is disproved (the packet was late, not
+        lost): it takes its slot back without probes, its stand-in is dropped, and the loss
+        no longer counts against it. Only if it is still retired and no loss was reported on
+        it since (``loss_reports`` is its count at the retirement); returns whether it was."""
+        if entry.state is not _BAD or not entry.home or entry.loss_reports != loss_reports:
+            return False
+        entry.losses -= 1
+        self._admit(entry)
+        return True
 
     # --- operator and port state ----------------------------------------------------------
 

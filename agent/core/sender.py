@@ -228,6 +228,10 @@ class Sender:
         #: timestamp, so a late original can still disprove the loss (RFC 2883's D-SACK).
         #: Bounded; oldest forgotten first.
         self._disputed: dict[int, tuple[int, int]] = {}
+        #: PSN -> (home EV its SACK-gap loss retired, that EV's loss count then): if the loss
+        #: is disproved and the EV lost nothing else since, it takes its slot back at once
+        #: (it was reordering, not a broken path). Bounded like ``_disputed``.
+        self._retired_by: dict[int, tuple[EvEntry, int]] = {}
         self._loss_deadline: float | None = None
         self._backoff = 0
         #: The packet an RTO resends: it goes out whatever the window says, as TCP's RTO
@@ -542,11 +546,11 @@ class Sender:
                 ):
                     # The copy declared lost is answered: the latest one while the resend
                     # waits (not in flight), an earlier one once the resend went out.
-                    self._on_spurious_loss(answered.order)
+                    self._on_spurious_loss(answered_psn, answered.order)
         elif self._disputed and not sack.probe_response:
             disputed = self._disputed.pop(answered_psn, None)
             if disputed is not None and disputed[0] == sack.echoed_timestamp:
-                self._on_spurious_loss(disputed[1])
+                self._on_spurious_loss(answered_psn, disputed[1])
         acked_bytes = 0
         rack = self._rack_order
         if newly:
@@ -782,11 +786,14 @@ class Sender:
 
     # --- loss detection -------------------------------------------------------------------
 
-    def _on_spurious_loss(self, order: int) -> None:
-        """A loss declared from a SACK gap was reordering: widen the reordering window by one
-        base width, unless the packet (``order``) was sent before the last widening, whose
-        flight has already widened it."""
+    def _on_spurious_loss(self, psn: int, order: int) -> None:
+        """A loss declared from a SACK gap (packet ``psn``) was reordering: the EV it retired
+        comes back, and the reordering window widens by one base width, unless the packet
+        (``order``) was sent before the last widening, whose flight has already widened it."""
         self._counters.spurious_losses += 1
+        retired = self._retired_by.pop(psn, None)
+        if retired is not None and self._ev_set.reinstate(retired[0], retired[1]):
+            self._counters.evs_reinstated += 1
         if order <= self._reorder_widened_at_order:
             return
         self._reorder_mult += 1
@@ -840,8 +847,14 @@ class Sender:
             self._retx.appendleft(rec)
         else:
             self._retx.append(rec)
-        if cause is not _NACK and rec.entry is not None:
-            self._ev_set.retire(rec.entry, now)
+        entry = rec.entry
+        if cause is not _NACK and entry is not None:
+            retired = self._ev_set.retire(entry, now)
+            if retired and cause is _SACK_GAP and entry.home:
+                remembered = self._retired_by
+                if len(remembered) >= _DISPUTED_MAX:
+                    del remembered[next(iter(remembered))]
+                remembered[rec.psn] = (entry, entry.loss_reports)
 
     # --- timers ---------------------------------------------------------------------------
 

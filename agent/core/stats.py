@@ -40,6 +40,7 @@ class ConnectionCounters:
         "ecn_marks_received",
         "ev_probes_answered",
         "ev_probes_sent",
+        "evs_reinstated",
         "losses",
         "messages_acked",
         "messages_failed",
@@ -71,6 +72,7 @@ class ConnectionCounters:
         self.losses: dict[RetransmitCause, int] = {cause: 0 for cause in RetransmitCause}
         #: Losses declared from SACK gaps that the answer to the "lost" copy later disproved.
         self.spurious_losses = 0
+        self.evs_reinstated = 0
         #: RTOs whose packet's original was acknowledged after all (reduction undone).
         self.spurious_timeouts = 0
         self.timeouts = 0
@@ -127,6 +129,8 @@ class ConnectionStats:
     losses: dict[RetransmitCause, int]
     #: SACK-gap losses later disproved (reordering, not loss); the window widens on them.
     spurious_losses: int
+    #: Of the EVs those losses retired, the ones given their slot back at once for it.
+    evs_reinstated: int
     timeouts: int
     #: Of those, the ones shown spurious (their congestion reduction undone).
     spurious_timeouts: int

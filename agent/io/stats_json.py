@@ -50,6 +50,7 @@ def connection_stats_to_json(stats: ConnectionStats, with_evs: bool = True) -> d
         "retransmits_total": stats.total_retransmits,
         "losses": causes_to_json(stats.losses),
         "spurious_losses": stats.spurious_losses,
+        "evs_reinstated": stats.evs_reinstated,
         "timeouts": stats.timeouts,
         "spurious_timeouts": stats.spurious_timeouts,
         "tail_probes": stats.tail_probes,

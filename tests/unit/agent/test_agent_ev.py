@@ -1,5 +1,5 @@
-"""EV set and EV health: rotation, SKIP, ASSUMED_BAD with stand-ins, probing back, DENIED,
-per-plane split and unusable planes."""
+"""EV set and EV health: rotation, SKIP, ASSUMED_BAD with stand-ins, probing back, a
+disproved loss reinstating its EV, DENIED, per-plane split and unusable planes."""
 
 from __future__ import annotations
 
@@ -226,6 +226,29 @@ def test_when_every_ev_has_a_packet_outstanding_the_plain_rotation_decides():
     first = _rotation(evs, 3)
     assert _rotation(evs, 3) == first
     assert all(e.outstanding == 2 for e in first)
+
+
+def test_a_disproved_loss_gives_the_retired_home_ev_its_slot_back_without_probes():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[1]
+    assert evs.retire(victim, now=0.0)
+    reports = victim.loss_reports
+    standin = victim.slot.current
+    assert evs.reinstate(victim, reports)
+    assert victim.state is EvState.GOOD and victim.slot.current is victim
+    assert victim.losses == 0  # the loss was not one
+    assert not standin.active
+    assert not evs.reinstate(victim, reports)  # once
+
+
+def test_an_ev_that_lost_more_since_its_retirement_stays_retired():
+    evs = _set(size=4)
+    victim = _rotation(evs, 4)[1]
+    assert evs.retire(victim, now=0.0)
+    reports = victim.loss_reports
+    assert not evs.retire(victim, now=0.0)  # another of its packets, reported while retired
+    assert not evs.reinstate(victim, reports)
+    assert victim.state is EvState.ASSUMED_BAD
 
 
 def test_a_released_ev_that_was_retired_meanwhile_does_not_return():

@@ -311,6 +311,7 @@ def test_a_late_original_answered_after_its_resend_proves_the_loss_spurious():
     assert after.spurious_losses == 1
     assert (before.reorder_multiplier, after.reorder_multiplier) == (1, 2)
     assert link.b.connection_stats(link.qp_b).duplicates_received == 1
+    assert after.evs_reinstated == 1
 
 
 def test_an_original_answered_before_its_resend_proves_the_loss_spurious():
@@ -324,15 +325,34 @@ def test_an_original_answered_before_its_resend_proves_the_loss_spurious():
     assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 21
 
 
+def _ev_state(link: Loopback, ev: int) -> EvState:
+    return {r.ev: r.state for r in link.a.connection_stats(link.qp_a).evs}[ev]
+
+
+def test_the_ev_a_disproved_loss_retired_takes_its_slot_back_at_once():
+    """Reordering is not a broken path: the EV comes back without waiting for probes."""
+    link = Loopback.create()
+    original, _resend = _hold_back_until_resent(link)
+    assert _ev_state(link, original.datagram.ev) is EvState.ASSUMED_BAD
+    probes_before = link.a.connection_stats(link.qp_a).ev_probes_sent
+    _deliver(link, [original])
+    after = link.a.connection_stats(link.qp_a)
+    assert _ev_state(link, original.datagram.ev) is EvState.GOOD
+    assert after.evs_reinstated == 1
+    assert after.ev_probes_sent - probes_before < 3  # not brought back by three probes
+
+
 def test_a_resend_answered_twice_disproves_nothing():
     """Only an answer to the copy declared lost shows the loss was not one."""
     link = Loopback.create()
-    _original, resend = _hold_back_until_resent(link)
+    original, resend = _hold_back_until_resent(link)
     before = link.a.connection_stats(link.qp_a)
     _deliver(link, [resend, resend])
     after = link.a.connection_stats(link.qp_a)
     assert after.spurious_losses == 0
     assert (before.reorder_multiplier, after.reorder_multiplier) == (1, 1)
+    assert after.evs_reinstated == 0
+    assert _ev_state(link, original.datagram.ev) is EvState.ASSUMED_BAD
 
 
 # --- spurious timeouts: a delayed flight taken for a lost one -------------------------------
