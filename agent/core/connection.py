@@ -55,6 +55,10 @@ _IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
 _MAX_DATA_OVERHEAD = IPV4_UDP_HEADER_LEN + 64
 #: Most data packets cut per ``datagrams_to_send`` call: a whole PSN window, so the
 #: congestion window (and EVs) are what limits a burst, as before it was cut in one loop.
+#: Enum members read per EV probe sent or answered, as module constants (an enum attribute
+#: access costs ~0.3 us on Python 3.11).
+_EV_PROBE = int(EpType.EV_PROBE)
+_PORT_STATUS = int(EpType.PORT_STATUS)
 _BURST = 1 << 16
 
 
@@ -206,7 +210,7 @@ class Connection:
         self, message: EndpointMessage, ev: int, plane: int
     ) -> DropReason | None:
         if message.response:
-            if message.ep_type == EpType.EV_PROBE:
+            if message.ep_type == _EV_PROBE:
                 if not self.ev_set.on_probe_answered(message.seq, message.value):
                     return DropReason.UNEXPECTED
                 self.counters.ev_probes_answered += 1
@@ -217,22 +221,13 @@ class Connection:
             self._port_status_unanswered = False
             self._port_status_due = None
             return None
-        if message.ep_type == EpType.PORT_STATUS:
+        if message.ep_type == _PORT_STATUS:
             self._apply_peer_port_status(message.value)
-        self._replies.append(
-            (
-                EndpointMessage(
-                    dest_qp=self._remote_qp,
-                    psn=0,
-                    response=True,
-                    ep_type=message.ep_type,
-                    seq=message.seq,
-                    value=message.value,
-                ),
-                plane,
-                ev,
-            )
+        # Positional (dest_qp, psn, response, ep_type, seq, value): one per probe answered.
+        response = EndpointMessage(
+            self._remote_qp, 0, True, message.ep_type, message.seq, message.value
         )
+        self._replies.append((response, plane, ev))
         return None
 
     def _apply_peer_port_status(self, bitmap: int) -> None:
@@ -398,14 +393,7 @@ class Connection:
         control = self._dscp.control
         for entry, seq in self.ev_set.probes_due(now, timeout, interval):
             self.counters.ev_probes_sent += 1
-            probe = EndpointMessage(
-                dest_qp=self._remote_qp,
-                psn=0,
-                response=False,
-                ep_type=EpType.EV_PROBE,
-                seq=seq,
-                value=entry.value,
-            )
+            probe = EndpointMessage(self._remote_qp, 0, False, _EV_PROBE, seq, entry.value)
             out.append(self._datagram(probe, entry.plane, entry.value, control, ECN_NOT_ECT))
 
     def handle_timer(self, now: float) -> None:
