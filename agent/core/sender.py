@@ -8,7 +8,8 @@ Reliability, in the order a packet meets it:
 * SACKs acknowledge cumulatively and by bitmap. RACK-style loss detection: a packet is lost
   once a packet *sent after it* has been acknowledged and it is older than
   ``srtt + reorder window`` (the window absorbs the spread of path delays). A lost packet's EV
-  is retired at once (a silent loss means a broken path) and the packet is resent on another.
+  is retired at once (a silent loss means a broken path) and the packet is resent on another;
+  if the original is answered after all, the window widens and the EV gets its slot back.
 * A NACK for a trimmed packet (matched to its latest copy by the echoed timestamp) resends it
   at the head of the queue, without waiting for anything; its EV is merely skipped once.
 * A reliability probe (0xDE) is sent when the tail of a flight goes unanswered for two smoothed
