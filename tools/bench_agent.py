@@ -9,10 +9,12 @@ Two figures, JSON on stdout (and ``--out FILE``):
    run. Each process is pinned to one core with ``taskset`` (sender on one core, receiver on
    another) and, unless ``--no-realtime``, runs SCHED_FIFO (``chrt -f``) so that background
    work on the machine (a compiler, say) delays neither tool's wakeups; both tools always get
-   the same treatment. The pair runs lossless, then with ``--loss`` percent random loss on the
-   data path: netem on the sender's veth where the kernel has sch_netem, otherwise an nftables
-   ``numgen random`` drop rule in the receiving namespace (UDP only, so the TCP side channel
-   and iperf3's control connection are spared).
+   the same treatment. Each repeat runs both tools lossless, then both with ``--loss`` percent
+   random loss on the data path (alternating, so that a drift of the machine's speed weighs on
+   both sides of each ratio alike; figures are medians over the repeats): netem on the
+   sender's veth where the kernel has sch_netem, otherwise an nftables ``numgen random`` drop
+   rule in the receiving namespace (UDP only, so the TCP side channel and iperf3's control
+   connection are spared).
 
 Goodput is what the receiver got: for mrc-perf the RDMA payload bytes the receiver confirmed
 (1024 per packet, inside 1092-byte IP packets), for iperf3 the UDP payload bytes the server
@@ -383,8 +385,12 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+#: The veth benchmark's two conditions, run in this order within every repeat.
+PHASES = ("lossless", "lossy")
+
+
 def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
-    """Both tools over one veth pair, lossless then lossy."""
+    """Both tools over one veth pair, lossless and lossy, alternating."""
     cores = _cores()
     realtime = not args.no_realtime
     method = loss_method()
@@ -396,33 +402,48 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         "loss_percent": args.loss,
         "loss_method": method,
     }
+    names = ["iperf3_udp", "mrc_perf"] + (["mrc_perf_single_path"] if args.single_path else [])
+    runs: dict[str, dict[str, list[dict]]] = {
+        phase: {name: [] for name in names} for phase in PHASES
+    }
+    drops = 0
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
-        for phase in ("lossless", "lossy"):
-            if phase == "lossy":
-                apply_loss(pair, args.loss, method)
-            runs: dict[str, list[dict]] = {"iperf3_udp": [], "mrc_perf": []}
-            if args.single_path:
-                runs["mrc_perf_single_path"] = []
-            for _ in range(args.repeat):
-                runs["iperf3_udp"].append(iperf3_udp(pair, args.duration, cores, realtime))
-                runs["mrc_perf"].append(mrc_perf(pair, args.duration, cores, realtime, cc=args.cc))
-                if args.single_path:
-                    runs["mrc_perf_single_path"].append(
-                        mrc_perf(pair, args.duration, cores, realtime, evs=1, cc=args.cc)
+        # Each repeat runs both tools lossless, then both lossy: a drift of the machine's
+        # speed over the benchmark (a shared VM drifts by 10 % within minutes) then weighs on
+        # both sides of the ratio and of the retention alike, not on one phase.
+        for _ in range(args.repeat):
+            for phase in PHASES:
+                if phase == "lossy":
+                    apply_loss(pair, args.loss, method)
+                try:
+                    phase_runs = runs[phase]
+                    phase_runs["iperf3_udp"].append(
+                        iperf3_udp(pair, args.duration, cores, realtime)
                     )
-            phase_result: dict[str, Any] = {
-                name: {
-                    "goodput_bps": _median([r["goodput_bps"] for r in samples]),
-                    "runs": samples,
-                }
-                for name, samples in runs.items()
+                    phase_runs["mrc_perf"].append(
+                        mrc_perf(pair, args.duration, cores, realtime, cc=args.cc)
+                    )
+                    if args.single_path:
+                        phase_runs["mrc_perf_single_path"].append(
+                            mrc_perf(pair, args.duration, cores, realtime, evs=1, cc=args.cc)
+                        )
+                finally:
+                    if phase == "lossy":
+                        if method == "nftables":
+                            drops += random_loss_drops(pair.rx_ns)
+                        clear_loss(pair, method)
+    for phase in PHASES:
+        phase_result: dict[str, Any] = {
+            name: {
+                "goodput_bps": _median([r["goodput_bps"] for r in samples]),
+                "runs": samples,
             }
-            if phase == "lossy" and method == "nftables":
-                phase_result["nftables_drops"] = random_loss_drops(pair.rx_ns)
-            result[phase] = phase_result
-            if phase == "lossy":
-                clear_loss(pair, method)
+            for name, samples in runs[phase].items()
+        }
+        if phase == "lossy" and method == "nftables":
+            phase_result["nftables_drops"] = drops
+        result[phase] = phase_result
     lossless_mrc = result["lossless"]["mrc_perf"]["goodput_bps"]
     lossless_iperf = result["lossless"]["iperf3_udp"]["goodput_bps"]
     lossy_mrc = result["lossy"]["mrc_perf"]["goodput_bps"]
