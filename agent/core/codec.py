@@ -276,8 +276,8 @@ def _decode_whole_data(
     datagram: bytes, size: int, opcode: int, ip: IpContext, src_port: int, dst_port: int
 ) -> DataPacket:
     """An untrimmed data packet, ICRC checked: the receiver's per-packet path, so the
-    header is unpacked once and the ICRC (see ``agent.core.icrc``) computed here over the
-    datagram in place rather than through ``compute_icrc``'s general entry."""
+    header is unpacked once and the ICRC (see ``agent.core.icrc``) computed over the datagram
+    in place from its headers' cached seed (``_seeded_icrc``), not through ``compute_icrc``."""
     flags = datagram[8]
     timestamped = flags & BTH_FLAG_TS
     if opcode in _IMM_OPCODE_SET:
@@ -290,14 +290,8 @@ def _decode_whole_data(
         raise DecodeError(
             DropReason.TRUNCATED, f"opcode {opcode:#x}: {end} bytes, headers need {header_size}"
         )
-    key = (id(ip), src_port, dst_port, size, datagram[:_SEEDED_LEN])
-    cached = _ICRC_SEEDS.get(key)
-    if cached is not None and cached[0] is ip:
-        seed = cached[1]
-    else:
-        seed = _icrc_seed(key, ip, src_port, dst_port, size, datagram)
     (carried,) = _ICRC.unpack_from(datagram, end)
-    if crc32(memoryview(datagram)[_SEEDED_LEN:end], seed) != carried:
+    if _seeded_icrc(datagram, end, size, ip, src_port, dst_port) != carried:
         raise DecodeError(DropReason.BAD_ICRC, "ICRC does not match packet and IP/UDP headers")
     fields = layout.unpack_from(datagram)
     if timestamped:
