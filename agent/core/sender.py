@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from typing import TypeVar
 
 from agent.core.cc.base import CongestionControl
 from agent.core.config import MrcConfig
@@ -61,6 +62,7 @@ _SKIP_ONCE = SackSkipMode.SKIP_ONCE
 _ALWAYS_SKIP = SackSkipMode.ALWAYS_SKIP
 #: Resent SACK-gap losses remembered for a late original to disprove (see ``_disputed``).
 _DISPUTED_MAX = 1024
+_V = TypeVar("_V")
 
 
 class SendQueueFull(Exception):
@@ -163,6 +165,14 @@ def _rtt_sample(rec: SentPacket, echoed_ts16: int, now: float) -> float | None:
             if ts16 == echoed_ts16:
                 return now - sent_time
     return None
+
+
+def _remember(table: dict[int, _V], psn: int, value: _V) -> None:
+    """Keep ``value`` for ``psn`` in a table bounded at ``_DISPUTED_MAX`` entries, forgetting
+    the oldest first (what a late answer may still refer to, kept only so long)."""
+    if len(table) >= _DISPUTED_MAX:
+        del table[next(iter(table))]
+    table[psn] = value
 
 
 def _opcode(first: bool, last: bool, immediate: bool) -> int:
@@ -748,10 +758,7 @@ class Sender:
         copies = rec.earlier_copies
         if not copies:
             return
-        disputed = self._disputed
-        if len(disputed) >= _DISPUTED_MAX:
-            del disputed[next(iter(disputed))]
-        disputed[rec.psn] = (copies[-1][0], rec.order)
+        _remember(self._disputed, rec.psn, (copies[-1][0], rec.order))
 
     def _progress(self, now: float) -> None:
         self._last_progress = now
@@ -852,10 +859,7 @@ class Sender:
         if cause is not _NACK and entry is not None:
             retired = self._ev_set.retire(entry, now)
             if retired and cause is _SACK_GAP and entry.home:
-                remembered = self._retired_by
-                if len(remembered) >= _DISPUTED_MAX:
-                    del remembered[next(iter(remembered))]
-                remembered[rec.psn] = (entry, entry.loss_reports)
+                _remember(self._retired_by, rec.psn, (entry, entry.loss_reports))
 
     # --- timers ---------------------------------------------------------------------------
 
