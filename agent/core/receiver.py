@@ -21,7 +21,9 @@
   releases each packet's EV from that. A pending SACK goes out (``flush_sack``) when the
   caller has nothing more to hand over (the runtime: after a receive batch; the simulator:
   after every datagram), after ``sack_coalesce_max`` packets, before a packet the bitmap
-  could not cover together with the pending ones (PSN spread of 64 or more), and before any
+  could not cover together with the pending ones (PSN spread of 64 or more among those at or
+  above the cumulative PSN: a resend that fills the hole cack waited at is acknowledged by
+  the cumulative PSN and forces nothing out, which saved two SACKs per loss), and before any
   other answer, so answers keep their order. A message's completion ACK is the exception
   that proves it: it waits behind the pending SACK rather than forcing it out, because a
   flush per message was a third of the SACKs at line rate (the runtime's batches hold most of
@@ -119,7 +121,7 @@ class Receiver:
         self._unanswered = 0
         #: Completion ACKs of messages finished while a SACK was pending: they follow it out.
         self._acks_behind_sack: list[Packet] = []
-        self._unanswered_low = 0
+        self._unanswered_low: int | None = None
         self._unanswered_high = 0
         self._latest_psn = 0
         self._latest_ev = 0
@@ -184,19 +186,34 @@ class Receiver:
 
     def _answer(self, psn: int, ev: int, ce: bool, timestamp: int, replies: list[Packet]) -> None:
         """Acknowledge new data packet ``psn``: at once if CE-marked, otherwise coalesced."""
+        cack = self.cack
+        # A PSN behind cack (a resend that filled the hole cack waited at, a late packet) is
+        # acknowledged by the cumulative PSN: only the others need room in the bitmap, which
+        # ends at ``high`` and reaches 63 PSNs below it. ``low``: the lowest unanswered PSN
+        # that was above cack when it arrived (None: none was); psn_diff inlined, per packet.
+        above = (psn - cack) & PSN_MASK < _PSN_HALF
         if self._unanswered:
             low = self._unanswered_low
             high = self._unanswered_high
-            # psn_diff inlined (once per packet): ahead of high, or behind low, mod 2**24.
             if 0 < (psn - high) & PSN_MASK < _PSN_HALF:
                 high = psn
-            elif 0 < (low - psn) & PSN_MASK < _PSN_HALF:
+            if above and (low is None or 0 < (low - psn) & PSN_MASK < _PSN_HALF):
                 low = psn
-            if ce or (high - low) & PSN_MASK >= _BITMAP_BITS:
+            if low is not None:
+                # cack past ``low`` since: the lowest one above it is not known, count from cack.
+                low_offset = ((low - cack + _PSN_HALF) & PSN_MASK) - _PSN_HALF
+                spread = ((high - cack + _PSN_HALF) & PSN_MASK) - _PSN_HALF
+                if low_offset > 0:
+                    spread -= low_offset
+            else:
+                spread = 0
+            if ce or spread >= _BITMAP_BITS:
                 self.flush_sack(replies)
-                low = high = psn
+                low = psn if above else None
+                high = psn
         else:
-            low = high = psn
+            low = psn if above else None
+            high = psn
         if ce:
             replies.append(self._sack(psn, psn, ev, True, timestamp, probe=False))
             return

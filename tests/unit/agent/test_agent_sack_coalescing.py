@@ -16,6 +16,9 @@ import random
 from collections import deque
 from dataclasses import replace
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from agent.core import IncomingDatagram, MessageAcked, MessageReceived, MrcConfig
 from agent.core.events import Event
 from agent.core.memory import MemoryTable
@@ -123,6 +126,80 @@ def test_pending_packets_never_spread_beyond_what_one_bitmap_reports():
         reported |= _reported(sack)
     assert reported == {5, 40, 68, 69, 150}
     assert len(_sacks(replies)) == 3  # {5, 40, 68}, then 69 is 64 past 5, then 150
+
+
+def test_a_resend_that_fills_the_hole_at_cack_forces_no_sack_out():
+    receiver, rkey = _receiver(coalesce_max=1000)
+    replies: list[Packet] = []
+    for psn in range(1, 101):  # PSN 0 lost: these wait above it, reported by bitmaps
+        receiver.on_data(_middle(psn, rkey), 100, False, replies)
+    receiver.flush_sack(replies)
+    replies.clear()
+    # The resend of 0 arrives among newer packets: cack jumps past all of them, so the
+    # cumulative PSN reports 0 and the old ones and one SACK still answers the whole batch.
+    for psn in (*range(101, 111), 0, *range(111, 121)):
+        receiver.on_data(_middle(psn, rkey), 100, False, replies)
+    assert replies == []
+    receiver.flush_sack(replies)
+    [sack] = _sacks(replies)
+    assert sack.cack_psn == 121
+
+
+def _rare(draw: int) -> bool:
+    """A flush after about one packet in 16 (the runtime's batch end), so SACKs also wait."""
+    return draw == 15
+
+
+def _as_arrivals(steps: list[tuple[int, bool]]) -> list[tuple[int, bool]]:
+    """Steps as (PSN, flush after it): a step of 0-3 moves past that many lost PSNs, a larger
+    one is taken as a PSN of its own (modulo 300) without moving the ascending run."""
+    arrivals: list[tuple[int, bool]] = []
+    psn = 0
+    for step, flush in steps:
+        if 0 <= step <= 3:
+            psn = (psn + 1 + step) % 300
+            arrivals.append((psn, flush))
+        else:
+            arrivals.append((step % 300, flush))
+    return arrivals
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    # Mostly ascending PSNs with holes (what a sprayed flight with losses looks like), and
+    # some from anywhere: resends, late and duplicate packets.
+    arrivals=st.lists(
+        st.tuples(st.integers(0, 3) | st.integers(-299, 299), st.integers(0, 15).map(_rare)),
+        min_size=1,
+        max_size=400,
+    ).map(_as_arrivals),
+    coalesce_max=st.integers(1, 80),
+)
+@example(arrivals=[(1, False), (65, False)], coalesce_max=80)  # spread of exactly 64
+def test_every_sack_reports_every_packet_that_arrived_since_the_previous_one(
+    arrivals: list[tuple[int, bool]], coalesce_max: int
+):
+    """Whatever the order, gaps, duplicates and flushes: the first SACK after a packet must
+    report it (cumulatively or in its bitmap), or the sender would take it for lost."""
+    receiver, rkey = _receiver(coalesce_max=coalesce_max)
+    replies: list[Packet] = []
+    unreported: set[int] = set()
+    arrived: set[int] = set()
+    for psn, flush_after in arrivals:
+        receiver.on_data(_middle(psn, rkey), 100, False, replies)
+        if flush_after:
+            receiver.flush_sack(replies)
+        sacks = _sacks(replies)
+        for sack in sacks:
+            assert unreported <= _reported(sack), "a SACK left out a packet that came before it"
+            unreported = set()
+        if psn not in arrived and not (sacks and psn in _reported(sacks[-1])):
+            unreported.add(psn)
+        arrived.add(psn)
+        replies.clear()
+    receiver.flush_sack(replies)
+    assert all(unreported <= _reported(sack) for sack in _sacks(replies))
+    assert unreported == set() or _sacks(replies)
 
 
 def test_other_answers_follow_the_pending_sack_in_order():
