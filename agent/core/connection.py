@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.core.cc import make_congestion_control
-from agent.core.codec import encode
+from agent.core.codec import WholeDataFields, encode
 from agent.core.config import MrcConfig
 from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
@@ -166,22 +166,49 @@ class Connection:
 
     # --- network side ---------------------------------------------------------------------
 
-    def receive(
-        self, packet: Packet, datagram: IncomingDatagram, plane: int, now: float
+    def receive_data(
+        self,
+        opcode: int,
+        fields: WholeDataFields,
+        datagram: IncomingDatagram,
+        plane: int,
+        now: float,
     ) -> DropReason | None:
-        """Process one decoded packet addressed to this connection."""
+        """Process one untrimmed data packet addressed to this connection, as
+        ``decode_whole_data_fields`` gave it (the per-packet path: no ``DataPacket``)."""
         if self.closed:
             return DropReason.CONNECTION_CLOSED
         if datagram.ip.src != self._remote[plane]:
             return DropReason.WRONG_SOURCE
         self._last_heard = now
+        _qp, psn, msn, _rqmsn, va, rkey, dma_length, payload, immediate, timestamp, _f, _k = fields
+        ev = ((datagram.src_port & 0xFFFF) << 16) | (datagram.flow_label & 0xFFFF)
+        scratch = self._scratch
+        result = self.receiver.on_data_fields(
+            opcode, psn, msn, va, rkey, dma_length, payload, immediate, timestamp, ev,
+            datagram.ecn == ECN_CE, scratch,
+        )  # fmt: skip
+        self._sack_plane = plane
+        if scratch:
+            self._queue_replies(plane, ev)
+        return result
+
+    def receive(
+        self, packet: Packet, datagram: IncomingDatagram, plane: int, now: float
+    ) -> DropReason | None:
+        """Process one decoded packet addressed to this connection."""
         if isinstance(packet, DataPacket):
-            ev = ((datagram.src_port & 0xFFFF) << 16) | (datagram.flow_label & 0xFFFF)
-            result = self.receiver.on_data(packet, ev, datagram.ecn == ECN_CE, self._scratch)
-            self._sack_plane = plane
-            if self._scratch:
-                self._queue_replies(plane, ev)
-            return result
+            p = packet
+            fields = (
+                p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload,
+                p.immediate, p.tx_timestamp, p.ts_flags, p.pkey,
+            )  # fmt: skip
+            return self.receive_data(p.opcode, fields, datagram, plane, now)
+        if self.closed:
+            return DropReason.CONNECTION_CLOSED
+        if datagram.ip.src != self._remote[plane]:
+            return DropReason.WRONG_SOURCE
+        self._last_heard = now
         if isinstance(packet, SackPacket):
             return self.sender.on_sack(packet, now)
         if isinstance(packet, NackPacket):

@@ -31,7 +31,7 @@ from agent.core.codec import (
     MIN_WHOLE_DATA,
     DecodeError,
     decode,
-    decode_whole_data,
+    decode_whole_data_fields,
 )
 from agent.core.config import MrcConfig
 from agent.core.connection import Connection, ConnectionSpec
@@ -39,7 +39,6 @@ from agent.core.datagram import IncomingDatagram, OutgoingDatagram
 from agent.core.drops import DropReason
 from agent.core.events import Event
 from agent.core.memory import MemoryRegion, MemoryTable
-from agent.core.packets import Packet
 from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
 from agent.wire.constants import ROCEV2_UDP_PORT
@@ -205,25 +204,36 @@ class Endpoint:
                 continue
             payload = datagram.payload
             size = len(payload)
-            try:
-                # Untrimmed data, nearly every datagram: straight to its decoder.
-                if (
-                    size >= MIN_WHOLE_DATA
-                    and payload[0] in data_opcodes
-                    and datagram.dscp not in trimmed_dscps
-                ):
-                    packet: Packet = decode_whole_data(
-                        payload, size, payload[0], datagram.ip, datagram.src_port,
-                        ROCEV2_UDP_PORT,
-                    )  # fmt: skip
-                else:
-                    packet = decode(
-                        payload,
-                        datagram.ip,
-                        datagram.src_port,
-                        datagram.dst_port,
-                        trimmed=datagram.dscp in trimmed_dscps,
+            if (
+                size >= MIN_WHOLE_DATA
+                and payload[0] in data_opcodes
+                and datagram.dscp not in trimmed_dscps
+            ):
+                # Untrimmed data, nearly every datagram: its fields straight to the receiver.
+                opcode = payload[0]
+                try:
+                    fields = decode_whole_data_fields(
+                        payload, size, opcode, datagram.ip, datagram.src_port, ROCEV2_UDP_PORT
                     )
+                except DecodeError as error:
+                    drops[error.reason] += 1
+                    continue
+                connection = connections.get(fields[0])
+                if connection is None:
+                    drops[DropReason.UNKNOWN_QP] += 1
+                    continue
+                reason = connection.receive_data(opcode, fields, datagram, plane, now)
+                if reason is not None:
+                    drops[reason] += 1
+                continue
+            try:
+                packet = decode(
+                    payload,
+                    datagram.ip,
+                    datagram.src_port,
+                    datagram.dst_port,
+                    trimmed=datagram.dscp in trimmed_dscps,
+                )
             except DecodeError as error:
                 drops[error.reason] += 1
                 continue

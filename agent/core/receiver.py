@@ -131,30 +131,49 @@ class Receiver:
         self, packet: DataPacket, ev: int, ce: bool, replies: list[Packet]
     ) -> DropReason | None:
         """A data packet arrived on EV ``ev``; ``ce``: it was CE-marked."""
+        return self.on_data_fields(
+            packet.opcode, packet.psn, packet.msn, packet.va, packet.rkey, packet.dma_length,
+            packet.payload, packet.immediate, packet.tx_timestamp, ev, ce, replies,
+        )  # fmt: skip
+
+    def on_data_fields(
+        self,
+        opcode: int,
+        psn: int,
+        msn: int,
+        va: int,
+        rkey: int,
+        dma_length: int,
+        payload: bytes,
+        immediate: int | None,
+        tx_timestamp: int | None,
+        ev: int,
+        ce: bool,
+        replies: list[Packet],
+    ) -> DropReason | None:
+        """``on_data`` from the packet's fields (the runtime's per-packet path builds no
+        ``DataPacket``: see ``agent.core.codec.decode_whole_data_fields``)."""
         counters = self._counters
-        psn = packet.psn
         cack = self.cack
         offset = ((psn - cack + _PSN_HALF) & PSN_MASK) - _PSN_HALF  # psn_diff, inlined
         mask = self._mask
         window = self._window
         if offset < 0 or (offset < window and (mask >> offset) & 1):
             self.flush_sack(replies)
-            return self._duplicate(packet, offset, ev, ce, replies)
+            return self._duplicate(psn, msn, tx_timestamp, offset, ev, ce, replies)
         if offset >= window:
             return DropReason.OUT_OF_WINDOW
-        payload = packet.payload
         size = len(payload)
-        length = packet.dma_length
-        if size > length or (packet.opcode in _ONLY_OPCODES and size != length):
+        length = dma_length
+        if size > length or (opcode in _ONLY_OPCODES and size != length):
             return DropReason.BAD_FIELD
-        msn = packet.msn
         assembly = self._assemblies.get(msn)
         if assembly is None:
             if msn in self._outcomes or len(self._assemblies) >= self._max_assemblies:
                 return DropReason.UNEXPECTED
-            assembly = _Assembly(length, packet.rkey, packet.va)
+            assembly = _Assembly(length, rkey, va)
             self._assemblies[msn] = assembly
-        elif assembly.length != length or assembly.rkey != packet.rkey:
+        elif assembly.length != length or assembly.rkey != rkey:
             return DropReason.BAD_FIELD
         # The PSN is consumed from here on, whether the bytes are placed or refused.
         mask |= 1 << offset
@@ -166,20 +185,20 @@ class Receiver:
         self._mask = mask
         if ce:
             counters.ecn_marks_received += 1
-        refusal = self._memory.write(packet.rkey, packet.va, payload) if size else None
+        refusal = self._memory.write(rkey, va, payload) if size else None
         if refusal is None:
             counters.data_packets_received += 1
             counters.data_bytes_received += size
             self._received_bytes += size
-            if packet.va < assembly.start_va:
-                assembly.start_va = packet.va
+            if va < assembly.start_va:
+                assembly.start_va = va
         else:
             counters.writes_rejected += 1
             assembly.refusal = refusal
-        if packet.opcode in _IMM_OPCODE_SET:
-            assembly.immediate = packet.immediate
+        if opcode in _IMM_OPCODE_SET:
+            assembly.immediate = immediate
         assembly.accounted += size
-        self._answer(psn, ev, ce, packet.tx_timestamp or 0, replies)
+        self._answer(psn, ev, ce, tx_timestamp or 0, replies)
         if assembly.accounted >= assembly.length:
             self._complete(msn, assembly, replies)
         return refusal
@@ -299,16 +318,22 @@ class Receiver:
         return None
 
     def _duplicate(
-        self, packet: DataPacket, offset: int, ev: int, ce: bool, replies: list[Packet]
+        self,
+        psn: int,
+        msn: int,
+        tx_timestamp: int | None,
+        offset: int,
+        ev: int,
+        ce: bool,
+        replies: list[Packet],
     ) -> DropReason | None:
         if offset < -_MAX_OFFSET:
             return DropReason.OUT_OF_WINDOW
         self._counters.duplicates_received += 1
-        psn = packet.psn
-        replies.append(self._sack(psn, psn, ev, ce, packet.tx_timestamp or 0, probe=False))
-        syndrome = self._outcomes.get(packet.msn)
+        replies.append(self._sack(psn, psn, ev, ce, tx_timestamp or 0, probe=False))
+        syndrome = self._outcomes.get(msn)
         if syndrome is not None:
-            replies.append(AckPacket(self._remote_qp, self.cack, syndrome, packet.msn))
+            replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))
         return None
 
     def _sack(

@@ -13,7 +13,14 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Raw
 
-from agent.core.codec import DecodeError, decode, encode, encode_body, trimmed_length
+from agent.core.codec import (
+    DecodeError,
+    decode,
+    decode_whole_data_fields,
+    encode,
+    encode_body,
+    trimmed_length,
+)
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
 from agent.core.packets import DataPacket, SackPacket, TrimmedDataHeader
@@ -35,6 +42,26 @@ V4 = IpContext(src=bytes([10, 0, 0, 1]), dst=bytes([10, 0, 0, 2]))
 def test_every_packet_kind_round_trips_exactly(packet, ip, src_port):
     wire = encode(packet, ip, src_port)
     assert decode(wire, ip, src_port) == packet
+
+
+@settings(max_examples=150, deadline=None)
+@given(packet=data_packets(), ip=ip_contexts, src_port=u16)
+def test_the_receive_paths_data_fields_are_the_decoded_packets_fields(packet, ip, src_port):
+    """The per-packet receive path takes a data packet as a tuple, not a DataPacket: the
+    same fields, in DataPacket's order after the opcode (its two BTH flags aside)."""
+    wire = encode(packet, ip, src_port)
+    fields = decode_whole_data_fields(wire, len(wire), wire[0], ip, src_port, ROCEV2_UDP_PORT)
+    p = decode(wire, ip, src_port)
+    assert isinstance(p, DataPacket)
+    assert fields == (
+        p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload,
+        p.immediate, p.tx_timestamp, p.ts_flags, p.pkey,
+    )  # fmt: skip
+    corrupt = bytearray(wire)
+    corrupt[-1] ^= 1
+    with pytest.raises(DecodeError) as refused:
+        decode_whole_data_fields(bytes(corrupt), len(wire), wire[0], ip, src_port, ROCEV2_UDP_PORT)
+    assert refused.value.reason is DropReason.BAD_ICRC
 
 
 @settings(max_examples=60, deadline=None)
