@@ -181,7 +181,8 @@ class Connection:
         if datagram.ip.src != self._remote[plane]:
             return DropReason.WRONG_SOURCE
         self._last_heard = now
-        _qp, psn, msn, _rqmsn, va, rkey, dma_length, payload, immediate, timestamp, _f, _k = fields
+        (_qp, psn, msn, _rqmsn, va, rkey, dma_length, payload, immediate, timestamp, _ts_flags,
+         _pkey) = fields  # fmt: skip
         ev = ((datagram.src_port & 0xFFFF) << 16) | (datagram.flow_label & 0xFFFF)
         scratch = self._scratch
         result = self.receiver.on_data_fields(
