@@ -389,6 +389,28 @@ def _median(values: list[float]) -> float:
 PHASES = ("lossless", "lossy")
 
 
+def per_repeat(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, list[float]]:
+    """Each repeat's own ratio to iperf3 and loss retention, from runs that sat next to each
+    other in time: how far apart these lie shows how much the machine moved during the
+    benchmark (the headline figures are ratios of medians over all repeats)."""
+    lossless, lossy = runs["lossless"], runs["lossy"]
+
+    def ratio(numerator: dict[str, Any], denominator: dict[str, Any]) -> float:
+        below = denominator["goodput_bps"]
+        return numerator["goodput_bps"] / below if below else 0.0
+
+    return {
+        "ratio_to_iperf3_lossless": [
+            ratio(mrc, iperf)
+            for mrc, iperf in zip(lossless["mrc_perf"], lossless["iperf3_udp"], strict=True)
+        ],
+        "loss_retention": [
+            ratio(with_loss, without)
+            for with_loss, without in zip(lossy["mrc_perf"], lossless["mrc_perf"], strict=True)
+        ],
+    }
+
+
 def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     """Both tools over one veth pair, lossless and lossy, alternating."""
     cores = _cores()
@@ -451,6 +473,7 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     retention = lossy_mrc / lossless_mrc if lossless_mrc else 0.0
     result["ratio_to_iperf3_lossless"] = ratio
     result["loss_retention"] = retention
+    result["per_repeat"] = per_repeat(runs)
     result["targets"] = {
         "ratio_to_iperf3_lossless": {
             "target": TARGET_RATIO_TO_IPERF3,

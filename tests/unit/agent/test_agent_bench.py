@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from agent.sim import run_core_benchmark
-from tools.bench_agent import busy_share, read_cpu_times
+from tools.bench_agent import busy_share, per_repeat, read_cpu_times
 
 
 def test_benchmark_counts_datagrams_and_uses_the_callers_clock():
@@ -48,3 +48,20 @@ def test_cpu_busy_share_is_the_non_idle_part_of_each_cores_time():
     # core 1: user +100, system +50 busy; idle +190
     assert busy_share(before, after, 1) == pytest.approx(150 / 340)
     assert busy_share(before, before, 1) == 0.0  # no time passed: nothing to divide
+
+
+def _runs(*goodputs: float) -> list[dict[str, float]]:
+    return [{"goodput_bps": goodput} for goodput in goodputs]
+
+
+def test_each_repeat_reports_its_own_ratio_and_retention_in_order():
+    runs = {
+        "lossless": {
+            "iperf3_udp": _runs(2.0, 2.0, 0.0),
+            "mrc_perf": _runs(1.0, 0.8, 0.9),
+        },
+        "lossy": {"iperf3_udp": _runs(1.8, 1.8, 1.8), "mrc_perf": _runs(0.9, 0.6, 0.9)},
+    }
+    figures = per_repeat(runs)
+    assert figures["ratio_to_iperf3_lossless"] == [0.5, 0.4, 0.0]  # no iperf3 goodput: 0
+    assert figures["loss_retention"] == pytest.approx([0.9, 0.75, 1.0])
