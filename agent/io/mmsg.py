@@ -81,6 +81,24 @@ RESULT = struct.Struct(
 #: 28 bytes), rounded up to the alignment control messages need.
 NAME_SPACE = 32
 
+_RESULTS: dict[int, struct.Struct] = {}
+
+
+def results(count: int) -> struct.Struct:
+    """``RESULT`` of ``count`` consecutive message headers in one struct, to unpack at
+    ``RESULT_OFFSET``: (control bytes, ``msg_flags``, datagram bytes) per message, in order.
+    One call per batch instead of one per datagram (a struct call costs a receiver about a
+    tenth of a microsecond per datagram)."""
+    layout = _RESULTS.get(count)
+    if layout is None:
+        if count < 1:
+            raise ValueError("need at least one message header")
+        one = RESULT.format.lstrip("=")
+        gap = f"{MMSGHDR_SIZE - RESULT.size}x"
+        layout = _RESULTS[count] = struct.Struct("=" + gap.join([one] * count))
+    return layout
+
+
 SyscallFn = Callable[[int, int, int, int], int]
 """``sendmmsg(fd, msgvec, vlen, flags)`` as bound by ctypes (tests substitute their own)."""
 

@@ -199,12 +199,13 @@ class UdpReceiver:
         data = batch.data
         meta = batch.meta
         results = batch.headers
-        unpack_result = mmsg.RESULT.unpack_from
         result_offset = mmsg.RESULT_OFFSET
         slot_size = batch.slot_size
         meta_size = batch.meta_size
         key_end = mmsg.NAME_SPACE
-        message_size = mmsg.MMSGHDR_SIZE
+        # Where each slot's address and datagram start, computed once, not per datagram.
+        meta_starts = range(0, batch.slots * meta_size, meta_size)
+        data_starts = range(0, batch.slots * slot_size, slot_size)
         count = 0
         while count < limit:
             try:
@@ -212,22 +213,28 @@ class UdpReceiver:
             except OSError as exc:
                 self._drop(errno.errorcode.get(exc.errno or 0, str(exc)))
                 break
+            if not received:
+                break
             handed = 0
-            for slot in range(received):
-                control_length, flags, size = unpack_result(
-                    results, slot * message_size + result_offset
-                )
+            # Every header's (control bytes, flags, datagram bytes) in one unpack, taken three
+            # at a time from one iterator; it runs out first (the slot offsets cover them all).
+            values = iter(mmsg.results(received).unpack_from(results, result_offset))
+            # The batch's addresses and control messages copied out in one go: each key below
+            # is then one slice of bytes, not a memoryview slice copied into bytes.
+            sources = meta[: received * meta_size].tobytes()
+            for control_length, flags, size, meta_start, start in zip(
+                values, values, values, meta_starts, data_starts, strict=False
+            ):
                 if flags & _MSG_TRUNC:
                     self._drop("longer than MAX_DATAGRAM")
                     continue
                 # Source port and address (the family is known), then the control messages.
-                meta_start = slot * meta_size
-                key = bytes(meta[meta_start + 2 : meta_start + key_end + control_length])
+                key = sources[meta_start + 2 : meta_start + key_end + control_length]
                 header = headers.get(key)
                 if header is None:
                     header = self._parse_header(
-                        meta[meta_start : meta_start + key_end],
-                        meta[meta_start + key_end : meta_start + key_end + control_length],
+                        sources[meta_start : meta_start + key_end],
+                        sources[meta_start + key_end : meta_start + key_end + control_length],
                         v4,
                     )
                     if len(headers) >= MAX_HEADER_CACHE:
@@ -237,7 +244,6 @@ class UdpReceiver:
                     self._drop(header)
                     continue
                 context, src_port, dscp, ecn, flow_label = header
-                start = slot * slot_size
                 handed += 1
                 handle(
                     IncomingDatagram(
@@ -252,7 +258,7 @@ class UdpReceiver:
         return count
 
     def _parse_header(
-        self, name: memoryview, control: memoryview, v4: bool
+        self, name: bytes, control: bytes, v4: bool
     ) -> tuple[IpContext, int, int, int, int] | str:
         """(IP context, source port, DSCP, ECN, flow label) from a raw source address and
         control messages, or why the datagram is dropped."""

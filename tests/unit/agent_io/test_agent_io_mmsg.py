@@ -20,7 +20,7 @@ from agent.core import IncomingDatagram, IpContext, OutgoingDatagram
 from agent.io import mmsg
 from agent.io.linux import IP_PKTINFO, IP_RECVTOS, IP_TOS_CMSG
 from agent.io.raw_sender import RawSender, sockaddr
-from agent.io.udp_receiver import UdpReceiver
+from agent.io.udp_receiver import MAX_DATAGRAM, UdpReceiver
 from agent.wire.constants import ECN_ECT0
 
 LOOPBACK = bytes([127, 0, 0, 1])
@@ -253,6 +253,54 @@ def test_the_batched_receive_loop_hands_over_what_the_plain_one_does(tos):
         sender.close()
         plain.close()
         batched.close()
+
+
+@needs_mmsg
+def test_one_unpack_reads_every_header_of_a_batch_as_the_per_slot_reads_do():
+    receiver, sender = _udp_socket(), _udp_socket()
+    try:
+        for size in (5, 300, 7, 64):
+            sender.sendto(b"z" * size, receiver.getsockname())
+        incoming = mmsg.ReceiveBatch(slots=8, slot_size=100)
+        assert incoming.receive(receiver.fileno(), 8) == 4
+        values = mmsg.results(4).unpack_from(incoming.headers, mmsg.RESULT_OFFSET)
+        assert values == tuple(
+            value
+            for slot in range(4)
+            for value in (
+                incoming.control_length(slot),
+                incoming.flags(slot),
+                incoming.length(slot),
+            )
+        )
+        assert values[4] & socket.MSG_TRUNC  # the 300-byte one, cut to its 100-byte slot
+    finally:
+        receiver.close()
+        sender.close()
+
+
+@needs_mmsg
+def test_the_batched_loop_keeps_each_datagrams_own_source_and_drops_a_too_long_one():
+    senders = [_udp_socket() for _ in range(3)]
+    receiver = UdpReceiver(ipv4=True, ipv6=False, port=0, batch=True)
+    try:
+        receiver.port = receiver.sockets[0].getsockname()[1]
+        sent: list[tuple[bytes, int]] = []
+        for i in range(140):  # more than two batches, three sources taking turns
+            sender = senders[i % 3]
+            if i == 70:
+                sender.sendto(b"x" * (MAX_DATAGRAM + 1), ("127.0.0.1", receiver.port))
+            payload = os.urandom(40 + i)
+            sender.sendto(payload, ("127.0.0.1", receiver.port))
+            sent.append((payload, sender.getsockname()[1]))
+        got = _drain_all(receiver)
+        assert [(d.payload, d.src_port) for d in got] == sent
+        assert receiver.drops == {"longer than MAX_DATAGRAM": 1}
+        assert receiver.received == len(sent)
+    finally:
+        for sender in senders:
+            sender.close()
+        receiver.close()
 
 
 @needs_mmsg
