@@ -394,21 +394,21 @@ def per_repeat(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, li
     other in time: how far apart these lie shows how much the machine moved during the
     benchmark (the headline figures are ratios of medians over all repeats)."""
     lossless, lossy = runs["lossless"], runs["lossy"]
-
-    def ratio(numerator: dict[str, Any], denominator: dict[str, Any]) -> float:
-        below = denominator["goodput_bps"]
-        return numerator["goodput_bps"] / below if below else 0.0
-
     return {
         "ratio_to_iperf3_lossless": [
-            ratio(mrc, iperf)
+            _share(mrc["goodput_bps"], iperf["goodput_bps"])
             for mrc, iperf in zip(lossless["mrc_perf"], lossless["iperf3_udp"], strict=True)
         ],
         "loss_retention": [
-            ratio(with_loss, without)
+            _share(with_loss["goodput_bps"], without["goodput_bps"])
             for with_loss, without in zip(lossy["mrc_perf"], lossless["mrc_perf"], strict=True)
         ],
     }
+
+
+def _share(part: float, whole: float) -> float:
+    """``part / whole``, 0 where there is no ``whole`` (a tool that moved nothing)."""
+    return part / whole if whole else 0.0
 
 
 def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
@@ -469,8 +469,8 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     lossless_mrc = result["lossless"]["mrc_perf"]["goodput_bps"]
     lossless_iperf = result["lossless"]["iperf3_udp"]["goodput_bps"]
     lossy_mrc = result["lossy"]["mrc_perf"]["goodput_bps"]
-    ratio = lossless_mrc / lossless_iperf if lossless_iperf else 0.0
-    retention = lossy_mrc / lossless_mrc if lossless_mrc else 0.0
+    ratio = _share(lossless_mrc, lossless_iperf)
+    retention = _share(lossy_mrc, lossless_mrc)
     result["ratio_to_iperf3_lossless"] = ratio
     result["loss_retention"] = retention
     result["per_repeat"] = per_repeat(runs)

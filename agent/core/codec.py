@@ -315,6 +315,16 @@ def _whole_data_fields(
     )  # fmt: skip
 
 
+def data_packet_fields(packet: DataPacket) -> WholeDataFields:
+    """``packet``'s fields as ``decode_whole_data_fields`` gives them (the inverse of
+    ``_decode_whole_data``'s mapping), for a caller that holds a ``DataPacket``."""
+    p = packet
+    return (
+        p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload, p.immediate,
+        p.tx_timestamp, p.ts_flags, p.pkey,
+    )  # fmt: skip
+
+
 def _decode_whole_data(
     datagram: bytes, size: int, opcode: int, ip: IpContext, src_port: int, dst_port: int
 ) -> DataPacket:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.core.cc import make_congestion_control
-from agent.core.codec import WholeDataFields, encode
+from agent.core.codec import WholeDataFields, data_packet_fields, encode
 from agent.core.config import MrcConfig
 from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
@@ -198,13 +198,10 @@ class Connection:
         self, packet: Packet, datagram: IncomingDatagram, plane: int, now: float
     ) -> DropReason | None:
         """Process one decoded packet addressed to this connection."""
-        if isinstance(packet, DataPacket):
-            p = packet
-            fields = (
-                p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload,
-                p.immediate, p.tx_timestamp, p.ts_flags, p.pkey,
-            )  # fmt: skip
-            return self.receive_data(p.opcode, fields, datagram, plane, now)
+        if isinstance(packet, DataPacket):  # the endpoint sends these to receive_data
+            return self.receive_data(
+                packet.opcode, data_packet_fields(packet), datagram, plane, now
+            )
         if self.closed:
             return DropReason.CONNECTION_CLOSED
         if datagram.ip.src != self._remote[plane]:

@@ -15,6 +15,7 @@ from scapy.packet import Raw
 
 from agent.core.codec import (
     DecodeError,
+    data_packet_fields,
     decode,
     decode_whole_data_fields,
     encode,
@@ -57,6 +58,7 @@ def test_the_receive_paths_data_fields_are_the_decoded_packets_fields(packet, ip
         p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload,
         p.immediate, p.tx_timestamp, p.ts_flags, p.pkey,
     )  # fmt: skip
+    assert data_packet_fields(p) == fields
     corrupt = bytearray(wire)
     corrupt[-1] ^= 1
     with pytest.raises(DecodeError) as refused:
