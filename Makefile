@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := mininet iproute2 ethtool tcpdump tshark iperf3 tcpreplay nftables \
-	python3-venv python3-pip python3-thrift util-linux procps iputils-ping
+	python3-venv python3-pip python3-dev gcc python3-thrift util-linux procps iputils-ping
 # Root is needed for namespaces, veths and BMv2 interfaces; the toolchain overrides travel along.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
 P4C ?= $(shell command -v p4c 2>/dev/null)
@@ -12,7 +12,7 @@ P4_PROGRAMS := mrc l3_baseline
 # pytest exits 5 when every test was deselected or skipped away: that is not a failure here.
 PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5), not a failure"; rc=0; fi; exit $$rc
 
-.PHONY: help setup test unit ptf e2e lint build doctor bench-dataplane bench-agent bench-controller bench-targets shell clean
+.PHONY: help setup native test unit ptf e2e lint build doctor bench-dataplane bench-agent bench-controller bench-targets shell clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -28,11 +28,16 @@ setup:  ## Install apt packages and the virtualenv (.venv, sees Debian's Mininet
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@$(PY) -c "import mininet, scapy, finsy, ptf; print('setup: virtualenv ready,', 'mininet', mininet.__file__)"
+	$(PY) -m tools.build_native
+
+native:  ## Compile the agent's core and per-packet I/O with mypyc into build/native (after editing agent/)
+	$(PY) -m tools.build_native $(NATIVE_ARGS)
 
 test: unit ptf e2e  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present)
 
-unit:  ## pytest unit tests (tests needing p4c, BMv2 or root skip with a reason)
+unit:  ## pytest unit tests (tests needing p4c, BMv2 or root skip with a reason); agent's again in pure Python
 	$(SUDO) $(PY) -m pytest -q tests/unit; $(PYTEST_OK5)
+	$(SUDO) env MRC_AGENT_PURE_PYTHON=1 $(PY) -m pytest -q tests/unit/agent tests/unit/agent_io tests/unit/wire; $(PYTEST_OK5)
 
 ptf:  ## PTF data-plane suite against simple_switch_grpc over veths (skips without BMv2/root)
 	$(SUDO) $(PY) -m tests.ptf.runner $(PTF_ARGS)
@@ -77,7 +82,7 @@ shell:  ## p4runtime-shell on one switch (SW=s1), from its own virtualenv, no pi
 	@test -x .venv-shell/bin/python || (/usr/bin/python3 -m venv .venv-shell && .venv-shell/bin/pip install -q p4runtime-shell)
 	$(PY) -m tools.p4rt_shell $(SW) $(TOPO)
 
-clean:  ## Remove caches (keeps the virtualenv)
+clean:  ## Remove caches and build/ (the native agent too: `make native`); keeps the virtualenv
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build
 
 # -- the testbed runner and experiments (testbed/, experiments/) ---------------------------------

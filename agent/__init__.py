@@ -4,3 +4,8 @@
 protocol core, ``agent.sim`` a deterministic in-process network, ``agent.io`` the socket
 runtime and ``agent.cli`` the command-line tools.
 """
+
+from agent.native import install as _install_native
+
+# Before any other agent module loads: the mypyc-compiled modules when fresh (see agent.native).
+_install_native()

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.core.crc import IMPLEMENTATION as crc_implementation
+from agent.native import running_build
 from tools.netns import NetnsLab, run, terminate_on_signals
 from tools.qdiscs import probe_qdiscs
 from tools.toolchain import is_root
@@ -325,6 +326,7 @@ def mrc_perf(
         "bytes": result["bytes"],
         "evs": result["evs"],
         "cc": result["cc"],
+        "agent_build": result["agent_build"],
         "data_packets_sent": connection["data_packets_sent"],
         "retransmits": connection["retransmits"],
         "timeouts": connection["timeouts"],
@@ -521,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "icrc_crc32": crc_implementation,
+            # mypyc-compiled or pure Python (agent/native.py); mrc-perf runs the same build.
+            "agent_build": running_build(),
         },
         "core": core_benchmark(args.core_messages),
     }

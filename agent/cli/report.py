@@ -90,7 +90,8 @@ def perf_report(result: Mapping[str, Any], full_ev_table: bool) -> str:
     """The summary ``mrc-perf`` prints at the end."""
     lines = [
         f"peer        {result['peer']}: {result['evs']} EVs over {result['planes']} plane(s), "
-        f"cc {result['cc']}, {result['message_size']}-byte messages",
+        f"cc {result['cc']}, {result['message_size']}-byte messages, "
+        f"agent {result.get('agent_build', 'unknown build')}",
         f"goodput     {format_rate(result['goodput_bps'])} ({format_bytes(result['bytes'])} "
         f"confirmed in {result['seconds']:.2f} s, {result['messages']} messages)",
     ]

@@ -26,6 +26,7 @@ from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.reactor import Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Bye, Farewell, Purpose, SideMessage
+from agent.native import running_build
 
 #: ib_write_bw's default message size.
 DEFAULT_PERF_MESSAGE_SIZE = 1 << 16
@@ -201,6 +202,7 @@ class PerfTransfer(OutboundTransfer):
                 "evs": self.config.ev_set_size,
                 "cc": self.config.congestion_control,
                 "planes": len(self.runtime.local_addresses),
+                "agent_build": running_build(),
                 "intervals": [sample.to_json() for sample in self.samples],
                 "receiver": message.receiver,
             }
