@@ -22,6 +22,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from agent.core.cc import make_congestion_control
 from agent.core.codec import WholeDataFields, data_packet_fields, encode
@@ -49,17 +50,17 @@ from agent.core.sender import Sender, SentPacket
 from agent.core.stats import ConnectionCounters, ConnectionStats
 from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, IMM_OPCODES, EpType
 
-_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
+_IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
 #: Bytes of a data packet's IP packet beyond its payload, at most (IPv4, UDP, BTH, METH,
 #: TSETH, RETH, immediate, ICRC): whether a packet of ``mss`` payload fits a send slot.
-_MAX_DATA_OVERHEAD = IPV4_UDP_HEADER_LEN + 64
+_MAX_DATA_OVERHEAD: Final = IPV4_UDP_HEADER_LEN + 64
 #: Most data packets cut per ``datagrams_to_send`` call: a whole PSN window, so the
 #: congestion window (and EVs) are what limits a burst, as before it was cut in one loop.
-_BURST = 1 << 16
+_BURST: Final = 1 << 16
 #: Enum members read per EV probe sent or answered, as module constants (an enum attribute
 #: access costs ~0.3 us on Python 3.11).
-_EV_PROBE = int(EpType.EV_PROBE)
-_PORT_STATUS = int(EpType.PORT_STATUS)
+_EV_PROBE: Final = int(EpType.EV_PROBE)
+_PORT_STATUS: Final = int(EpType.PORT_STATUS)
 
 
 class ConnectionClosed(Exception):

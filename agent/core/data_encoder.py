@@ -18,6 +18,7 @@ the rest (see ``DataPacketEncoder``).
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from agent.core.crc import crc32
 from agent.core.datagram import IpContext
@@ -34,29 +35,29 @@ from agent.wire.constants import (
 #: A data packet's headers from BTH byte 8 on (flags and PSN, METH, TSETH, RETH[, IMM]): the
 #: part that changes from packet to packet. Bytes 0-7 (opcode, flags byte, P_Key, reserved,
 #: destination QP) are fixed for an opcode on a connection and are prebuilt.
-_REST = struct.Struct(">IHHHHQII")
-_REST_IMM = struct.Struct(">IHHHHQIII")
+_REST: Final = struct.Struct(">IHHHHQII")
+_REST_IMM: Final = struct.Struct(">IHHHHQIII")
 #: IPv4 + UDP header, BTH bytes 0-7 and the rest of the headers, as ``encode_into`` writes
 #: them in one ``pack_into`` (fields as the runtime's raw sender packs them, checksums 0).
-_V4_HEAD = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST.format[1:])
-_V4_HEAD_IMM = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST_IMM.format[1:])
+_V4_HEAD: Final = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST.format[1:])
+_V4_HEAD_IMM: Final = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST_IMM.format[1:])
 #: Where the ICRC's per-packet header part (BTH byte 8 on) starts in ``encode_into``'s output.
-_V4_REST_START = 36
-_ICRC = struct.Struct("<I")
-_ONES_8 = b"\xff" * 8
-_U24 = 0xFFFFFF
-_UDP_HEADER_LEN = 8
-_IPV4_HEADER_LEN = 20
-_IP_PROTO_UDP = 17
-_BTH_FIXED_LEN = 8
+_V4_REST_START: Final = 36
+_ICRC: Final = struct.Struct("<I")
+_ONES_8: Final = b"\xff" * 8
+_U24: Final = 0xFFFFFF
+_UDP_HEADER_LEN: Final = 8
+_IPV4_HEADER_LEN: Final = 20
+_IP_PROTO_UDP: Final = 17
+_BTH_FIXED_LEN: Final = 8
 #: BTH byte 8 (flags) as the top byte of the flags-and-PSN word; every data packet is
 #: timestamped (TSETH), as the sender needs the echo for RTT samples and NACK matching.
 #: UDP length of a data packet less its payload, without and with the immediate.
-_UDP_FIXED = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST.size + ICRC_LEN
-_UDP_FIXED_IMM = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST_IMM.size + ICRC_LEN
-_ACK_REQ_WORD = BTH_FLAG_ACKREQ << 24
-_RTX_WORD = BTH_FLAG_RTX << 24
-_TS_WORD = BTH_FLAG_TS << 24
+_UDP_FIXED: Final = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST.size + ICRC_LEN
+_UDP_FIXED_IMM: Final = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST_IMM.size + ICRC_LEN
+_ACK_REQ_WORD: Final = BTH_FLAG_ACKREQ << 24
+_RTX_WORD: Final = BTH_FLAG_RTX << 24
+_TS_WORD: Final = BTH_FLAG_TS << 24
 #: Distinct (opcode, source port, length) ICRC seeds kept before the table is cleared: a
 #: connection's 256 EVs times a few opcodes and lengths need a few thousand at most.
 MAX_SEEDS = 8192

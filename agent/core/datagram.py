@@ -54,11 +54,13 @@ class IpContext:
         return len(self.src) == 16
 
 
-@dataclass(slots=True)
+@dataclass(init=False, slots=True)
 class IncomingDatagram:
     """A received UDP datagram to port 4791, as the runtime saw it.
 
     Treat as immutable; not frozen, for speed (one per datagram, see ``agent.core.packets``).
+    Its ``__init__`` is written out rather than generated: mypyc compiles a written one (about
+    35 ns a datagram in the native build) but runs a generated one as Python (about 140).
 
     ``dscp`` and ``ecn`` come from the IP TOS / traffic-class byte: the DSCP tells a trimmed
     packet apart (it then has no payload and no ICRC), the ECN bits carry the CE mark that the
@@ -70,8 +72,26 @@ class IncomingDatagram:
     src_port: int
     dscp: int
     ecn: int
-    flow_label: int = 0
-    dst_port: int = ROCEV2_UDP_PORT
+    flow_label: int
+    dst_port: int
+
+    def __init__(
+        self,
+        payload: bytes,
+        ip: IpContext,
+        src_port: int,
+        dscp: int,
+        ecn: int,
+        flow_label: int = 0,
+        dst_port: int = ROCEV2_UDP_PORT,
+    ) -> None:
+        self.payload = payload
+        self.ip = ip
+        self.src_port = src_port
+        self.dscp = dscp
+        self.ecn = ecn
+        self.flow_label = flow_label
+        self.dst_port = dst_port
 
     @property
     def ev(self) -> int:
@@ -79,11 +99,12 @@ class IncomingDatagram:
         return ev_from_headers(self.src_port, self.flow_label)
 
 
-@dataclass(slots=True)
+@dataclass(init=False, slots=True)
 class OutgoingDatagram:
     """A UDP datagram the runtime must send exactly as described.
 
-    Treat as immutable; not frozen, for speed (one per datagram, see ``agent.core.packets``).
+    Treat as immutable; not frozen, for speed (one per datagram, see ``agent.core.packets``);
+    its ``__init__`` written out for mypyc, as ``IncomingDatagram``'s.
 
     ``plane`` is the index of the local address (NIC port) it leaves from, ``ip.src`` that
     address; ``src_port`` / ``flow_label`` carry the EV; ``dscp`` is its traffic class and
@@ -97,7 +118,27 @@ class OutgoingDatagram:
     flow_label: int
     dscp: int
     ecn: int
-    dst_port: int = ROCEV2_UDP_PORT
+    dst_port: int
+
+    def __init__(
+        self,
+        payload: bytes,
+        ip: IpContext,
+        plane: int,
+        src_port: int,
+        flow_label: int,
+        dscp: int,
+        ecn: int,
+        dst_port: int = ROCEV2_UDP_PORT,
+    ) -> None:
+        self.payload = payload
+        self.ip = ip
+        self.plane = plane
+        self.src_port = src_port
+        self.flow_label = flow_label
+        self.dscp = dscp
+        self.ecn = ecn
+        self.dst_port = dst_port
 
     @property
     def ev(self) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Sequence
+from typing import Final
 
 from agent.core.codec import (
     DATA_OPCODE_SET,
@@ -43,8 +44,8 @@ from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
 from agent.wire.constants import ROCEV2_UDP_PORT
 
-_MAX_QP = 0xFFFFFF
-_FIRST_QP = 2  # QPs 0 and 1 are InfiniBand's special QPs
+_MAX_QP: Final = 0xFFFFFF
+_FIRST_QP: Final = 2  # QPs 0 and 1 are InfiniBand's special QPs
 
 
 class Endpoint:

@@ -41,15 +41,16 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from typing import Final
 
 from agent.core.config import MrcConfig
 from agent.core.stats import EvReport
 from agent.wire.constants import EvState
 
-_GOOD = EvState.GOOD
-_SKIP = EvState.SKIP
-_BAD = EvState.ASSUMED_BAD
-_DENIED = EvState.DENIED
+_GOOD: Final = EvState.GOOD
+_SKIP: Final = EvState.SKIP
+_BAD: Final = EvState.ASSUMED_BAD
+_DENIED: Final = EvState.DENIED
 
 
 class EvEntry:

@@ -13,23 +13,24 @@ The IPv4 header is taken to be the plain 20 bytes (no options), which is what th
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from agent.core.crc import crc32
 from agent.core.datagram import IpContext
 from agent.wire.constants import ICRC_LEN
 
-_IP_PROTO_UDP = 17
-_UDP_HEADER_LEN = 8
-_IPV4_HEADER_LEN = 20
-_BTH_RESERVED_OFFSET = 4
-_ONES_8 = b"\xff" * 8
+_IP_PROTO_UDP: Final = 17
+_UDP_HEADER_LEN: Final = 8
+_IPV4_HEADER_LEN: Final = 20
+_BTH_RESERVED_OFFSET: Final = 4
+_ONES_8: Final = b"\xff" * 8
 # pseudo-LRH, IPv4 header (masked), UDP header (checksum masked), BTH bytes 0-4 (4 masked):
 # one pack and two crc32 calls per packet, the ICRC runs on every packet sent and received.
-V4_PSEUDO = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
+V4_PSEUDO: Final = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
 # pseudo-LRH, IPv6 header (traffic class, flow label, hop limit masked), UDP header, BTH 0-4
-V6_PSEUDO = struct.Struct(">8sIHBB16s16sHHHH4sB")
-V6_FIRST_WORD_MASKED = 0x6FFFFFFF
-_ICRC = struct.Struct("<I")
+V6_PSEUDO: Final = struct.Struct(">8sIHBB16s16sHHHH4sB")
+V6_FIRST_WORD_MASKED: Final = 0x6FFFFFFF
+_ICRC: Final = struct.Struct("<I")
 
 
 def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: int) -> int:

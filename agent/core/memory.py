@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Final
 
 from agent.core.drops import DropReason
 
-_MAX_VA = (1 << 64) - 1
-_MAX_RKEY = 0xFFFFFFFF
+_MAX_VA: Final = (1 << 64) - 1
+_MAX_RKEY: Final = 0xFFFFFFFF
 
 
 @dataclass(frozen=True, slots=True)

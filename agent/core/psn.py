@@ -8,10 +8,12 @@ keys, so they need a mask and no ordering.
 
 from __future__ import annotations
 
-PSN_MASK = (1 << 24) - 1
-_PSN_HALF = 1 << 23
+from typing import Final
 
-MSN_MASK = (1 << 16) - 1
+PSN_MASK: Final = (1 << 24) - 1
+_PSN_HALF: Final = 1 << 23
+
+MSN_MASK: Final = (1 << 16) - 1
 
 
 def psn_diff(a: int, b: int) -> int:

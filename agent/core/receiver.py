@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from typing import Final
 
 from agent.core.config import MrcConfig
 from agent.core.drops import DropReason
@@ -59,16 +60,16 @@ from agent.wire.constants import (
     SackSkipMode,
 )
 
-_BITMAP_BITS = 64
-_BITMAP_MASK = (1 << _BITMAP_BITS) - 1
-_MAX_OFFSET = 0x7FFF
-_PSN_HALF = 1 << 23
-_U24 = 0xFFFFFF
+_BITMAP_BITS: Final = 64
+_BITMAP_MASK: Final = (1 << _BITMAP_BITS) - 1
+_MAX_OFFSET: Final = 0x7FFF
+_PSN_HALF: Final = 1 << 23
+_U24: Final = 0xFFFFFF
 #: Enum members read per SACK, as constants (~0.3 us per enum attribute access on 3.11).
-_SKIP_ONCE = SackSkipMode.SKIP_ONCE
-_NO_SKIP = SackSkipMode.NONE
-_ONLY_OPCODES = frozenset({Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM})
-_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
+_SKIP_ONCE: Final = SackSkipMode.SKIP_ONCE
+_NO_SKIP: Final = SackSkipMode.NONE
+_ONLY_OPCODES: Final = frozenset({Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM})
+_IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
 
 
 class _Assembly:

@@ -7,10 +7,12 @@ reordering window, the RTO to stay above the slowest working path.
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent.core.config import MrcConfig
 
-_ALPHA = 1.0 / 8  # RFC 6298 smoothing gains
-_BETA = 1.0 / 4
+_ALPHA: Final = 1.0 / 8  # RFC 6298 smoothing gains
+_BETA: Final = 1.0 / 4
 
 
 class RttEstimator:

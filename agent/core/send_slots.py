@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from typing import Final
 
 from agent.core.datagram import IpContext, OutgoingDatagram
 
 #: IPv4 header (20) + UDP header (8) in front of each slot's UDP payload.
-IPV4_UDP_HEADER_LEN = 28
-_TOS_OFFSET = 1
-_SRC_PORT = struct.Struct(">H")
-_SRC_PORT_OFFSET = 20
-_DST_PORT_OFFSET = 22
+IPV4_UDP_HEADER_LEN: Final = 28
+_TOS_OFFSET: Final = 1
+_SRC_PORT: Final = struct.Struct(">H")
+_SRC_PORT_OFFSET: Final = 20
+_DST_PORT_OFFSET: Final = 22
 
 
 class SendSlots:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from agent.core.cc.base import CongestionControl
 from agent.core.config import MrcConfig
@@ -48,20 +48,20 @@ from agent.core.rtt import RttEstimator
 from agent.core.stats import ConnectionCounters, RetransmitCause
 from agent.wire.constants import IMM_OPCODES, AethSyndrome, NackReason, Opcode, SackSkipMode
 
-_IMM_OPCODE_SET = frozenset(int(op) for op in IMM_OPCODES)
-_MAX_MESSAGE = 0xFFFFFFFF  # RETH dma_length is 32 bits
-_MAX_VA = (1 << 64) - 1
-_US = 1_000_000
-_WRITE_MIDDLE = int(Opcode.WRITE_MIDDLE)
+_IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
+_MAX_MESSAGE: Final = 0xFFFFFFFF  # RETH dma_length is 32 bits
+_MAX_VA: Final = (1 << 64) - 1
+_US: Final = 1_000_000
+_WRITE_MIDDLE: Final = int(Opcode.WRITE_MIDDLE)
 #: Enum members as module constants: on Python 3.11 ``RetransmitCause.TIMEOUT`` costs ~0.3 us
 #: per access (enum descriptors), and these are read for every packet or SACK.
-_SACK_GAP = RetransmitCause.SACK_GAP
-_TIMEOUT = RetransmitCause.TIMEOUT
-_NACK = RetransmitCause.NACK
-_SKIP_ONCE = SackSkipMode.SKIP_ONCE
-_ALWAYS_SKIP = SackSkipMode.ALWAYS_SKIP
+_SACK_GAP: Final = RetransmitCause.SACK_GAP
+_TIMEOUT: Final = RetransmitCause.TIMEOUT
+_NACK: Final = RetransmitCause.NACK
+_SKIP_ONCE: Final = SackSkipMode.SKIP_ONCE
+_ALWAYS_SKIP: Final = SackSkipMode.ALWAYS_SKIP
 #: Resent SACK-gap losses remembered for a late original to disprove (see ``_disputed``).
-_DISPUTED_MAX = 1024
+_DISPUTED_MAX: Final = 1024
 _V = TypeVar("_V")
 
 

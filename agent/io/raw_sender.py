@@ -26,6 +26,7 @@ import os
 import socket
 import struct
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from agent.core.datagram import OutgoingDatagram
 from agent.core.send_slots import SendSlots
@@ -34,26 +35,26 @@ from agent.io.linux import IPV6_HDRINCL, SO_SNDBUFFORCE
 
 log = logging.getLogger(__name__)
 
-_IPV4_UDP = struct.Struct(">BBHHHBBH4s4sHHHH")
-_IPV6_UDP = struct.Struct(">IHBB16s16sHHHH")
-_IPV6_PSEUDO = struct.Struct(">16s16sII")
-_IPV4_HEADER_LEN = 20
-_UDP_HEADER_LEN = 8
-_IP_PROTO_UDP = 17
+_IPV4_UDP: Final = struct.Struct(">BBHHHBBH4s4sHHHH")
+_IPV6_UDP: Final = struct.Struct(">IHBB16s16sHHHH")
+_IPV6_PSEUDO: Final = struct.Struct(">16s16sII")
+_IPV4_HEADER_LEN: Final = 20
+_UDP_HEADER_LEN: Final = 8
+_IP_PROTO_UDP: Final = 17
 #: Hop limit / TTL of every packet: Linux's default.
-DEFAULT_TTL = 64
+DEFAULT_TTL: Final = 64
 #: Send buffer asked for: a window's burst (hundreds of packets) fits without EAGAIN.
-SEND_BUFFER_BYTES = 8 << 20
-_WOULD_BLOCK = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS})
+SEND_BUFFER_BYTES: Final = 8 << 20
+_WOULD_BLOCK: Final = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS})
 #: Largest IP packet a batch slot holds: a 9000-byte jumbo payload with every MRC, UDP and IPv6
 #: header, rounded up. A larger datagram goes out alone through ``send`` (and fails there with
 #: EMSGSIZE on any real link).
-BATCH_SLOT_BYTES = 9216 + 64
-_IOVEC_SIZE = mmsg.IOVEC_SIZE
-_IOV_LEN_OFFSET = mmsg.IOV_LEN_OFFSET
-_IOV_LEN = mmsg.IOV_LEN
-_SOCKADDR_IN = struct.Struct("=H2s4s8x")
-_SOCKADDR_IN6 = struct.Struct("=H2s4s16sI")
+BATCH_SLOT_BYTES: Final = 9216 + 64
+_IOVEC_SIZE: Final = mmsg.IOVEC_SIZE
+_IOV_LEN_OFFSET: Final = mmsg.IOV_LEN_OFFSET
+_IOV_LEN: Final = mmsg.IOV_LEN
+_SOCKADDR_IN: Final = struct.Struct("=H2s4s8x")
+_SOCKADDR_IN6: Final = struct.Struct("=H2s4s16sI")
 
 
 def sockaddr(address: bytes) -> bytes:

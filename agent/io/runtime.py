@@ -24,6 +24,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from agent.core import Event, IncomingDatagram, MrcConfig, OutgoingDatagram
 from agent.core.send_slots import SendSlots
@@ -34,12 +35,12 @@ from agent.io.reactor import READ, WRITE, HasFileno, Reactor
 
 #: Datagrams drained from one socket before the core's output is sent: large enough to
 #: amortise the loop, small enough that SACKs are turned into new data promptly.
-RECEIVE_BATCH = 64
+RECEIVE_BATCH: Final = 64
 #: Turns in a row the core's due timers may wait for a socket still holding input (see
 #: ``service``): 16 batches, 1024 datagrams.
 MAX_TIMER_DEFERRALS = 16
 #: Longest sleep when nothing is scheduled: bounds how late a missed wakeup could be noticed.
-MAX_IDLE_WAIT = 1.0
+MAX_IDLE_WAIT: Final = 1.0
 
 EventHandler = Callable[[Event], None]
 

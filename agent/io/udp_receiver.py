@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import socket
 from collections.abc import Callable
+from typing import Final
 
 from agent.core.datagram import IncomingDatagram, IpContext
 from agent.io import mmsg
@@ -39,21 +40,21 @@ from agent.io.linux import (
 from agent.wire.constants import ROCEV2_UDP_PORT
 
 #: Largest datagram accepted: a 9000-byte jumbo payload plus every MRC header, rounded up.
-MAX_DATAGRAM = 9216
+MAX_DATAGRAM: Final = 9216
 #: Receive buffer asked for: a full window of 1 KiB packets (4096) can queue while the agent
 #: is busy sending, instead of being dropped by the kernel.
-RECEIVE_BUFFER_BYTES = 16 << 20
-_CMSG_SPACE = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(20) + socket.CMSG_SPACE(4) + 64
-_IPPROTO_IP = socket.IPPROTO_IP
+RECEIVE_BUFFER_BYTES: Final = 16 << 20
+_CMSG_SPACE: Final = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(20) + socket.CMSG_SPACE(4) + 64
+_IPPROTO_IP: Final = socket.IPPROTO_IP
 #: A plain int: ``socket.MSG_TRUNC`` is an IntFlag, and ``&`` on it costs an enum call per
 #: datagram.
-_MSG_TRUNC = int(socket.MSG_TRUNC)
-_IPPROTO_IPV6 = socket.IPPROTO_IPV6
-_PKTINFO_ADDR_END = IN_PKTINFO_ADDR_OFFSET + 4
+_MSG_TRUNC: Final = int(socket.MSG_TRUNC)
+_IPPROTO_IPV6: Final = socket.IPPROTO_IPV6
+_PKTINFO_ADDR_END: Final = IN_PKTINFO_ADDR_OFFSET + 4
 #: Distinct (source, control messages) pairs remembered by the batched receive loop before the
 #: table is cleared: a connection's 256 EVs need 256, the bound keeps a sender that varies
 #: them at will from growing it without limit.
-MAX_HEADER_CACHE = 4096
+MAX_HEADER_CACHE: Final = 4096
 
 
 def parse_ancillary_v4(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, bytes | None]:

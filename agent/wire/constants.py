@@ -8,9 +8,10 @@ public emulator); where the notes leave a choice open, the choice is made here a
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Final
 
 #: RoCEv2's UDP destination port; every MRC packet (data, SACK, NACK, probes) goes to it.
-ROCEV2_UDP_PORT = 4791
+ROCEV2_UDP_PORT: Final = 4791
 
 
 class Opcode(IntEnum):
@@ -30,7 +31,7 @@ class Opcode(IntEnum):
     RELIABILITY_PROBE = 0xDE
 
 
-DATA_OPCODES = frozenset(
+DATA_OPCODES: Final = frozenset(
     {
         Opcode.WRITE_FIRST,
         Opcode.WRITE_MIDDLE,
@@ -40,7 +41,7 @@ DATA_OPCODES = frozenset(
         Opcode.WRITE_ONLY_IMM,
     }
 )
-IMM_OPCODES = frozenset({Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM})
+IMM_OPCODES: Final = frozenset({Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM})
 
 
 class NackReason(IntEnum):
@@ -111,33 +112,33 @@ class DscpClass(IntEnum):
 
 
 # Header sizes in bytes.
-BTH_LEN = 12
-METH_LEN = 4
-TSETH_LEN = 4
-RETH_LEN = 16
-IMM_LEN = 4
-AETH_LEN = 4
-SETH_LEN = 28
-CC_STATE_LEN = 8
-NETH_LEN = 20
-EPH_LEN = 8
-ICRC_LEN = 4
+BTH_LEN: Final = 12
+METH_LEN: Final = 4
+TSETH_LEN: Final = 4
+RETH_LEN: Final = 16
+IMM_LEN: Final = 4
+AETH_LEN: Final = 4
+SETH_LEN: Final = 28
+CC_STATE_LEN: Final = 8
+NETH_LEN: Final = 20
+EPH_LEN: Final = 8
+ICRC_LEN: Final = 4
 
 #: BTH second-to-last byte flag bits (A, R, RTX, TS, then 4 reserved bits).
-BTH_FLAG_ACKREQ = 0x80
-BTH_FLAG_R = 0x40
-BTH_FLAG_RTX = 0x20
-BTH_FLAG_TS = 0x10
+BTH_FLAG_ACKREQ: Final = 0x80
+BTH_FLAG_R: Final = 0x40
+BTH_FLAG_RTX: Final = 0x20
+BTH_FLAG_TS: Final = 0x10
 
 #: SETH / NETH ``cc_flags`` bit 0: the packet being answered arrived CE-marked (the ECN echo
 #: travels here, the testbed's choice: the notes do not say where it goes).
-CC_FLAG_ECN_ECHO = 0x1
+CC_FLAG_ECN_ECHO: Final = 0x1
 
 #: ECN code points in the low two bits of the IP TOS / traffic-class byte.
-ECN_NOT_ECT = 0
-ECN_ECT1 = 1
-ECN_ECT0 = 2
-ECN_CE = 3
+ECN_NOT_ECT: Final = 0
+ECN_ECT1: Final = 1
+ECN_ECT0: Final = 2
+ECN_CE: Final = 3
 
 #: Default RDMA payload per data packet (RoCE's usual path MTU for a 1500-byte frame).
-DEFAULT_PAYLOAD = 1024
+DEFAULT_PAYLOAD: Final = 1024
