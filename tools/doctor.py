@@ -95,7 +95,7 @@ def native_finding() -> Finding:
         "agent native build",
         status.state is NativeState.ACTIVE,
         f"{status.label}: {status.detail}",
-        "the compiled agent (same code, about 1.2x the goodput on a veth pair)",
+        "the compiled agent (same code; 1.2-1.4x the goodput on a veth pair, paired runs)",
         "make native (needs gcc and python3-dev; make setup installs them)",
     )
 
