@@ -16,12 +16,10 @@ import argparse
 import contextlib
 import importlib.machinery
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from agent.native import (
@@ -52,17 +50,6 @@ def extension_name(module: str) -> Path:
     )
 
 
-@contextlib.contextmanager
-def working_directory(path: Path) -> Iterator[None]:
-    """mypyc names modules from paths relative to the current directory: run it from the repo."""
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 def compile_into(staging: Path, scratch: Path, verbose: bool) -> dict[str, str]:
     """Type-check and compile :data:`COMPILED_MODULES` into ``staging``; the manifest's files."""
     # Imported here: mypyc and setuptools are build-time tools, not needed to run the agent.
@@ -70,7 +57,8 @@ def compile_into(staging: Path, scratch: Path, verbose: bool) -> dict[str, str]:
     from setuptools import setup
 
     sources = [str(module_source(module)) for module in COMPILED_MODULES]
-    with working_directory(REPO):
+    # mypyc names modules from paths relative to the current directory: run it from the repo.
+    with contextlib.chdir(REPO):
         extensions = mypycify(
             sources,
             opt_level="3",
@@ -80,7 +68,7 @@ def compile_into(staging: Path, scratch: Path, verbose: bool) -> dict[str, str]:
         )
     # Built from the scratch directory, away from pyproject.toml (the project's own metadata
     # is nothing to this build); every path in ``extensions`` is absolute.
-    with working_directory(scratch):
+    with contextlib.chdir(scratch):
         setup(
             name="mrc-agent-native",
             ext_modules=extensions,

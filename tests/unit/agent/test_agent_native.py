@@ -119,7 +119,7 @@ def test_the_finder_claims_only_the_modules_of_the_build(tmp_path):
     assert finder.find_spec("agent.core.receiver") is None
 
 
-def test_a_stale_build_warns_and_changes_no_import(monkeypatch):
+def test_a_stale_build_warns_and_changes_no_import():
     meta_path = list(sys.meta_path)
     stale = NativeStatus(NativeState.STALE, "changed since the build: agent/core/sender.py")
     with pytest.warns(RuntimeWarning, match=r"stale .*agent/core/sender.py.*make native"):
