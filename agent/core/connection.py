@@ -54,8 +54,8 @@ _IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
 #: Bytes of a data packet's IP packet beyond its payload, at most (IPv4, UDP, BTH, METH,
 #: TSETH, RETH, immediate, ICRC): whether a packet of ``mss`` payload fits a send slot.
 _MAX_DATA_OVERHEAD: Final = IPV4_UDP_HEADER_LEN + 64
-#: Most data packets cut per ``datagrams_to_send`` call: a whole PSN window, so the
-#: congestion window (and EVs) are what limits a burst, as before it was cut in one loop.
+#: Most data packets cut per ``datagrams_to_send`` call when the caller sets no limit: a whole
+#: PSN window, so the congestion window (and EVs) are what limits a burst.
 _BURST: Final = 1 << 16
 #: Enum members read per EV probe sent or answered, as module constants (an enum attribute
 #: access costs ~0.3 us on Python 3.11).
@@ -135,6 +135,9 @@ class Connection:
         self._last_heard = 0.0
         self._watch_from_next_call = True
         self._pacing_wake: float | None = None
+        #: Data packets the latest ``datagrams_to_send`` call sent (the endpoint spends a
+        #: caller's burst limit across its connections with it).
+        self.data_sent_last_call = 0
         self._port_status_seq = 0
         self._port_status_due: float | None = None
         self._port_status_unanswered = False
@@ -267,11 +270,13 @@ class Connection:
     # --- output and timers ----------------------------------------------------------------
 
     def datagrams_to_send(
-        self, now: float, slots: SendSlots | None = None
+        self, now: float, slots: SendSlots | None = None, limit: int = _BURST
     ) -> list[OutgoingDatagram]:
         """Everything this connection may send at ``now``; with ``slots``, data packets on
         IPv4 paths are written into them instead (see ``agent.core.send_slots``), in order,
-        and the returned list holds the rest."""
+        and the returned list holds the rest. At most ``limit`` data packets (control packets
+        are never held back): ``data_sent_last_call`` says how many went."""
+        self.data_sent_last_call = 0
         if self.closed:
             return []
         self._watch(now)
@@ -293,11 +298,12 @@ class Connection:
             else:
                 dscp, ecn = control, ECN_NOT_ECT
             out.append(self._datagram(packet, entry.plane, entry.value, dscp, ecn))
-        self._send_data(now, out, slots)
+        if limit > 0:
+            self._send_data(now, out, slots, limit)
         return out
 
     def _send_data(
-        self, now: float, out: list[OutgoingDatagram], slots: SendSlots | None = None
+        self, now: float, out: list[OutgoingDatagram], slots: SendSlots | None, limit: int
     ) -> None:
         """Data packets, as many as window, pacing and EVs allow: the per-packet hot path,
         hence the locals and the direct encoding from the sender's records (into ``slots``
@@ -333,7 +339,9 @@ class Connection:
             tos_first = (trimmable << 2) | ECN_ECT0
             tos_retx = (retx_dscp << 2) | ECN_ECT0
             written = 0
-        for rec in self._transmissions(now) if paced else sender.next_transmissions(now, _BURST):
+        burst = self._transmissions(now, limit) if paced else sender.next_transmissions(now, limit)
+        self.data_sent_last_call = len(burst)
+        for rec in burst:
             entry = rec.entry
             assert entry is not None  # next_transmission always assigns one
             message = rec.message
@@ -379,13 +387,13 @@ class Connection:
             slots.count = count
             slots.written += written
 
-    def _transmissions(self, now: float) -> list[SentPacket]:
-        """What a paced controller lets go now, one packet at a time (each send moves the
-        controller's next send time)."""
+    def _transmissions(self, now: float, limit: int) -> list[SentPacket]:
+        """What a paced controller lets go now, up to ``limit``, one packet at a time (each
+        send moves the controller's next send time)."""
         sender = self.sender
         cc = sender.cc
         out: list[SentPacket] = []
-        while True:
+        while len(out) < limit:
             wake = cc.next_send_time(now)
             if wake > now:
                 if sender.wants_to_send:
@@ -395,6 +403,7 @@ class Connection:
             if rec is None:
                 return out
             out.append(rec)
+        return out
 
     def _datagram(
         self, packet: Packet, plane: int, ev: int, dscp: int, ecn: int

@@ -79,6 +79,12 @@ class Endpoint:
         self.stats = EndpointStats()
         self._connections: dict[int, Connection] = {}
         self._events: deque[Event] = deque()
+        #: Whether the latest ``datagrams_to_send`` call used up its ``limit`` (more data may
+        #: be ready to go at once).
+        self.send_limited = False
+        #: Data packets the latest ``datagrams_to_send`` call sent, over all connections.
+        self.data_sent_last_call = 0
+        self._send_rotation = 0
         self._trimmed_dscps = (self.config.dscp.trimmed, self.config.dscp.trimmed_lasthop)
 
     # --- setup ----------------------------------------------------------------------------
@@ -250,15 +256,39 @@ class Endpoint:
         self.stats.drops[reason] += 1
 
     def datagrams_to_send(
-        self, now: float, slots: SendSlots | None = None
+        self, now: float, slots: SendSlots | None = None, limit: int | None = None
     ) -> list[OutgoingDatagram]:
         """Every datagram that may leave at ``now``, in order; with ``slots``, data packets on
         IPv4 paths are written into them (and flushed through their sink when full; the caller
-        flushes the rest) and the list holds the others (see ``agent.core.send_slots``)."""
+        flushes the rest) and the list holds the others (see ``agent.core.send_slots``).
+
+        ``limit``: at most this many data packets in all; control packets (SACKs, probes,
+        answers) always go. A runtime sends in bounded bursts so that it reads the answers in
+        between: a burst as large as the window lets the answers wait in the socket, and every
+        packet of it is stamped with the burst's start time. ``send_limited`` then says whether
+        the limit was used up (more may be ready at once); which connection goes first turns
+        with each call, so that one busy connection cannot hold the others back."""
         out: list[OutgoingDatagram] = []
         written = slots.written if slots is not None else 0
-        for connection in self._connections.values():
-            out.extend(connection.datagrams_to_send(now, slots))
+        self.send_limited = False
+        data_sent = 0
+        if limit is None:
+            for connection in self._connections.values():
+                out.extend(connection.datagrams_to_send(now, slots))
+                data_sent += connection.data_sent_last_call
+        else:
+            connections = list(self._connections.values())
+            count = len(connections)
+            start = self._send_rotation % count if count else 0
+            self._send_rotation = start + 1
+            remaining = limit
+            for index in range(count):
+                connection = connections[(start + index) % count]
+                out.extend(connection.datagrams_to_send(now, slots, remaining))
+                data_sent += connection.data_sent_last_call
+                remaining -= connection.data_sent_last_call
+            self.send_limited = remaining <= 0
+        self.data_sent_last_call = data_sent
         if slots is not None:
             written = slots.written - written
         self.stats.datagrams_sent += len(out) + written

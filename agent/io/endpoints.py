@@ -43,6 +43,8 @@ class EndpointPool:
         self._by_config: dict[MrcConfig, Endpoint] = {config: self.default}
         self._owner: dict[int, Endpoint] = {}
         self._reserved: set[int] = set()
+        #: Whether the latest ``datagrams_to_send`` call used up its ``limit``.
+        self.send_limited = False
 
     @property
     def endpoints(self) -> tuple[Endpoint, ...]:
@@ -134,15 +136,22 @@ class EndpointPool:
         return earliest
 
     def datagrams_to_send(
-        self, now: float, slots: SendSlots | None = None
+        self, now: float, slots: SendSlots | None = None, limit: int | None = None
     ) -> list[OutgoingDatagram]:
-        """Everything every endpoint may send at ``now`` (data into ``slots`` where given,
-        see ``Endpoint.datagrams_to_send``)."""
+        """Everything every endpoint may send at ``now`` (data into ``slots`` where given),
+        at most ``limit`` data packets in all (see ``Endpoint.datagrams_to_send``;
+        ``send_limited`` says whether the limit was used up)."""
         if len(self._by_config) == 1:
-            return self.default.datagrams_to_send(now, slots)
-        out: list[OutgoingDatagram] = []
+            out = self.default.datagrams_to_send(now, slots, limit)
+            self.send_limited = self.default.send_limited
+            return out
+        out = []
+        remaining = limit
         for endpoint in self._by_config.values():
-            out.extend(endpoint.datagrams_to_send(now, slots))
+            out.extend(endpoint.datagrams_to_send(now, slots, remaining))
+            if remaining is not None:
+                remaining = max(remaining - endpoint.data_sent_last_call, 0)
+        self.send_limited = remaining is not None and remaining <= 0
         return out
 
     def next_event(self) -> Event | None:
