@@ -65,3 +65,4 @@ def test_each_repeat_reports_its_own_ratio_and_retention_in_order():
     figures = per_repeat(runs)
     assert figures["ratio_to_iperf3_lossless"] == [0.5, 0.4, 0.0]  # no iperf3 goodput: 0
     assert figures["loss_retention"] == pytest.approx([0.9, 0.75, 1.0])
+    assert figures["iperf3_loss_retention"] == pytest.approx([0.9, 0.9, 0.0])  # 0: no baseline
