@@ -14,7 +14,9 @@ Two figures, JSON on stdout (and ``--out FILE``):
    both sides of each ratio alike; figures are medians over the repeats): netem on the
    sender's veth where the kernel has sch_netem, otherwise an nftables ``numgen random`` drop
    rule in the receiving namespace (UDP only, so the TCP side channel and iperf3's control
-   connection are spared).
+   connection are spared). Each side reaches the other through a /32 route with the peer as
+   its on-link gateway, as the testbed's Mininet hosts reach theirs (``--direct-route``: the
+   plain subnet route, on which Linux builds a route per packet for the agent's raw socket).
 
 Goodput is what the receiver got: for mrc-perf the RDMA payload bytes the receiver confirmed
 (1024 per packet, inside 1092-byte IP packets), for iperf3 the UDP payload bytes the server
@@ -128,6 +130,25 @@ def make_veth_pair(lab: NetnsLab, mtu: int = 1500) -> VethPair:
     run(["ip", "addr", "add", f"{pair.tx_ip}/24", "dev", tx_if], netns=tx_ns)
     run(["ip", "addr", "add", f"{pair.rx_ip}/24", "dev", rx_if], netns=rx_ns)
     return pair
+
+
+def route_peers_via_gateway(pair: VethPair) -> None:
+    """Reach each side's peer through a /32 route with the peer as its on-link gateway.
+
+    Hosts in a fabric reach each other through a gateway (their leaf). Toward a directly
+    connected peer with no gateway, Linux builds and RCU-frees a fresh route for every packet
+    an ``IP_HDRINCL`` raw socket sends (``FLOWI_FLAG_KNOWN_NH`` makes the route uncacheable),
+    ~11 % of the agent's sending core on this pair; a connected UDP socket (iperf3) keeps its
+    route either way. The peer stays the next hop, so nothing else about the path changes;
+    ``topologies/mininet/host_config.py`` routes the testbed's hosts the same way."""
+    for netns, peer, ifname in (
+        (pair.tx_ns, pair.rx_ip, pair.tx_if),
+        (pair.rx_ns, pair.tx_ip, pair.rx_if),
+    ):
+        run(
+            ["ip", "route", "replace", f"{peer}/32", "via", peer, "dev", ifname, "onlink"],
+            netns=netns,
+        )
 
 
 # --- processes ----------------------------------------------------------------------------
@@ -433,6 +454,7 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         "repeat": args.repeat,
         "loss_percent": args.loss,
         "loss_method": method,
+        "peer_route": "direct" if args.direct_route else "via the peer as gateway (/32 onlink)",
     }
     names = ["iperf3_udp", "mrc_perf"] + (["mrc_perf_single_path"] if args.single_path else [])
     runs: dict[str, dict[str, list[dict]]] = {
@@ -441,6 +463,8 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     drops = 0
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
+        if not args.direct_route:
+            route_peers_via_gateway(pair)
         # Each repeat runs both tools lossless, then both lossy: a drift of the machine's
         # speed over the benchmark (a shared VM drifts by 10 % within minutes) then weighs on
         # both sides of the ratio and of the retention alike, not on one phase.
@@ -518,6 +542,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--loss", type=float, default=1.0, help="percent loss, lossy phase")
     parser.add_argument("--cc", default=None, help="congestion control of mrc-perf")
     parser.add_argument("--single-path", action="store_true", help="also measure mrc-perf --evs 1")
+    parser.add_argument(
+        "--direct-route", action="store_true", help="no /32 gateway route to the peer"
+    )
     parser.add_argument("--no-realtime", action="store_true", help="plain taskset, no SCHED_FIFO")
     parser.add_argument("--core-messages", type=int, default=200, help="messages, core figure")
     parser.add_argument("--skip-veth", action="store_true", help="only the core figure")
