@@ -391,7 +391,7 @@ class EvSet:
         if entry.state is not _BAD:
             return True
         entry.probe_streak += 1
-        if entry.probe_streak >= entry.probes_needed:
+        if entry.probe_streak >= entry.probes_needed and (entry.home or entry.active):
             self._admit(entry)
         return True
 
@@ -460,6 +460,10 @@ class EvSet:
     def _stop_probing(self, entry: EvEntry) -> None:
         if entry in self._probing:
             self._probing.remove(entry)
+        if entry in self._probe_now:
+            # Still waiting for its at-once probe: sent after it was dropped, that probe's
+            # answer admitted it over the slot's own EV, which then left the set for good.
+            self._probe_now.remove(entry)
         if entry.probe_seq is not None:
             self._by_seq.pop(entry.probe_seq, None)
             entry.probe_seq = None

@@ -357,3 +357,27 @@ def test_probe_rounds_come_every_given_interval_so_a_slow_path_does_not_wake_the
     assert first_round is not None
     evs.probes_due(first_round, timeout=5.0, interval=1.0)
     assert evs.next_probe_time() == pytest.approx(first_round + 1.0)
+
+
+def test_a_stand_in_dropped_before_its_first_probe_is_never_probed_or_admitted():
+    # The home EV is on its last probe when the stand-in covering for it loses a packet: the
+    # new stand-in waits for its at-once probe, then the home's answer gives it its slot back
+    # in the same batch. The dropped stand-in must not be probed after all: its answer would
+    # admit it over the home EV, which would then leave the set for good.
+    evs = _set(size=4, probes_to_revive=2, probes_to_admit=1, probe_share=1.0)
+    home = _rotation(evs, 1)[0]
+    evs.release(home)
+    evs.retire(home, 0.0)
+    first_standin = home.slot.current
+    _answer_all(evs, 0.0)  # the stand-in's at-once probe: admitted
+    assert first_standin.active and first_standin.state is EvState.GOOD
+    (probe,) = [(e, seq) for e, seq in evs.probes_due(INTERVAL, timeout=INTERVAL) if e is home]
+    assert evs.on_probe_answered(probe[1], home.value)  # home: one answer of two
+    (probe,) = evs.probes_due(2 * INTERVAL, timeout=10 * INTERVAL)  # home: second probe out
+    evs.retire(first_standin, 2 * INTERVAL)  # the stand-in loses a packet: a new one is drawn
+    second_standin = home.slot.current
+    assert second_standin is not first_standin and not second_standin.home
+    assert evs.on_probe_answered(probe[1], home.value)  # home revived, second stand-in dropped
+    assert home.slot.current is home and home.state is EvState.GOOD
+    assert [e for e, _seq in evs.probes_due(3 * INTERVAL, timeout=10 * INTERVAL)] == []
+    assert home.slot.current is home and home.state is EvState.GOOD
