@@ -79,10 +79,8 @@ class Endpoint:
         self.stats = EndpointStats()
         self._connections: dict[int, Connection] = {}
         self._events: deque[Event] = deque()
-        #: Whether the latest ``datagrams_to_send`` call used up its ``limit`` (more data may
-        #: be ready to go at once).
-        self.send_limited = False
-        #: Data packets the latest ``datagrams_to_send`` call sent, over all connections.
+        #: Data packets the latest ``datagrams_to_send`` call sent, over all connections (as
+        #: many as its ``limit``: more data may be ready to go at once).
         self.data_sent_last_call = 0
         self._send_rotation = 0
         self._trimmed_dscps = (self.config.dscp.trimmed, self.config.dscp.trimmed_lasthop)
@@ -265,12 +263,11 @@ class Endpoint:
         ``limit``: at most this many data packets in all; control packets (SACKs, probes,
         answers) always go. A runtime sends in bounded bursts so that it reads the answers in
         between: a burst as large as the window lets the answers wait in the socket, and every
-        packet of it is stamped with the burst's start time. ``send_limited`` then says whether
-        the limit was used up (more may be ready at once); which connection goes first turns
+        packet of it is stamped with the burst's start time. ``data_sent_last_call`` says how many
+        went (all of the limit: more may be ready at once); which connection goes first turns
         with each call, so that one busy connection cannot hold the others back."""
         out: list[OutgoingDatagram] = []
         written = slots.written if slots is not None else 0
-        self.send_limited = False
         data_sent = 0
         if limit is None:
             for connection in self._connections.values():
@@ -287,7 +284,6 @@ class Endpoint:
                 out.extend(connection.datagrams_to_send(now, slots, remaining))
                 data_sent += connection.data_sent_last_call
                 remaining -= connection.data_sent_last_call
-            self.send_limited = remaining <= 0
         self.data_sent_last_call = data_sent
         if slots is not None:
             written = slots.written - written

@@ -391,7 +391,7 @@ class EvSet:
         if entry.state is not _BAD:
             return True
         entry.probe_streak += 1
-        if entry.probe_streak >= entry.probes_needed and (entry.home or entry.active):
+        if entry.probe_streak >= entry.probes_needed:
             self._admit(entry)
         return True
 

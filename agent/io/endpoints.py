@@ -43,8 +43,8 @@ class EndpointPool:
         self._by_config: dict[MrcConfig, Endpoint] = {config: self.default}
         self._owner: dict[int, Endpoint] = {}
         self._reserved: set[int] = set()
-        #: Whether the latest ``datagrams_to_send`` call used up its ``limit``.
-        self.send_limited = False
+        #: Data packets the latest ``datagrams_to_send`` call sent, over all endpoints.
+        self.data_sent_last_call = 0
 
     @property
     def endpoints(self) -> tuple[Endpoint, ...]:
@@ -140,18 +140,18 @@ class EndpointPool:
     ) -> list[OutgoingDatagram]:
         """Everything every endpoint may send at ``now`` (data into ``slots`` where given),
         at most ``limit`` data packets in all (see ``Endpoint.datagrams_to_send``;
-        ``send_limited`` says whether the limit was used up)."""
+        ``data_sent_last_call`` says how many went)."""
         if len(self._by_config) == 1:
             out = self.default.datagrams_to_send(now, slots, limit)
-            self.send_limited = self.default.send_limited
+            self.data_sent_last_call = self.default.data_sent_last_call
             return out
         out = []
-        remaining = limit
+        data_sent = 0
         for endpoint in self._by_config.values():
+            remaining = None if limit is None else max(limit - data_sent, 0)
             out.extend(endpoint.datagrams_to_send(now, slots, remaining))
-            if remaining is not None:
-                remaining = max(remaining - endpoint.data_sent_last_call, 0)
-        self.send_limited = remaining is not None and remaining <= 0
+            data_sent += endpoint.data_sent_last_call
+        self.data_sent_last_call = data_sent
         return out
 
     def next_event(self) -> Event | None:

@@ -210,7 +210,7 @@ class AgentRuntime:
         slots = self._slots
         pool = self.pool
         datagrams = pool.datagrams_to_send(now, slots, SEND_BURST)
-        self._send_limited = pool.send_limited
+        self._send_limited = pool.data_sent_last_call >= SEND_BURST
         if datagrams:
             # Slots filled up and flushed during the call may have met a full socket buffer:
             # then these queue behind them.

@@ -1,6 +1,6 @@
 """A caller may cap the data packets one ``datagrams_to_send`` call cuts (the runtime sends in
 bounded bursts and reads the answers in between). The cap holds back data only, never a SACK
-or a probe; it says when it was used up; the next call carries on where the last stopped; and
+or a probe; it says how many packets went; the next call carries on where the last stopped; and
 with several connections the one that goes first turns, so none waits behind a busy other."""
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ def test_a_limit_caps_the_data_packets_of_one_call_and_says_it_was_used_up() -> 
     endpoint = _sender()
     first = _data(endpoint.datagrams_to_send(0.0, limit=16))
     assert len(first) == 16
-    assert endpoint.data_sent_last_call == 16
-    assert endpoint.send_limited
+    assert endpoint.data_sent_last_call == 16  # all of the limit: more may be ready
 
 
 def test_the_next_call_carries_on_where_the_limited_one_stopped() -> None:
@@ -47,13 +46,13 @@ def test_the_next_call_carries_on_where_the_limited_one_stopped() -> None:
     first = _data(endpoint.datagrams_to_send(0.0, limit=16))
     rest = _data(endpoint.datagrams_to_send(0.0, limit=100))
     assert [_psn(d) for d in first + rest] == list(range(40))
-    assert not endpoint.send_limited  # 24 went, the limit was 100: nothing more is ready
+    assert endpoint.data_sent_last_call == 24  # less than the limit: nothing more is ready
 
 
 def test_without_a_limit_the_window_alone_bounds_a_call() -> None:
     endpoint = _sender(packets_each=40)
     assert len(_data(endpoint.datagrams_to_send(0.0))) == 40
-    assert not endpoint.send_limited
+    assert endpoint.data_sent_last_call == 40
 
 
 def test_a_limit_never_holds_back_a_sack() -> None:

@@ -46,7 +46,7 @@ def test_a_turn_after_a_burst_that_used_its_limit_does_not_wait(
     runtime: AgentRuntime, monkeypatch: pytest.MonkeyPatch, limited: bool
 ) -> None:
     def datagrams_to_send(now, slots=None, limit=None):  # type: ignore[no-untyped-def]
-        runtime.pool.send_limited = limited
+        runtime.pool.data_sent_last_call = SEND_BURST if limited else SEND_BURST - 1
         return []
 
     monkeypatch.setattr(runtime.pool, "datagrams_to_send", datagrams_to_send)
@@ -58,7 +58,7 @@ def test_a_full_socket_buffer_leaves_the_wait_to_writability(
     runtime: AgentRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def datagrams_to_send(now, slots=None, limit=None):  # type: ignore[no-untyped-def]
-        runtime.pool.send_limited = True
+        runtime.pool.data_sent_last_call = SEND_BURST
         return []
 
     monkeypatch.setattr(runtime.pool, "datagrams_to_send", datagrams_to_send)
@@ -80,6 +80,6 @@ def test_a_pool_spends_one_limit_across_its_endpoints() -> None:
         pool.connect(endpoint, ConnectionSpec(qp, qp + 1, (PLANE_B,)))
         endpoint.post_write(qp, os.urandom(20 * wide.payload_size), 0, 0x55)
     assert len(pool.datagrams_to_send(0.0, limit=30)) == 30  # 20 of one endpoint, 10 of the other
-    assert pool.send_limited
+    assert pool.data_sent_last_call == 30
     assert len(pool.datagrams_to_send(0.0, limit=30)) == 10
-    assert not pool.send_limited
+    assert pool.data_sent_last_call == 10
