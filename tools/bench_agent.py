@@ -430,19 +430,18 @@ def per_repeat(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, li
     figures are ratios of medians over all repeats)."""
     lossless, lossy = runs["lossless"], runs["lossy"]
     return {
-        "ratio_to_iperf3_lossless": [
-            _share(mrc["goodput_bps"], iperf["goodput_bps"])
-            for mrc, iperf in zip(lossless["mrc_perf"], lossless["iperf3_udp"], strict=True)
-        ],
-        "loss_retention": [
-            _share(with_loss["goodput_bps"], without["goodput_bps"])
-            for with_loss, without in zip(lossy["mrc_perf"], lossless["mrc_perf"], strict=True)
-        ],
-        "iperf3_loss_retention": [
-            _share(with_loss["goodput_bps"], without["goodput_bps"])
-            for with_loss, without in zip(lossy["iperf3_udp"], lossless["iperf3_udp"], strict=True)
-        ],
+        "ratio_to_iperf3_lossless": _paired_shares(lossless["mrc_perf"], lossless["iperf3_udp"]),
+        "loss_retention": _paired_shares(lossy["mrc_perf"], lossless["mrc_perf"]),
+        "iperf3_loss_retention": _paired_shares(lossy["iperf3_udp"], lossless["iperf3_udp"]),
     }
+
+
+def _paired_shares(parts: list[dict[str, Any]], wholes: list[dict[str, Any]]) -> list[float]:
+    """Each run's goodput as a share of its counterpart's in the same repeat."""
+    return [
+        _share(part["goodput_bps"], whole["goodput_bps"])
+        for part, whole in zip(parts, wholes, strict=True)
+    ]
 
 
 def _share(part: float, whole: float) -> float:
