@@ -27,6 +27,19 @@ from testbed.processes import ManagedProcess, ProcessFailed
 IN_SERVICE_TIMEOUT_S = 120.0
 
 
+def read_event_log(path: Path) -> list[dict[str, Any]]:
+    """Every complete event in a controller's JSON-lines log so far ([] before it exists).
+
+    The controller may be writing as this reads, and a reader can see a line in part: only what
+    ends in a newline is parsed; the rest is read again next time."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    complete = data[: data.rfind(b"\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
 class ControllerRun:
     """One controller process for a topology of a Mininet run."""
 
@@ -49,12 +62,7 @@ class ControllerRun:
 
     def events(self) -> list[dict[str, Any]]:
         """Every complete event written so far."""
-        try:
-            data = self.event_log.read_bytes()
-        except OSError:
-            return []
-        complete = data[: data.rfind(b"\n") + 1]
-        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+        return read_event_log(self.event_log)
 
     def wait_in_service(
         self, switches: list[str], after: int = 0, timeout: float = IN_SERVICE_TIMEOUT_S

@@ -7,7 +7,6 @@ Root only (skips otherwise); run under the shared lock.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from testbed.controller_run import read_event_log
 from tests.e2e.linux_southbound.conftest import SMALL_FABRIC
 from tests.e2e.linux_southbound.kernel_lab import KernelFabricLab, udp_flows_arrive
 from topologies import Topology
@@ -37,10 +37,9 @@ class ControllerRun:
         self.event_log = event_log
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
-        if not self.event_log.exists():
-            return []
-        lines = self.event_log.read_text(encoding="utf-8").splitlines()
-        events = [json.loads(line) for line in lines if line.strip()]
+        # Complete lines only: the controller may be writing one as this reads (a half-written
+        # failover record once failed this test with a JSONDecodeError).
+        events = read_event_log(self.event_log)
         return [e for e in events if name is None or e["event"] == name]
 
     def wait_for(self, what: str, condition: Callable[[], bool], timeout: float = 20.0) -> None:
