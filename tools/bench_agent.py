@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,10 @@ from tools.toolchain import is_root
 REPO = Path(__file__).resolve().parents[1]
 #: nftables table the loss rule lives in (one per namespace, removed with it).
 LOSS_TABLE = "mrc_bench_loss"
+#: A run whose pinned cores lost more than this share to the hypervisor is measured again
+#: (``--steal-limit``, ``run_unstolen``), at most ``STEAL_RETRIES`` times.
+STEAL_LIMIT = 0.05
+STEAL_RETRIES = 2
 #: Targets from issue 3.
 TARGET_RATIO_TO_IPERF3 = 0.5
 TARGET_LOSS_RETENTION = 0.8
@@ -273,11 +278,54 @@ def busy_share(
     return (total - idle) / total
 
 
+def steal_share(
+    before: dict[int, tuple[int, ...]], after: dict[int, tuple[int, ...]], core: int
+) -> float:
+    """Share of ``core``'s time between two snapshots that the hypervisor gave to another
+    virtual machine (``steal``; counted as busy by ``busy_share``). On a shared virtual machine
+    a run whose cores were stolen from goes slower for reasons outside both tools: this is how
+    to tell such a run in the JSON."""
+    deltas = [b - a for a, b in zip(before[core], after[core], strict=True)]
+    total = sum(deltas)
+    return deltas[7] / total if total > 0 else 0.0
+
+
+def most_stolen(run: dict[str, Any]) -> float:
+    """The larger steal share of a run's two cores (0 when the run has none recorded)."""
+    cpu = run.get("cpu_busy", {})
+    return max(cpu.get("sender_steal", 0.0), cpu.get("receiver_steal", 0.0))
+
+
+def run_unstolen(
+    measure: Callable[[], dict[str, Any]],
+    limit: float,
+    retries: int,
+    retried: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """``measure()``, again (at most ``retries`` more times) while the hypervisor took more than
+    ``limit`` of either pinned core during it; each run set aside goes to ``retried``.
+
+    On this project's shared 2-core virtual machine steal varies from under 1 % to over 20 %
+    of a core within minutes, and a run loses about as much goodput as was stolen from it
+    (five paired runs: 9-16 % stolen from the sender's core in the slowest, under 2 % in the
+    fastest); measured again, it tells the tool apart from its neighbours. After the last
+    retry the run is kept whatever its steal: its ``cpu_busy`` says how much."""
+    run = measure()
+    for _ in range(retries):
+        if most_stolen(run) <= limit:
+            break
+        retried.append(run)
+        run = measure()
+    return run
+
+
 def _cpu_busy(before: dict[int, tuple[int, ...]], cores: tuple[int, int]) -> dict[str, float]:
     after = read_cpu_times()
     return {
         "sender": round(busy_share(before, after, cores[0]), 3),
         "receiver": round(busy_share(before, after, cores[1]), 3),
+        "sender_steal": round(steal_share(before, after, cores[0]), 3),
+        "receiver_steal": round(steal_share(before, after, cores[1]), 3),
     }
 
 
@@ -468,6 +516,11 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         phase: {name: [] for name in names} for phase in PHASES
     }
     drops = 0
+    retried: list[dict[str, Any]] = []
+
+    def unstolen(measure: Callable[[], dict[str, Any]], log: list[dict[str, Any]]) -> dict:
+        return run_unstolen(measure, args.steal_limit, STEAL_RETRIES, log)
+
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
         if not args.direct_route:
@@ -481,13 +534,23 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                     apply_loss(pair, args.loss, method)
                 try:
                     phase_runs = runs[phase]
-                    phase_runs["iperf3_udp"].append(iperf3_udp(pair, args.duration, cores, sched))
+                    phase_runs["iperf3_udp"].append(
+                        unstolen(lambda: iperf3_udp(pair, args.duration, cores, sched), retried)
+                    )
                     phase_runs["mrc_perf"].append(
-                        mrc_perf(pair, args.duration, cores, sched, cc=args.cc)
+                        unstolen(
+                            lambda: mrc_perf(pair, args.duration, cores, sched, cc=args.cc),
+                            retried,
+                        )
                     )
                     if args.single_path:
                         phase_runs["mrc_perf_single_path"].append(
-                            mrc_perf(pair, args.duration, cores, sched, evs=1, cc=args.cc)
+                            unstolen(
+                                lambda: mrc_perf(
+                                    pair, args.duration, cores, sched, evs=1, cc=args.cc
+                                ),
+                                retried,
+                            )
                         )
                 finally:
                     if phase == "lossy":
@@ -519,6 +582,9 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         result["lossy"]["iperf3_udp"]["goodput_bps"], lossless_iperf
     )
     result["per_repeat"] = per_repeat(runs)
+    result["steal_limit"] = args.steal_limit
+    #: Runs measured again because the hypervisor took more than ``steal_limit`` of a core.
+    result["retried_for_steal"] = retried
     result["targets"] = {
         "ratio_to_iperf3_lossless": {
             "target": TARGET_RATIO_TO_IPERF3,
@@ -558,12 +624,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="nice",
         help="how both tools run on their cores: nice -20 (default), SCHED_FIFO, or as is",
     )
+    parser.add_argument(
+        "--steal-limit",
+        type=float,
+        default=STEAL_LIMIT,
+        help="measure a run again (twice at most) if the hypervisor took more than this share "
+        "of either core during it (1 turns it off)",
+    )
     parser.add_argument("--core-messages", type=int, default=200, help="messages, core figure")
     parser.add_argument("--skip-veth", action="store_true", help="only the core figure")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
     if args.duration <= 0 or args.repeat < 1 or not 0 < args.loss <= 100:
         parser.error("need --duration > 0, --repeat >= 1 and 0 < --loss <= 100")
+    if not 0 < args.steal_limit <= 1:
+        parser.error("need 0 < --steal-limit <= 1")
     return args
 
 

@@ -4,11 +4,12 @@ veth figure's per-core CPU share is read right from /proc/stat."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
 from agent.sim import run_core_benchmark
-from tools.bench_agent import busy_share, per_repeat, read_cpu_times
+from tools.bench_agent import busy_share, per_repeat, read_cpu_times, run_unstolen, steal_share
 
 
 def test_benchmark_counts_datagrams_and_uses_the_callers_clock():
@@ -34,7 +35,7 @@ intr 12345
 """
 PROC_STAT_AFTER = """cpu  900 0 400 9200 10 0 40 0 0 0
 cpu0 500 0 150 4010 5 0 30 0 0 0
-cpu1 400 0 250 5190 5 0 10 0 0 0
+cpu1 400 0 250 5190 5 0 10 60 0 0
 intr 23456
 """
 
@@ -45,9 +46,17 @@ def test_cpu_busy_share_is_the_non_idle_part_of_each_cores_time():
     assert set(before) == {0, 1}  # the aggregate "cpu" line is not a core
     # core 0: user +300, system +50, softirq +20 busy; idle +10
     assert busy_share(before, after, 0) == pytest.approx(370 / 380)
-    # core 1: user +100, system +50 busy; idle +190
-    assert busy_share(before, after, 1) == pytest.approx(150 / 340)
+    # core 1: user +100, system +50, steal +60 busy; idle +190
+    assert busy_share(before, after, 1) == pytest.approx(210 / 400)
     assert busy_share(before, before, 1) == 0.0  # no time passed: nothing to divide
+
+
+def test_steal_share_is_the_part_of_each_cores_time_the_hypervisor_took():
+    before = read_cpu_times(PROC_STAT_BEFORE)
+    after = read_cpu_times(PROC_STAT_AFTER)
+    assert steal_share(before, after, 0) == 0.0
+    assert steal_share(before, after, 1) == pytest.approx(60 / 400)
+    assert steal_share(before, before, 1) == 0.0
 
 
 def _runs(*goodputs: float) -> list[dict[str, float]]:
@@ -66,3 +75,34 @@ def test_each_repeat_reports_its_own_ratio_and_retention_in_order():
     assert figures["ratio_to_iperf3_lossless"] == [0.5, 0.4, 0.0]  # no iperf3 goodput: 0
     assert figures["loss_retention"] == pytest.approx([0.9, 0.75, 1.0])
     assert figures["iperf3_loss_retention"] == pytest.approx([0.9, 0.9, 0.0])  # 0: no baseline
+
+
+def _stolen(share: float) -> dict[str, Any]:
+    return {"goodput_bps": 1.0, "cpu_busy": {"sender_steal": share, "receiver_steal": 0.0}}
+
+
+def test_a_run_the_hypervisor_stole_from_is_measured_again_and_set_aside():
+    runs = iter([_stolen(0.2), _stolen(0.01)])
+    retried: list[dict[str, Any]] = []
+    kept = run_unstolen(lambda: next(runs), limit=0.05, retries=2, retried=retried)
+    assert kept == _stolen(0.01)
+    assert retried == [_stolen(0.2)]
+
+
+def test_a_run_within_the_steal_limit_is_kept_at_once():
+    calls: list[int] = []
+
+    def measure() -> dict[str, Any]:
+        calls.append(1)
+        return _stolen(0.05)
+
+    assert run_unstolen(measure, limit=0.05, retries=2, retried=[]) == _stolen(0.05)
+    assert len(calls) == 1
+
+
+def test_retries_are_bounded_and_the_last_run_is_kept_whatever_its_steal():
+    runs = iter([_stolen(0.3), _stolen(0.2), _stolen(0.1), _stolen(0.0)])
+    retried: list[dict[str, Any]] = []
+    kept = run_unstolen(lambda: next(runs), limit=0.05, retries=2, retried=retried)
+    assert kept == _stolen(0.1)
+    assert retried == [_stolen(0.3), _stolen(0.2)]
