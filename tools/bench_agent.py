@@ -518,8 +518,12 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     drops = 0
     retried: list[dict[str, Any]] = []
 
-    def unstolen(measure: Callable[[], dict[str, Any]], log: list[dict[str, Any]]) -> dict:
-        return run_unstolen(measure, args.steal_limit, STEAL_RETRIES, log)
+    def unstolen(tool: str, phase: str, measure: Callable[[], dict[str, Any]]) -> dict:
+        """``run_unstolen``, the runs set aside labelled with their tool and phase."""
+        set_aside: list[dict[str, Any]] = []
+        run = run_unstolen(measure, args.steal_limit, STEAL_RETRIES, set_aside)
+        retried.extend({"tool": tool, "phase": phase, **r} for r in set_aside)
+        return run
 
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
@@ -535,21 +539,27 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 try:
                     phase_runs = runs[phase]
                     phase_runs["iperf3_udp"].append(
-                        unstolen(lambda: iperf3_udp(pair, args.duration, cores, sched), retried)
+                        unstolen(
+                            "iperf3_udp",
+                            phase,
+                            lambda: iperf3_udp(pair, args.duration, cores, sched),
+                        )
                     )
                     phase_runs["mrc_perf"].append(
                         unstolen(
+                            "mrc_perf",
+                            phase,
                             lambda: mrc_perf(pair, args.duration, cores, sched, cc=args.cc),
-                            retried,
                         )
                     )
                     if args.single_path:
                         phase_runs["mrc_perf_single_path"].append(
                             unstolen(
+                                "mrc_perf_single_path",
+                                phase,
                                 lambda: mrc_perf(
                                     pair, args.duration, cores, sched, evs=1, cc=args.cc
                                 ),
-                                retried,
                             )
                         )
                 finally:
@@ -583,7 +593,8 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     )
     result["per_repeat"] = per_repeat(runs)
     result["steal_limit"] = args.steal_limit
-    #: Runs measured again because the hypervisor took more than ``steal_limit`` of a core.
+    # Runs measured again because the hypervisor took more than ``steal_limit`` of a core,
+    # each with its tool and phase.
     result["retried_for_steal"] = retried
     result["targets"] = {
         "ratio_to_iperf3_lossless": {
