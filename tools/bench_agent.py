@@ -270,8 +270,7 @@ def busy_share(
     """Share of ``core``'s time between two ``read_cpu_times`` snapshots that was not idle
     (idle and iowait count as idle). Shows which side of a transfer is the bottleneck: the
     one whose pinned core is busy all the time."""
-    deltas = [b - a for a, b in zip(before[core], after[core], strict=True)]
-    total = sum(deltas)
+    deltas, total = _core_deltas(before, after, core)
     if total <= 0:
         return 0.0
     idle = deltas[3] + deltas[4]
@@ -285,9 +284,16 @@ def steal_share(
     virtual machine (``steal``; counted as busy by ``busy_share``). On a shared virtual machine
     a run whose cores were stolen from goes slower for reasons outside both tools: this is how
     to tell such a run in the JSON."""
-    deltas = [b - a for a, b in zip(before[core], after[core], strict=True)]
-    total = sum(deltas)
+    deltas, total = _core_deltas(before, after, core)
     return deltas[7] / total if total > 0 else 0.0
+
+
+def _core_deltas(
+    before: dict[int, tuple[int, ...]], after: dict[int, tuple[int, ...]], core: int
+) -> tuple[list[int], int]:
+    """``core``'s jiffies per ``read_cpu_times`` column between two snapshots, and their sum."""
+    deltas = [b - a for a, b in zip(before[core], after[core], strict=True)]
+    return deltas, sum(deltas)
 
 
 def most_stolen(run: dict[str, Any]) -> float:
@@ -517,18 +523,17 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     }
     drops = 0
     retried: list[dict[str, Any]] = []
-
-    def unstolen(tool: str, phase: str, measure: Callable[[], dict[str, Any]]) -> dict:
-        """``run_unstolen``, the runs set aside labelled with their tool and phase."""
-        set_aside: list[dict[str, Any]] = []
-        run = run_unstolen(measure, args.steal_limit, STEAL_RETRIES, set_aside)
-        retried.extend({"tool": tool, "phase": phase, **r} for r in set_aside)
-        return run
-
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
         if not args.direct_route:
             route_peers_via_gateway(pair)
+        measures: dict[str, Callable[[], dict[str, Any]]] = {
+            "iperf3_udp": lambda: iperf3_udp(pair, args.duration, cores, sched),
+            "mrc_perf": lambda: mrc_perf(pair, args.duration, cores, sched, cc=args.cc),
+            "mrc_perf_single_path": lambda: mrc_perf(
+                pair, args.duration, cores, sched, evs=1, cc=args.cc
+            ),
+        }
         # Each repeat runs both tools lossless, then both lossy: a drift of the machine's
         # speed over the benchmark (a shared VM drifts by 10 % within minutes) then weighs on
         # both sides of the ratio and of the retention alike, not on one phase.
@@ -537,31 +542,13 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 if phase == "lossy":
                     apply_loss(pair, args.loss, method)
                 try:
-                    phase_runs = runs[phase]
-                    phase_runs["iperf3_udp"].append(
-                        unstolen(
-                            "iperf3_udp",
-                            phase,
-                            lambda: iperf3_udp(pair, args.duration, cores, sched),
+                    for name in names:
+                        set_aside: list[dict[str, Any]] = []
+                        kept = run_unstolen(
+                            measures[name], args.steal_limit, STEAL_RETRIES, set_aside
                         )
-                    )
-                    phase_runs["mrc_perf"].append(
-                        unstolen(
-                            "mrc_perf",
-                            phase,
-                            lambda: mrc_perf(pair, args.duration, cores, sched, cc=args.cc),
-                        )
-                    )
-                    if args.single_path:
-                        phase_runs["mrc_perf_single_path"].append(
-                            unstolen(
-                                "mrc_perf_single_path",
-                                phase,
-                                lambda: mrc_perf(
-                                    pair, args.duration, cores, sched, evs=1, cc=args.cc
-                                ),
-                            )
-                        )
+                        runs[phase][name].append(kept)
+                        retried.extend({"tool": name, "phase": phase, **r} for r in set_aside)
                 finally:
                     if phase == "lossy":
                         if method == "nftables":
