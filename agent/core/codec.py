@@ -15,7 +15,9 @@ field meanings are summarised in ``agent.core.packets``. Choices this codec reli
   of the latest transmission of that PSN yields an RTT sample (now - that send time), so the
   wrap never matters and an echo of an older copy is ignored (Karn's rule, exactly).
 * Endpoint requests/responses carry an 8-byte EPH after the BTH; only ``EpType`` values are
-  accepted. The reliability probe is the BTH alone. The ACK carries an AETH.
+  accepted. An EV_PROBE response may carry up to ``MAX_EV_PROBE_ANSWERS - 1`` further EPHs,
+  each another EV_PROBE answer (``EndpointMessage.more_answers``); anything else after an EPH
+  is refused. The reliability probe is the BTH alone. The ACK carries an AETH.
 
 Errors: ``decode`` raises ``DecodeError`` (with a ``DropReason``) for anything malformed and
 nothing else; ``encode`` raises ``ValueError`` for a packet that cannot be put on the wire
@@ -51,6 +53,7 @@ from agent.wire.constants import (
     DATA_OPCODES,
     ICRC_LEN,
     IMM_OPCODES,
+    MAX_EV_PROBE_ANSWERS,
     ROCEV2_UDP_PORT,
     EpType,
     Opcode,
@@ -58,6 +61,8 @@ from agent.wire.constants import (
 
 #: Read per SACK: a plain int (an enum member costs ~0.3 us per access on 3.11).
 _OP_SACK: Final = int(Opcode.SACK)
+_OP_EP_RESPONSE: Final = int(Opcode.EP_RESPONSE)
+_EV_PROBE: Final = int(EpType.EV_PROBE)
 _U24: Final = 0xFFFFFF
 
 # One struct per header combination, BTH included, so a packet's headers are one pack/unpack.
@@ -70,6 +75,7 @@ _ACK: Final = struct.Struct(">BBHIII")  # BTH AETH
 _SACK: Final = struct.Struct(">BBHIIHhIHHIBBhQHHI")  # BTH SETH CC_STATE
 _NACK: Final = struct.Struct(">BBHIIHBBIHHIBBH")  # BTH NETH
 _EP: Final = struct.Struct(">BBHIIBBHI")  # BTH EPH
+_EPH: Final = struct.Struct(">BBHI")  # a further EPH of an EV_PROBE response
 _ICRC: Final = struct.Struct("<I")
 
 #: An untrimmed data packet as the receive path takes it (``decode_whole_data_fields``):
@@ -204,10 +210,19 @@ def encode_body(packet: Packet) -> bytes:
         )  # fmt: skip
     if type(packet) is EndpointMessage:
         opcode = Opcode.EP_RESPONSE if packet.response else Opcode.EP_REQUEST
-        return _EP.pack(
+        head = _EP.pack(
             opcode, 0, packet.pkey, _qp(packet.dest_qp), _psn_word(packet.psn), packet.ep_type,
             packet.flags, packet.seq, packet.value,
         )  # fmt: skip
+        more = packet.more_answers
+        if not more:
+            return head
+        if not packet.response or packet.ep_type != _EV_PROBE:
+            raise ValueError("only an EV_PROBE response carries further answers")
+        if len(more) >= MAX_EV_PROBE_ANSWERS:
+            raise ValueError(f"{len(more) + 1} answers in one response, at most "
+                             f"{MAX_EV_PROBE_ANSWERS}")  # fmt: skip
+        return head + b"".join(_EPH.pack(_EV_PROBE, 0, seq, value) for seq, value in more)
     if type(packet) is TrimmedDataHeader:
         return _encode_data_headers(packet)
     raise ValueError(f"not an MRC packet: {packet!r}")
@@ -269,7 +284,8 @@ def decode(
         raise DecodeError(DropReason.UNKNOWN_OPCODE, f"opcode {opcode:#x}")
     end = size - ICRC_LEN
     expected = decoder[0].size
-    if end != expected:
+    # An EV_PROBE response may go on with further EPHs (checked by ``_decode_endpoint``).
+    if end != expected and not (opcode == _OP_EP_RESPONSE and end > expected):
         kind = DropReason.TRUNCATED if end < expected else DropReason.BAD_FIELD
         raise DecodeError(kind, f"opcode {opcode:#x}: {end} header bytes, need {expected}")
     # Seeded like a data packet's: a sender checks a SACK every few packets it sends.
@@ -480,9 +496,27 @@ def _decode_endpoint(datagram: bytes) -> EndpointMessage:
     op, _b1, pkey, qp, word, ep_type, flags, seq, value = _EP.unpack_from(datagram)
     if ep_type not in _EP_TYPES:
         raise DecodeError(DropReason.BAD_FIELD, f"unknown endpoint request type {ep_type}")
+    more: tuple[tuple[int, int], ...] = ()
+    extra = len(datagram) - ICRC_LEN - _EP.size
+    if extra:  # only an EV_PROBE response gets here with bytes after its EPH (see ``decode``)
+        count, partial = divmod(extra, _EPH.size)
+        if partial or ep_type != _EV_PROBE or count >= MAX_EV_PROBE_ANSWERS:
+            raise DecodeError(
+                DropReason.BAD_FIELD, f"{extra} bytes after the EPH of an endpoint response"
+            )
+        answers = []
+        for offset in range(_EP.size, _EP.size + extra, _EPH.size):
+            more_type, _flags, more_seq, more_value = _EPH.unpack_from(datagram, offset)
+            if more_type != _EV_PROBE:
+                raise DecodeError(
+                    DropReason.BAD_FIELD, f"endpoint type {more_type} among EV probe answers"
+                )
+            answers.append((more_seq, more_value))
+        more = tuple(answers)
     return EndpointMessage(
-        qp & _U24, word & PSN_MASK, op == Opcode.EP_RESPONSE, ep_type, seq, value, flags, pkey
-    )
+        qp & _U24, word & PSN_MASK, op == Opcode.EP_RESPONSE, ep_type, seq, value, flags, pkey,
+        more,
+    )  # fmt: skip
 
 
 #: Control opcodes: their fixed header layout and decoder.

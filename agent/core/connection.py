@@ -34,6 +34,7 @@ from agent.core.ev import EvSet
 from agent.core.events import ConnectionFailed, Event, PeerPlaneStateChanged
 from agent.core.memory import MemoryTable
 from agent.core.packets import (
+    DEFAULT_PKEY,
     AckPacket,
     DataPacket,
     EndpointMessage,
@@ -48,7 +49,14 @@ from agent.core.rtt import RttEstimator
 from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots
 from agent.core.sender import Sender, SentPacket
 from agent.core.stats import ConnectionCounters, ConnectionStats
-from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, IMM_OPCODES, EpType
+from agent.wire.constants import (
+    ECN_CE,
+    ECN_ECT0,
+    ECN_NOT_ECT,
+    IMM_OPCODES,
+    MAX_EV_PROBE_ANSWERS,
+    EpType,
+)
 
 _IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
 #: Bytes of a data packet's IP packet beyond its payload, at most (IPv4, UDP, BTH, METH,
@@ -128,6 +136,10 @@ class Connection:
             config, spec.local_qp, spec.remote_qp, spec.receive_psn, memory, self.counters, events
         )
         self._replies: list[tuple[Packet, int, int]] = []  # packet, plane, EV
+        #: EV probes of the peer not yet answered, per plane: (seq, value, EV it came on).
+        #: They are answered together, in one response per plane and turn (see
+        #: ``EndpointMessage.more_answers``), when this turn's output is collected.
+        self._probe_answers: dict[int, list[tuple[int, int, int]]] = {}
         self._sack_plane = 0  # plane of the latest data packet: its coalesced SACK's way back
         self._scratch: list[Packet] = []
         self._dscp = config.dscp
@@ -240,15 +252,24 @@ class Connection:
     ) -> DropReason | None:
         if message.response:
             if message.ep_type == _EV_PROBE:
-                if not self.ev_set.on_probe_answered(message.seq, message.value):
-                    return DropReason.UNEXPECTED
-                self.counters.ev_probes_answered += 1
+                ev_set = self.ev_set
+                answered = int(ev_set.on_probe_answered(message.seq, message.value))
+                for seq, value in message.more_answers:
+                    answered += ev_set.on_probe_answered(seq, value)
+                if not answered:
+                    return DropReason.UNEXPECTED  # answers only probes we gave up on
+                self.counters.ev_probes_answered += answered
                 self.sender.on_path_answered(self._last_heard)
                 return None
             if message.seq != self._port_status_seq:
                 return DropReason.UNEXPECTED
             self._port_status_unanswered = False
             self._port_status_due = None
+            return None
+        if message.ep_type == _EV_PROBE:
+            if message.more_answers:
+                return DropReason.BAD_FIELD  # answers ride only on responses
+            self._probe_answers.setdefault(plane, []).append((message.seq, message.value, ev))
             return None
         if message.ep_type == _PORT_STATUS:
             self._apply_peer_port_status(message.value)
@@ -291,6 +312,8 @@ class Connection:
         for packet, plane, ev in self._replies:
             out.append(self._datagram(packet, plane, ev, control, ECN_NOT_ECT))
         self._replies.clear()
+        if self._probe_answers:
+            self._answer_probes(out)
         self._run_probes(now, out)
         for packet, entry in self.sender.take_outbox():
             if type(packet) is DataPacket:
@@ -414,6 +437,22 @@ class Connection:
         return OutgoingDatagram(
             encode(packet, ip, src_port), ip, plane, src_port, ev & 0xFFFF, dscp, ecn
         )
+
+    def _answer_probes(self, out: list[OutgoingDatagram]) -> None:
+        """One EV_PROBE response per plane (per ``MAX_EV_PROBE_ANSWERS``) for the probes
+        that arrived since the last turn, on the EV the first of them came on."""
+        control = self._dscp.control
+        for plane, answers in self._probe_answers.items():
+            for start in range(0, len(answers), MAX_EV_PROBE_ANSWERS):
+                group = answers[start : start + MAX_EV_PROBE_ANSWERS]
+                seq, value, ev = group[0]
+                # Positional (dest_qp, psn, response, ep_type, seq, value, flags, pkey, more).
+                response = EndpointMessage(
+                    self._remote_qp, 0, True, _EV_PROBE, seq, value, 0, DEFAULT_PKEY,
+                    tuple((s, v) for s, v, _ev in group[1:]),
+                )  # fmt: skip
+                out.append(self._datagram(response, plane, ev, control, ECN_NOT_ECT))
+        self._probe_answers.clear()
 
     def _run_probes(self, now: float, out: list[OutgoingDatagram]) -> None:
         due_at = self.ev_set.next_probe_time()

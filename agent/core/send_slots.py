@@ -17,7 +17,9 @@ never learns what the sink does with them. Packets are written in the order they
 sent. Only IPv4 paths use it (an IPv6 UDP checksum covers the payload and is left to the
 runtime's one-datagram path); the headers are exactly those the runtime's raw sender writes
 for an ``OutgoingDatagram`` (ID and flags from the ``IpContext``, checksums 0: the kernel fills
-in the IPv4 header's, and a zero UDP checksum is allowed over IPv4).
+in the IPv4 header's, and a zero UDP checksum is allowed over IPv4). The runtime also
+``append``s the turn's control packets (SACKs, probes, answers) behind the data, so that a turn
+makes one ``sendmmsg`` rather than two.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ _TOS_OFFSET: Final = 1
 _SRC_PORT: Final = struct.Struct(">H")
 _SRC_PORT_OFFSET: Final = 20
 _DST_PORT_OFFSET: Final = 22
+#: IPv4 + UDP header of an appended datagram (checksums 0, as ``encode_into`` writes them).
+_IPV4_UDP: Final = struct.Struct(">BBHHHBBH4s4sHHHH")
+_IPV4_HEADER_LEN: Final = 20
+_UDP_HEADER_LEN: Final = 8
+_IP_PROTO_UDP: Final = 17
 
 
 class SendSlots:
@@ -95,6 +102,42 @@ class SendSlots:
         """Hand the filled slots to the sink (which sends or keeps them and calls ``clear``)."""
         if self.count:
             self.sink(self)
+
+    def append(self, datagram: OutgoingDatagram) -> bool:
+        """Write ``datagram`` (a packet the core handed over as an object: a SACK, a probe)
+        into the next slot, flushing first if none is free; False, writing nothing, if it
+        cannot go in a slot (an IPv6 path, or too long), to be sent the one-at-a-time way.
+
+        Why: a turn's control packets then leave in the same ``sendmmsg`` as its data
+        instead of a system call of their own. ``written`` does not count them (it counts
+        what the core wrote; the caller counted these when it got them as objects).
+        """
+        ip = datagram.ip
+        dst = ip.dst
+        payload = datagram.payload
+        size = len(payload)
+        if len(dst) != 4 or IPV4_UDP_HEADER_LEN + size > self.slot_size:
+            return False
+        if self.count == self.capacity:
+            self.flush()
+        count = self.count
+        udp_length = _UDP_HEADER_LEN + size
+        offset = count * self.slot_size
+        _IPV4_UDP.pack_into(
+            self.buffer, offset, 0x45, (datagram.dscp << 2) | datagram.ecn,
+            _IPV4_HEADER_LEN + udp_length, ip.ip_id, ip.flags_fragment, self.ttl, _IP_PROTO_UDP,
+            0, ip.src, dst, datagram.src_port, datagram.dst_port, udp_length, 0,
+        )  # fmt: skip
+        start = offset + IPV4_UDP_HEADER_LEN
+        self.buffer[start : start + size] = payload
+        self.length_struct.pack_into(
+            self.lengths, count * self.length_stride + self.length_offset,
+            IPV4_UDP_HEADER_LEN + size,
+        )  # fmt: skip
+        self.contexts.append(ip)
+        self.planes.append(datagram.plane)
+        self.count = count + 1
+        return True
 
     def clear(self) -> None:
         """Every slot is free again (the sink calls it once it is done with them)."""

@@ -211,6 +211,11 @@ class AgentRuntime:
         pool = self.pool
         datagrams = pool.datagrams_to_send(now, slots, SEND_BURST)
         self._send_limited = pool.data_sent_last_call >= SEND_BURST
+        if datagrams and slots is not None and not backlog:
+            # Control packets (SACKs, probes and their answers) join the data in the slots:
+            # one system call per turn instead of two. Those that cannot (IPv6) stay datagrams.
+            append = slots.append
+            datagrams = [d for d in datagrams if not append(d)]
         if datagrams:
             # Slots filled up and flushed during the call may have met a full socket buffer:
             # then these queue behind them.

@@ -87,6 +87,12 @@ class SackSkipMode(IntEnum):
     ALWAYS_SKIP = 2
 
 
+#: Most EV-probe answers one endpoint response carries (its own and ``MAX_EV_PROBE_ANSWERS - 1``
+#: further EPHs): 64 x 8 bytes stays far below any path MTU, and a receiver rarely holds more
+#: than a few unanswered probes of one peer at a time.
+MAX_EV_PROBE_ANSWERS: Final = 64
+
+
 class EpType(IntEnum):
     """Endpoint request/response (0xD8/0xD9) types: the testbed's choice, the notes give none."""
 

@@ -20,6 +20,7 @@ the host agent sends with and the P4 program parses:
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scapy.layers.inet import IP, UDP
@@ -33,6 +34,7 @@ from agent.wire.constants import (
     ECN_ECT0,
     ECN_NOT_ECT,
     IMM_OPCODES,
+    MAX_EV_PROBE_ANSWERS,
     ROCEV2_UDP_PORT,
     DscpClass,
     EpType,
@@ -297,10 +299,27 @@ def mrc_ep_request(
 
 
 def mrc_ep_response(
-    envelope: Envelope, *, dqpn: int, ep_type: EpType, seq: int, value: int, psn: int = 0
+    envelope: Envelope,
+    *,
+    dqpn: int,
+    ep_type: EpType,
+    seq: int,
+    value: int,
+    psn: int = 0,
+    more_answers: Sequence[tuple[int, int]] = (),
 ) -> Packet:
-    """An endpoint response (0xD9), ``seq`` copied from the request it answers."""
-    return _endpoint_packet(envelope, Opcode.EP_RESPONSE, dqpn, ep_type, seq, value, psn)
+    """An endpoint response (0xD9), ``seq`` copied from the request it answers; an EV_PROBE
+    response may answer further probes, ``(seq, value)`` each, one more EPH each."""
+    if more_answers and ep_type != EpType.EV_PROBE:
+        raise ValueError("only an EV_PROBE response carries further answers")
+    if len(more_answers) >= MAX_EV_PROBE_ANSWERS:
+        raise ValueError(f"at most {MAX_EV_PROBE_ANSWERS} answers in one response")
+    frame = _endpoint_packet(envelope, Opcode.EP_RESPONSE, dqpn, ep_type, seq, value, psn)
+    eph = frame[MrcEPH]
+    for more_seq, more_value in more_answers:
+        eph.add_payload(MrcEPH(type=EpType.EV_PROBE, seq=more_seq, value=more_value))
+        eph = eph.payload
+    return frame
 
 
 def _endpoint_packet(

@@ -57,7 +57,10 @@ Field choices (where the notes leave the field open, the choice is the testbed's
   NACKed packet came on, ``tx_ts`` its echoed TSETH timestamp, ``cc_flags`` bit 0 the ECN echo.
 * EPH (0xD8 request / 0xD9 response): ``type`` an ``EpType``; ``seq`` matches a response to its
   request; ``value`` is the EV being probed (EV_PROBE) or the sender's port-state bitmap, bit p
-  set when plane/port p is up (PORT_STATUS); ``flags`` unused (0).
+  set when plane/port p is up (PORT_STATUS); ``flags`` unused (0). An EV_PROBE response may
+  carry up to ``MAX_EV_PROBE_ANSWERS`` EPHs back to back, each answering one probe: a receiver
+  answers the probes that arrived together at once (the testbed's choice; the notes say only
+  "request/response"). Each further EPH dissects as another ``MrcEPH`` layer.
 
 Outside the UDP payload (see ``agent.wire.frames``): the 32-bit EV is the UDP source port (bits
 31-16) and, over IPv6, the low 16 bits of the flow label (bits 15-0), as the P4 parser builds it
@@ -421,6 +424,7 @@ def _bind_extension_headers() -> None:
     bind_layers(MrcBTH, MrcEPH, opcode=int(Opcode.EP_REQUEST))
     bind_layers(MrcBTH, MrcSETH, opcode=int(Opcode.SACK))
     bind_layers(MrcBTH, MrcNETH, opcode=int(Opcode.NACK))
+    bind_layers(MrcEPH, MrcEPH)  # the further answers of an EV_PROBE response
     bind_layers(MrcSETH, MrcCCState)
     bind_layers(MrcTSETH, MrcRETH)
 

@@ -16,7 +16,8 @@ decodes the whole MRC payload from there, whoever dissected it before.
 Layout (all big-endian; agent/wire/layers.py documents every field choice):
   BTH (12) | by opcode:
     0xC6-0xCB data: METH(4) [TSETH(4) iff BTH.TS] RETH(16) [ImmDt(4) on 0xC9/0xCB] payload
-    0xD1 ACK: AETH(4)      0xD8/0xD9 endpoint request/response: EPH(8)
+    0xD1 ACK: AETH(4)      0xD8/0xD9 endpoint request/response: EPH(8) [EPH(8)...: the
+    further EV-probe answers a 0xD9 may carry]
     0xDC SACK: SETH(28) CC_STATE(8)     0xDD NACK: NETH(20)     0xDE reliability probe: -
   then the 4-byte ICRC (little-endian CRC-32), except on a trimmed packet: DSCP TRIMMED or
   TRIMMED_LASTHOP (preferences, default 12 and 13) means a switch cut payload and ICRC off.
@@ -367,9 +368,14 @@ local function dissect_mrc(src, off, stop, ip, ev, pinfo, tree)
         next_off = dissect_fixed(root, src, next_off, icrc_off, LEN.AETH, "AETH",
                                  { { F.syndrome, 0, 1 }, { F.aeth_msn, 1, 3 } })
     elseif opcode == OP.EP_REQUEST or opcode == OP.EP_RESPONSE then
-        next_off = dissect_fixed(root, src, next_off, icrc_off, LEN.EPH, "EPH",
-                                 { { F.eph_type, 0, 1 }, { F.eph_flags, 1, 1 },
-                                   { F.eph_seq, 2, 2 }, { F.eph_value, 4, 4 } })
+        -- An EV-probe response may answer several probes: one more EPH each.
+        local eph_fields = { { F.eph_type, 0, 1 }, { F.eph_flags, 1, 1 },
+                             { F.eph_seq, 2, 2 }, { F.eph_value, 4, 4 } }
+        next_off = dissect_fixed(root, src, next_off, icrc_off, LEN.EPH, "EPH", eph_fields)
+        while opcode == OP.EP_RESPONSE and next_off ~= nil
+              and next_off + LEN.EPH <= icrc_off do
+            next_off = dissect_fixed(root, src, next_off, icrc_off, LEN.EPH, "EPH", eph_fields)
+        end
     elseif opcode == OP.SACK then
         next_off = dissect_seth(root, src, next_off, icrc_off, info)
     elseif opcode == OP.NACK then

@@ -14,7 +14,7 @@ from agent.core.packets import (
     SackPacket,
     TrimmedDataHeader,
 )
-from agent.wire.constants import DATA_OPCODES, IMM_OPCODES, EpType
+from agent.wire.constants import DATA_OPCODES, IMM_OPCODES, MAX_EV_PROBE_ANSWERS, EpType
 
 u8 = st.integers(0, 0xFF)
 u16 = st.integers(0, 0xFFFF)
@@ -116,7 +116,22 @@ endpoint_packets = st.builds(
     flags=u8,
     pkey=u16,
 )
+#: An EV_PROBE response answering several probes at once (``more_answers``).
+probe_answer_batches = st.builds(
+    EndpointMessage,
+    dest_qp=u24,
+    psn=u24,
+    response=st.just(True),
+    ep_type=st.just(int(EpType.EV_PROBE)),
+    seq=u16,
+    value=u32,
+    flags=u8,
+    pkey=u16,
+    more_answers=st.lists(st.tuples(u16, u32), min_size=1, max_size=MAX_EV_PROBE_ANSWERS - 1).map(
+        tuple
+    ),
+)
 control_packets = st.one_of(
-    sack_packets, nack_packets, ack_packets, probe_packets, endpoint_packets
+    sack_packets, nack_packets, ack_packets, probe_packets, endpoint_packets, probe_answer_batches
 )
 any_packets = st.one_of(data_packets(), control_packets)

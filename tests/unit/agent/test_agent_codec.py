@@ -24,8 +24,16 @@ from agent.core.codec import (
 )
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
-from agent.core.packets import DataPacket, SackPacket, TrimmedDataHeader
-from agent.wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
+from agent.core.packets import DataPacket, EndpointMessage, SackPacket, TrimmedDataHeader
+from agent.wire.constants import (
+    BTH_LEN,
+    EPH_LEN,
+    ICRC_LEN,
+    MAX_EV_PROBE_ANSWERS,
+    ROCEV2_UDP_PORT,
+    EpType,
+    Opcode,
+)
 from tests.unit.agent.agent_strategies import (
     any_packets,
     data_packets,
@@ -236,3 +244,56 @@ def test_encoding_refuses_an_immediate_on_a_non_imm_opcode():
 def test_encoding_refuses_a_psn_wider_than_24_bits():
     with pytest.raises(ValueError, match="24 bits"):
         encode_body(DataPacket(Opcode.WRITE_ONLY, 1, 1 << 24, 0, 0, 0, 0, 0, b""))
+
+
+def _signed(body: bytes) -> bytes:
+    from agent.core.icrc import icrc_bytes
+
+    return body + icrc_bytes(body, V4, 1, ROCEV2_UDP_PORT)
+
+
+def test_an_ev_probe_response_round_trips_with_every_answer_it_carries():
+    answers = tuple((seq, 0xC000_0000 + seq) for seq in range(1, MAX_EV_PROBE_ANSWERS))
+    response = EndpointMessage(7, 0, True, EpType.EV_PROBE, 0, 0xC001_0000, more_answers=answers)
+    wire = encode(response, V4, 0xC001)
+    assert len(wire) == BTH_LEN + MAX_EV_PROBE_ANSWERS * EPH_LEN + ICRC_LEN
+    assert decode(wire, V4, 0xC001) == response
+
+
+@pytest.mark.parametrize(
+    ("opcode", "ep_type", "extra"),
+    [
+        (Opcode.EP_RESPONSE, EpType.EV_PROBE, struct.pack(">BBHI", 1, 0, 2, 3)[:5]),  # partial
+        (Opcode.EP_RESPONSE, EpType.EV_PROBE, struct.pack(">BBHI", EpType.PORT_STATUS, 0, 2, 3)),
+        (Opcode.EP_RESPONSE, EpType.PORT_STATUS, struct.pack(">BBHI", 1, 0, 2, 3)),
+        (Opcode.EP_REQUEST, EpType.EV_PROBE, struct.pack(">BBHI", 1, 0, 2, 3)),
+        (
+            Opcode.EP_RESPONSE,
+            EpType.EV_PROBE,
+            struct.pack(">BBHI", 1, 0, 2, 3) * MAX_EV_PROBE_ANSWERS,  # one answer too many
+        ),
+    ],
+    ids=["partial EPH", "port status among answers", "answers on port status", "request",
+         "too many"],
+)  # fmt: skip
+def test_anything_but_ev_probe_answers_after_an_eph_is_a_bad_field(opcode, ep_type, extra):
+    body = struct.pack(">BBHIIBBHI", opcode, 0, 0xFFFF, 5, 0, ep_type, 0, 1, 2) + extra
+    with pytest.raises(DecodeError) as refused:
+        decode(_signed(body), V4, 1)
+    assert refused.value.reason == DropReason.BAD_FIELD
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        EndpointMessage(7, 0, False, EpType.EV_PROBE, 1, 2, more_answers=((3, 4),)),
+        EndpointMessage(7, 0, True, EpType.PORT_STATUS, 1, 2, more_answers=((3, 4),)),
+        EndpointMessage(
+            7, 0, True, EpType.EV_PROBE, 1, 2, more_answers=((3, 4),) * MAX_EV_PROBE_ANSWERS
+        ),
+    ],
+    ids=["request", "port status", "too many"],
+)
+def test_encoding_refuses_answers_a_response_cannot_carry(message):
+    with pytest.raises(ValueError, match="answers"):
+        encode_body(message)

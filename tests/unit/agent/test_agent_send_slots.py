@@ -155,3 +155,35 @@ def test_packets_that_do_not_fit_a_slot_and_ipv6_paths_stay_datagrams() -> None:
     slots, _ = _slots(capacity=4)
     out = sender.datagrams_to_send(0.0, slots)
     assert len(out) == 4 and slots.count == 0
+
+
+def _control_datagram(dst: bytes, payload: bytes, src_port: int = 0xC123) -> OutgoingDatagram:
+    context = IpContext(src=A if len(dst) == 4 else bytes(16), dst=dst)
+    return OutgoingDatagram(payload, context, 0, src_port, 0, 46, 0)
+
+
+def test_an_appended_datagram_is_the_ip_packet_the_plain_path_sends() -> None:
+    slots, kept = _slots(4)
+    datagram = _control_datagram(B, os.urandom(36))
+    assert slots.append(datagram)
+    assert (slots.count, slots.written, slots.planes) == (1, 0, [0])
+    assert slots.datagram(0) == datagram
+    slots.flush()
+    assert kept == [_wire(datagram)]
+
+
+def test_appending_to_full_slots_flushes_them_first_and_keeps_the_order() -> None:
+    slots, kept = _slots(2)
+    datagrams = [_control_datagram(B, bytes([n]) * 30) for n in range(5)]
+    for datagram in datagrams:
+        assert slots.append(datagram)
+    slots.flush()
+    assert kept == [_wire(d) for d in datagrams]
+
+
+def test_an_ipv6_or_oversized_datagram_is_not_appended_and_nothing_is_written() -> None:
+    slots, kept = _slots(2, slot_size=IPV4_UDP_HEADER_LEN + 40)
+    assert not slots.append(_control_datagram(bytes(15) + b"\x01", bytes(20)))
+    assert not slots.append(_control_datagram(B, bytes(41)))
+    assert slots.append(_control_datagram(B, bytes(40)))
+    assert slots.count == 1 and kept == []

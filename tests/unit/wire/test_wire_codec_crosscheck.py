@@ -37,6 +37,7 @@ from agent.wire.constants import (
     DATA_OPCODES,
     ICRC_LEN,
     IMM_OPCODES,
+    MAX_EV_PROBE_ANSWERS,
     ROCEV2_UDP_PORT,
     DscpClass,
     EpType,
@@ -198,6 +199,32 @@ _EP_FIELDS = st.fixed_dictionaries(
     }
 )
 
+#: An EV_PROBE response answering several probes: its further answers as (seq, value).
+_PROBE_ANSWERS_FIELDS = st.fixed_dictionaries(
+    {
+        "dest_qp": u(24),
+        "psn": u(24),
+        "response": st.just(True),
+        "ep_type": st.just(int(EpType.EV_PROBE)),
+        "seq": u(16),
+        "value": u(32),
+        "flags": u(8),
+        "pkey": u(16),
+        "more_answers": st.lists(
+            st.tuples(u(16), u(32)), min_size=1, max_size=MAX_EV_PROBE_ANSWERS - 1
+        ).map(tuple),
+    }
+)
+
+
+def _scapy_probe_answers(f: dict[str, Any]) -> Packet:
+    frame = _bth(f, Opcode.EP_RESPONSE) / MrcEPH(
+        type=f["ep_type"], flags=f["flags"], seq=f["seq"], value=f["value"]
+    )
+    for seq, value in f["more_answers"]:
+        frame = frame / MrcEPH(type=EpType.EV_PROBE, seq=seq, value=value)
+    return frame
+
 
 def _bth(f: dict[str, Any], opcode: int, ackreq: bool = False) -> MrcBTH:
     return MrcBTH(
@@ -275,6 +302,9 @@ KINDS = {
             / MrcEPH(type=f["ep_type"], flags=f["flags"], seq=f["seq"], value=f["value"])
         ),
         lambda f: EndpointMessage(**f),
+    ),
+    "probe_answers": Kind(
+        _PROBE_ANSWERS_FIELDS, _scapy_probe_answers, lambda f: EndpointMessage(**f)
     ),
 }
 

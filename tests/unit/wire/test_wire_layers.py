@@ -17,15 +17,23 @@ from agent.wire.constants import (
     CC_STATE_LEN,
     EPH_LEN,
     ICRC_LEN,
+    MAX_EV_PROBE_ANSWERS,
     METH_LEN,
     NETH_LEN,
     RETH_LEN,
     ROCEV2_UDP_PORT,
     SETH_LEN,
     TSETH_LEN,
+    EpType,
     Opcode,
 )
-from agent.wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, Envelope, mrc_data_packet
+from agent.wire.frames import (
+    DEFAULT_DST_MAC,
+    DEFAULT_SRC_MAC,
+    Envelope,
+    mrc_data_packet,
+    mrc_ep_response,
+)
 from agent.wire.layers import (
     AETH,
     MrcBTH,
@@ -37,6 +45,7 @@ from agent.wire.layers import (
     MrcRETH,
     MrcSETH,
     MrcTSETH,
+    icrc_matches,
 )
 
 EXPECTED_CHAINS = {
@@ -314,6 +323,33 @@ def test_neth_and_cc_state_bytes_sit_at_the_offsets_the_notes_give():
         MrcCCState(echoed_tx_ts=0xABCD, ooo_count=3, r_c=1, rcv_cwnd_pen=5, received_bytes=0x0A0B0C)
     )
     assert cc.hex() == "abcd0003850a0b0c"
+
+
+def test_an_ev_probe_response_dissects_each_answer_it_carries_as_an_eph():
+    envelope = Envelope(src_ip="10.0.0.1", dst_ip="10.0.0.2", ev=0x1234_0000)
+    answers = [(2, 0xC002_0000), (3, 0xC003_0000)]
+    built = mrc_ep_response(
+        envelope, dqpn=5, ep_type=EpType.EV_PROBE, seq=1, value=0xC001_0000, more_answers=answers
+    )
+    frame = Ether(bytes(built))
+    assert mrc_chain(frame) == [MrcBTH, MrcEPH, MrcEPH, MrcEPH]
+    layer, seen = frame[MrcEPH], []
+    while layer:
+        seen.append((layer.seq, layer.value))
+        layer = layer.payload
+    assert seen == [(1, 0xC001_0000), *answers]
+    assert icrc_matches(frame)
+
+
+@pytest.mark.parametrize(
+    ("ep_type", "answers"),
+    [(EpType.PORT_STATUS, [(2, 3)]), (EpType.EV_PROBE, [(2, 3)] * MAX_EV_PROBE_ANSWERS)],
+    ids=["port status", "too many"],
+)
+def test_building_a_response_refuses_answers_it_cannot_carry(ep_type, answers):
+    envelope = Envelope(src_ip="10.0.0.1", dst_ip="10.0.0.2", ev=0x1234_0000)
+    with pytest.raises(ValueError, match="answers"):
+        mrc_ep_response(envelope, dqpn=5, ep_type=ep_type, seq=1, value=2, more_answers=answers)
 
 
 def test_eph_is_type_flags_seq_value():

@@ -15,13 +15,14 @@ from scapy.packet import Packet, Raw
 from scapy.utils import wrpcap
 
 import agent.wire
-from agent.wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
+from agent.wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, EpType, Opcode
 from agent.wire.frames import (
     DEFAULT_DST_MAC,
     DEFAULT_SRC_MAC,
     Envelope,
     ev_of,
     mrc_data_packet,
+    mrc_ep_response,
     trim,
 )
 from agent.wire.layers import (
@@ -143,6 +144,21 @@ def capture(
     corrupted = bytearray(bytes(data_v4))
     corrupted[-ICRC_LEN - 1] ^= 0xFF
     frames += [
+        (
+            "probe_answers",
+            Ether(
+                bytes(
+                    mrc_ep_response(
+                        v4,
+                        dqpn=5,
+                        ep_type=EpType.EV_PROBE,
+                        seq=1,
+                        value=0xC001_0000,
+                        more_answers=[(2, 0xC002_0000), (3, 0xC003_0000)],
+                    )
+                )
+            ),
+        ),
         ("trimmed/ipv4", Ether(bytes(trim(data_v4)))),
         ("trimmed_lasthop/ipv6", Ether(bytes(trim(data_v6, last_hop=True)))),
         ("corrupted", Ether(bytes(corrupted))),
@@ -206,6 +222,14 @@ def test_the_ev_payload_and_a_valid_icrc_are_shown(capture):
         assert as_int(shown["mrc.payload_length"]) == len(load), label
         if load:
             assert shown["mrc.payload"] == [load.hex()], label
+
+
+def test_an_ev_probe_response_shows_every_answer_it_carries(capture):
+    _, shown = packet(capture, "probe_answers")
+    assert [int(v, 0) for v in shown["mrc.eph.seq"]] == [1, 2, 3]
+    assert [int(v, 0) for v in shown["mrc.eph.value"]] == [0xC001_0000, 0xC002_0000, 0xC003_0000]
+    assert shown["mrc.icrc.valid"] == ["1"]
+    assert "mrc.payload" not in shown
 
 
 def test_the_ecn_echo_bit_of_sack_and_nack_is_named(capture):
