@@ -273,7 +273,7 @@ class Connection:
             return None
         if message.ep_type == _PORT_STATUS:
             self._apply_peer_port_status(message.value)
-        # Positional (dest_qp, psn, response, ep_type, seq, value): one per probe answered.
+        # Positional (dest_qp, psn, response, ep_type, seq, value): one per port-state update.
         response = EndpointMessage(
             self._remote_qp, 0, True, message.ep_type, message.seq, message.value
         )

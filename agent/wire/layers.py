@@ -10,7 +10,7 @@ Packet layout (all big-endian; ``shared/mrc-notes.md``, "Wire format")::
     opcode                    extension headers after the BTH
     0xC6-0xCB  WRITE_*        METH, TSETH (iff BTH.ts), RETH, ImmDt (0xC9, 0xCB only), payload
     0xD1       ACK            AETH (syndrome 8, MSN 24; scapy's contrib AETH, same layout)
-    0xD8/0xD9  EP req/resp    EPH (8)
+    0xD8/0xD9  EP req/resp    EPH (8); an EV_PROBE response may carry up to 63 more EPHs
     0xDC       SACK           SETH (28) + CC_STATE (8)
     0xDD       NACK           NETH (20)
     0xDE       RELIABILITY    nothing: the BTH's PSN is the probed PSN
