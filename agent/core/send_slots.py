@@ -36,11 +36,27 @@ _TOS_OFFSET: Final = 1
 _SRC_PORT: Final = struct.Struct(">H")
 _SRC_PORT_OFFSET: Final = 20
 _DST_PORT_OFFSET: Final = 22
-#: IPv4 + UDP header of an appended datagram (checksums 0, as ``encode_into`` writes them).
 _IPV4_UDP: Final = struct.Struct(">BBHHHBBH4s4sHHHH")
 _IPV4_HEADER_LEN: Final = 20
 _UDP_HEADER_LEN: Final = 8
 _IP_PROTO_UDP: Final = 17
+
+
+def pack_ipv4_udp_header(
+    buffer: bytearray | memoryview, offset: int, datagram: OutgoingDatagram, ttl: int
+) -> None:
+    """Write the IPv4 + UDP header (``IPV4_UDP_HEADER_LEN`` bytes) in front of an IPv4
+    ``datagram``'s payload at ``offset`` of ``buffer``: ID and flags from its ``IpContext``,
+    TOS from its DSCP and ECN, checksums 0 (with ``IP_HDRINCL`` the kernel fills in the IPv4
+    one; a zero UDP checksum is allowed over IPv4). The one place this header is laid out for
+    a datagram: the raw sender's paths and ``SendSlots.append`` all write it through here."""
+    ip = datagram.ip
+    udp_length = _UDP_HEADER_LEN + len(datagram.payload)
+    _IPV4_UDP.pack_into(
+        buffer, offset, 0x45, (datagram.dscp << 2) | datagram.ecn, _IPV4_HEADER_LEN + udp_length,
+        ip.ip_id, ip.flags_fragment, ttl, _IP_PROTO_UDP, 0, ip.src, ip.dst, datagram.src_port,
+        datagram.dst_port, udp_length, 0,
+    )  # fmt: skip
 
 
 class SendSlots:
@@ -113,21 +129,15 @@ class SendSlots:
         what the core wrote; the caller counted these when it got them as objects).
         """
         ip = datagram.ip
-        dst = ip.dst
         payload = datagram.payload
         size = len(payload)
-        if len(dst) != 4 or IPV4_UDP_HEADER_LEN + size > self.slot_size:
+        if len(ip.dst) != 4 or IPV4_UDP_HEADER_LEN + size > self.slot_size:
             return False
         if self.count == self.capacity:
             self.flush()
         count = self.count
-        udp_length = _UDP_HEADER_LEN + size
         offset = count * self.slot_size
-        _IPV4_UDP.pack_into(
-            self.buffer, offset, 0x45, (datagram.dscp << 2) | datagram.ecn,
-            _IPV4_HEADER_LEN + udp_length, ip.ip_id, ip.flags_fragment, self.ttl, _IP_PROTO_UDP,
-            0, ip.src, dst, datagram.src_port, datagram.dst_port, udp_length, 0,
-        )  # fmt: skip
+        pack_ipv4_udp_header(self.buffer, offset, datagram, self.ttl)
         start = offset + IPV4_UDP_HEADER_LEN
         self.buffer[start : start + size] = payload
         self.length_struct.pack_into(

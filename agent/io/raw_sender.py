@@ -29,16 +29,14 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from agent.core.datagram import OutgoingDatagram
-from agent.core.send_slots import SendSlots
+from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots, pack_ipv4_udp_header
 from agent.io import mmsg
 from agent.io.linux import IPV6_HDRINCL, SO_SNDBUFFORCE
 
 log = logging.getLogger(__name__)
 
-_IPV4_UDP: Final = struct.Struct(">BBHHHBBH4s4sHHHH")
 _IPV6_UDP: Final = struct.Struct(">IHBB16s16sHHHH")
 _IPV6_PSEUDO: Final = struct.Struct(">16s16sII")
-_IPV4_HEADER_LEN: Final = 20
 _UDP_HEADER_LEN: Final = 8
 _IP_PROTO_UDP: Final = 17
 #: Hop limit / TTL of every packet: Linux's default.
@@ -70,24 +68,9 @@ def ipv4_udp_header(datagram: OutgoingDatagram, ttl: int = DEFAULT_TTL) -> bytes
 
     The IP checksum is left 0: with ``IP_HDRINCL`` the kernel always fills it in.
     """
-    udp_length = _UDP_HEADER_LEN + len(datagram.payload)
-    ip = datagram.ip
-    return _IPV4_UDP.pack(
-        0x45,
-        (datagram.dscp << 2) | datagram.ecn,
-        _IPV4_HEADER_LEN + udp_length,
-        ip.ip_id,
-        ip.flags_fragment,
-        ttl,
-        _IP_PROTO_UDP,
-        0,
-        ip.src,
-        ip.dst,
-        datagram.src_port,
-        datagram.dst_port,
-        udp_length,
-        0,
-    )
+    header = bytearray(IPV4_UDP_HEADER_LEN)
+    pack_ipv4_udp_header(header, 0, datagram, ttl)
+    return bytes(header)
 
 
 def udp6_checksum(src: bytes, dst: bytes, udp_header: bytes, payload: bytes) -> int:
@@ -187,14 +170,7 @@ class RawSender:
             self._addresses[ip.dst] = address
         if len(ip.dst) == 4:
             sock = self._v4
-            # ipv4_udp_header inlined: this runs for every packet sent.
-            payload = datagram.payload
-            udp_length = _UDP_HEADER_LEN + len(payload)
-            header = _IPV4_UDP.pack(
-                0x45, (datagram.dscp << 2) | datagram.ecn, _IPV4_HEADER_LEN + udp_length,
-                ip.ip_id, ip.flags_fragment, DEFAULT_TTL, _IP_PROTO_UDP, 0, ip.src, ip.dst,
-                datagram.src_port, datagram.dst_port, udp_length, 0,
-            )  # fmt: skip
+            header = ipv4_udp_header(datagram)
         else:
             sock = self._v6
             header = ipv6_udp_header(datagram)
@@ -235,7 +211,6 @@ class RawSender:
         iov_view = batch.iov_view
         slot_names = batch.slot_names
         set_name = batch.set_name
-        pack_v4 = _IPV4_UDP.pack_into
         pack_length = _IOV_LEN.pack_into
         sockaddrs = self._sockaddrs
         while index < total:
@@ -258,14 +233,8 @@ class RawSender:
                     break
                 offset = count * slot_size
                 if v4:
-                    udp_length = _UDP_HEADER_LEN + size
-                    pack_v4(
-                        buffer, offset, 0x45, (datagram.dscp << 2) | datagram.ecn,
-                        _IPV4_HEADER_LEN + udp_length, ip.ip_id, ip.flags_fragment, DEFAULT_TTL,
-                        _IP_PROTO_UDP, 0, ip.src, dst, datagram.src_port, datagram.dst_port,
-                        udp_length, 0,
-                    )  # fmt: skip
-                    header_length = _IPV4_HEADER_LEN + _UDP_HEADER_LEN
+                    pack_ipv4_udp_header(buffer, offset, datagram, DEFAULT_TTL)
+                    header_length = IPV4_UDP_HEADER_LEN
                 else:
                     header = ipv6_udp_header(datagram)
                     header_length = len(header)
