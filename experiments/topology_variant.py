@@ -11,6 +11,9 @@ the format has: ECN thresholds deeper than any queue can get (never marks), and 
 under which the agents' data is not trimmable (the switches classify by DSCP: the agents'
 data DSCP becomes the NO_TRIM class, its retransmit DSCP no MRC class at all). A full queue
 then drops at its tail, as a switch without either feature does.
+
+The user's file is read within the bounds of :mod:`topologies.bounded_yaml` (size, nesting,
+aliases expanded), as the topology loader reads it; past one is a ValueError naming the line.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from topologies import load_topology
+from topologies import bounded_yaml, load_topology
 from topologies.model import DscpValues
 from topologies.presets import PRESETS
 
@@ -63,7 +66,10 @@ class Variant:
 def source_document(topology_ref: str) -> dict[str, Any]:
     """The YAML document of a preset name or a file path."""
     path = PRESETS[topology_ref].path if topology_ref in PRESETS else Path(topology_ref)
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        document = bounded_yaml.load(bounded_yaml.read_text(path))
+    except (bounded_yaml.YamlRejected, yaml.YAMLError) as error:
+        raise ValueError(f"{topology_ref}: not a topology document: {error}") from None
     if not isinstance(document, dict):
         raise ValueError(f"{topology_ref}: not a topology document")
     return document

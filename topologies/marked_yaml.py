@@ -3,7 +3,8 @@
 PyYAML's ordinary loaders return plain dicts and lists, losing where each value came from, and
 silently keep the last of two equal keys. A topology error must name its line, and a repeated key
 is almost always a mistake, so this module composes the YAML node graph itself and wraps every
-value with the (1-based) line it starts on.
+value with the (1-based) line it starts on. The YAML is composed within the bounds of
+:mod:`topologies.bounded_yaml` (size, nesting, aliases expanded); past one is a problem too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from topologies import bounded_yaml
 from topologies.errors import Problem, TopologyError
 
 Scalar = str | int | float | bool | None
@@ -49,19 +51,22 @@ YamlNode = YamlScalar | YamlList | YamlMap
 def parse_yaml(text: str, source: str) -> YamlNode | None:
     """Parse ``text`` into a line-annotated tree; ``None`` for an empty document.
 
-    Raises :class:`TopologyError` for a YAML syntax error, a non-string or duplicate key, or a
-    value of a type a topology never uses (dates, binary, sets, ...).
+    Raises :class:`TopologyError` for a YAML syntax error, a document past the bounds of
+    :mod:`topologies.bounded_yaml`, a non-string or duplicate key, or a value of a type a
+    topology never uses (dates, binary, sets, ...).
     """
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = bounded_yaml.compose(text)
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark is not None else 1
+        line = bounded_yaml.error_line(error, text) or 1
         raise TopologyError(
             [Problem(source, line, f"YAML syntax error: {error.problem or error}")]
         ) from None
     except yaml.YAMLError as error:
-        raise TopologyError([Problem(source, 1, f"YAML error: {error}")]) from None
+        line = bounded_yaml.error_line(error, text) or 1
+        raise TopologyError([Problem(source, line, f"YAML error: {error}")]) from None
+    except bounded_yaml.YamlRejected as error:
+        raise TopologyError([Problem(source, error.line or 1, error.reason)]) from None
     if root is None:
         return None
     converter = _Converter(source)
@@ -112,7 +117,11 @@ def _convert(
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         explicit_count = sum(1 for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge")
-        loader.flatten_mapping(node)  # resolves '<<' merge keys in place, merged entries first
+        try:
+            loader.flatten_mapping(node)  # resolves '<<' merge keys in place, merged ones first
+        except yaml.MarkedYAMLError as error:  # e.g. '<<: 3', a merge of no mapping
+            problems.append(Problem(source, line, f"bad YAML merge key: {error.problem}"))
+            return YamlMap({}, {}, line)
         merged_count = len(node.value) - explicit_count
         entries: dict[str, YamlNode] = {}
         key_lines: dict[str, int] = {}

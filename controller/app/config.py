@@ -25,7 +25,9 @@ keys optional)::
     event_log: null              # a file for the JSON-lines event log; null: stdout
 
 A wrong key or value is a :class:`ConfigError` naming the file and the key, raised before the
-controller touches any switch.
+controller touches any switch. The file is read within the bounds of
+:mod:`topologies.bounded_yaml` (1 MiB, 32 levels, 250,000 values with aliases expanded); past
+one, or any other failure reading it, is a ConfigError too (with the line where one is known).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import yaml
 
 from controller.southbound import p4_program
 from controller.southbound.writer import DEFAULT_MAX_BATCH
+from topologies import bounded_yaml
 
 #: What a namespace name may be made of (``ip netns`` refuses '/', and names are files).
 _NETNS_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")
@@ -130,19 +133,33 @@ def load_config(path: Path | None) -> ControllerConfig:
     if path is None:
         return ControllerConfig()
     source = str(path)
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(f"{source}: cannot read: {error}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{source}: not valid YAML: {error}") from None
+    document = _read_document(path, source)
     if document is None:
         document = {}
     if not isinstance(document, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top")
-    config = _parse(document, source, path.parent)
+    try:
+        config = _parse(document, source, path.parent)
+    except ConfigError:
+        raise
+    except Exception as error:  # a value no check foresaw: still a wrong file, not a crash
+        raise ConfigError(f"{source}: cannot use the settings: {error!r}") from None
     config.validate(source)
     return config
+
+
+def _read_document(path: Path, source: str) -> Any:
+    """The YAML document in ``path``, bounded; ConfigError for whatever keeps it from loading."""
+    try:
+        text = bounded_yaml.read_text(path)
+        return bounded_yaml.load(text)
+    except OSError as error:
+        raise ConfigError(f"{source}: cannot read: {error}") from None
+    except bounded_yaml.YamlRejected as error:
+        where = "" if error.line is None else f" line {error.line}:"
+        raise ConfigError(f"{source}:{where} {error.reason}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source}: not valid YAML: {error}") from None
 
 
 def parse_target(value: object, source: str) -> Target:
@@ -268,7 +285,10 @@ class _Reader:
         value = self.data.get(key)
         if value is None:
             return None
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value or "\0" in value:
             raise self._fail(key, "a path")
-        path = Path(value).expanduser()
+        try:
+            path = Path(value).expanduser()
+        except RuntimeError:  # '~someone' for a user this machine does not know
+            raise self._fail(key, "a path whose ~user exists") from None
         return path if path.is_absolute() else self.base / path
