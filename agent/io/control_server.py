@@ -81,7 +81,7 @@ class ControlServer:
             raise UsageError(f"cannot create control socket {path}: {exc.strerror}") from None
         sock.setblocking(False)
         self.sock = sock
-        runtime.reactor.watch(sock, READ, self._accept)
+        runtime.reactor.watch(sock, READ, self._accept, self._accept_failed)
         runtime.on_close(self.close)
 
     def _accept(self, _mask: int) -> None:
@@ -94,6 +94,9 @@ class ControlServer:
                 log.warning("control socket: accept failed: %s", exc)
                 return
             self.sessions.add(ControlSession(self, conn))
+
+    def _accept_failed(self, exc: BaseException) -> None:
+        log.error("control socket: accepting a client failed: %r", exc)
 
     def close(self) -> None:
         """Stop listening, cancel what clients asked for, remove the socket file."""
@@ -116,7 +119,9 @@ class ControlSession:
         self.runtime = server.runtime
         self.transfers: dict[int, OutboundTransfer] = {}
         self._closed = False
-        self.channel = LineChannel(sock, self.runtime.reactor, self._on_line, self._on_closed)
+        self.channel = LineChannel(
+            sock, self.runtime.reactor, self._on_line, self._on_closed, peer="control client"
+        )
 
     def _on_line(self, message: Message) -> None:
         request: int | None = None
@@ -190,6 +195,9 @@ class ControlSession:
             "connections": connections,
             "core_drops": runtime.pool.drops(),
             **runtime.io.counters(),
+            "callback_errors": runtime.reactor.callback_errors,
+            "receive_errors": runtime.receive_errors,
+            **{name: provide() for name, provide in runtime.status_providers.items()},
         }
 
     def _on_closed(self, _reason: str | None) -> None:

@@ -1,9 +1,11 @@
 """JSON lines over a stream socket: the framing of the side channel and the control socket.
 
 One JSON object per line, UTF-8, ``\\n``-terminated: easy to type into ``socat`` or ``nc`` when
-debugging, and a reader needs nothing but ``readline``. A line longer than ``MAX_LINE`` or one
-that is not a JSON object is a protocol error: the channel reports it and closes, so a bad or
-hostile peer costs one connection, never the agent.
+debugging, and a reader needs nothing but ``readline``. A line longer than ``MAX_LINE``, nested
+deeper than ``MAX_DEPTH`` or holding more than ``MAX_VALUES`` values, or one that is not a JSON
+object, is a protocol error: the channel reports it and closes, so a bad or hostile peer costs
+one connection, never the agent. The same holds for a handler that fails on a message: the
+failure is logged once with the peer's name and ends that channel alone.
 
 ``LineChannel`` is the non-blocking form the agent's loop drives; the tools' blocking clients
 use ``encode_line`` / ``decode_line`` over a plain socket.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import socket
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,9 +25,16 @@ from agent.io.reactor import READ, WRITE, Reactor
 
 #: Longest line accepted: messages are small (addresses, numbers, a file name, statistics).
 MAX_LINE = 1 << 20
+#: Deepest nesting of arrays and objects accepted (the deepest real message, a status reply,
+#: nests five levels).
+MAX_DEPTH = 16
+#: Most values (containers and scalars together) one line may hold.
+MAX_VALUES = 100_000
 _RECV_SIZE = 1 << 16
 
 Message = dict[str, Any]
+
+log = logging.getLogger(__name__)
 
 
 def encode_line(message: Mapping[str, Any]) -> bytes:
@@ -33,14 +43,47 @@ def encode_line(message: Mapping[str, Any]) -> bytes:
 
 
 def decode_line(line: bytes) -> Message:
-    """Parse one line; ``ProtocolError`` if it is not a JSON object."""
+    """Parse one line; ``ProtocolError`` if it is not a bounded JSON object.
+
+    The C decoder recurses per nesting level and raises ``RecursionError`` near the
+    interpreter's limit; that, and anything else it may raise on hostile input, becomes a
+    ``ProtocolError`` like any malformed line.
+    """
+    if len(line) > MAX_LINE:
+        raise ProtocolError(f"line longer than {MAX_LINE} bytes")
     try:
         value = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"not a JSON line: {exc}") from None
+    except RecursionError:
+        raise ProtocolError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, TypeError, MemoryError) as exc:
+        raise ProtocolError(f"not a JSON line: {type(exc).__name__}") from None
     if not isinstance(value, dict):
         raise ProtocolError(f"expected a JSON object, got {type(value).__name__}")
+    check_bounds(value)
     return value
+
+
+def check_bounds(value: object, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
+    """``ProtocolError`` if ``value`` nests deeper than ``max_depth`` or holds more than
+    ``max_values`` values; iterative, so the check itself cannot overflow the stack."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    seen = 0
+    while pending:
+        item, depth = pending.pop()
+        seen += 1
+        if seen > max_values:
+            raise ProtocolError(f"more than {max_values} values in one line")
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            raise ProtocolError(f"nested deeper than {max_depth} levels")
+        pending.extend((child, depth + 1) for child in children)
 
 
 class LineChannel:
@@ -48,7 +91,8 @@ class LineChannel:
 
     ``on_message`` gets each decoded object, ``on_close`` the reason once the channel is gone
     (None for an orderly end from the peer). Writes are buffered; ``close_after_flush`` ends
-    the channel once everything queued has been sent.
+    the channel once everything queued has been sent. ``peer`` names the other end in logs.
+    An exception escaping ``on_message`` (a bug) is logged once and closes this channel only.
     """
 
     def __init__(
@@ -57,9 +101,11 @@ class LineChannel:
         reactor: Reactor,
         on_message: Callable[[Message], None],
         on_close: Callable[[str | None], None],
+        peer: str = "peer",
     ) -> None:
         sock.setblocking(False)
         self.sock = sock
+        self.peer = peer
         self._reactor = reactor
         self._on_message = on_message
         self._on_close = on_close
@@ -68,7 +114,12 @@ class LineChannel:
         self._closing = False
         self._watching_write = False
         self.closed = False
-        reactor.watch(sock, READ, self._ready)
+        reactor.watch(sock, READ, self._ready, self._failed)
+
+    def _failed(self, exc: BaseException) -> None:
+        """The reactor's report that a callback of this channel raised: end the channel."""
+        log.error("%s: internal error, connection closed: %r", self.peer, exc)
+        self.close(f"internal error: {type(exc).__name__}")
 
     def send(self, message: Mapping[str, Any]) -> None:
         """Queue one message."""
@@ -90,6 +141,10 @@ class LineChannel:
         self.closed = True
         self._reactor.unwatch(self.sock)
         self.sock.close()
+        # The buffers go now: the channel and its owner form a cycle that the agent's
+        # infrequent garbage collection may not reach for a long time.
+        self._inbox = bytearray()
+        self._outbox = bytearray()
         self._on_close(reason)
 
     def _ready(self, mask: int) -> None:
@@ -125,7 +180,11 @@ class LineChannel:
             except ProtocolError as exc:
                 self.close(f"protocol error: {exc}")
                 return
-            self._on_message(message)
+            try:
+                self._on_message(message)
+            except Exception as exc:
+                self._failed(exc)
+                return
 
     def _flush(self) -> None:
         while self._outbox and not self.closed:
@@ -144,6 +203,7 @@ class LineChannel:
         pending = bool(self._outbox)
         if pending != self._watching_write:
             self._watching_write = pending
-            self._reactor.watch(self.sock, READ | WRITE if pending else READ, self._ready)
+            events = READ | WRITE if pending else READ
+            self._reactor.watch(self.sock, events, self._ready, self._failed)
         if not pending and self._closing:
             self.close(None)

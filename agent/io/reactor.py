@@ -5,6 +5,11 @@ data path is a handful of sockets that are drained in batches, and a thin loop k
 per-wakeup cost at a couple of system calls. The MRC core's own timers are not scheduled here
 (the runtime asks the core for its next deadline each turn); these timers are the slow ones of
 the side channel, the control socket and the tools (handshake timeouts, progress reports).
+
+A callback that raises harms only what it serves: the reactor hands the exception to the
+watch's ``on_error`` (a channel closes itself), or, without one, logs it and stops watching
+that object; a failing timer is logged and the others run. ``BaseException``s that are not
+``Exception``s (Ctrl-C, SystemExit) still end the loop.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import logging
 import selectors
 from collections.abc import Callable
 from typing import Protocol
@@ -19,8 +25,13 @@ from typing import Protocol
 ReadyCallback = Callable[[int], None]
 """Called with the ready mask (``selectors.EVENT_READ`` / ``EVENT_WRITE``)."""
 
+ErrorCallback = Callable[[BaseException], None]
+"""Called with the exception a watch's callback raised."""
+
 READ = selectors.EVENT_READ
 WRITE = selectors.EVENT_WRITE
+
+log = logging.getLogger(__name__)
 
 
 class HasFileno(Protocol):
@@ -53,19 +64,33 @@ class Reactor:
         self._selector = selectors.DefaultSelector()
         self._timers: list[tuple[float, int, Timer]] = []
         self._sequence = itertools.count()
+        self._on_error: dict[int, ErrorCallback] = {}
+        #: Callbacks and timers that raised (each isolated, see the module docstring).
+        self.callback_errors = 0
 
-    def watch(self, fileobj: HasFileno, events: int, callback: ReadyCallback) -> None:
+    def watch(
+        self,
+        fileobj: HasFileno,
+        events: int,
+        callback: ReadyCallback,
+        on_error: ErrorCallback | None = None,
+    ) -> None:
         """Call ``callback(mask)`` when ``fileobj`` is ready for ``events`` (replaces any
-        earlier watch of the same object)."""
+        earlier watch of the same object); ``on_error(exc)`` if the callback raises."""
         try:
-            self._selector.modify(fileobj, events, callback)
+            key = self._selector.modify(fileobj, events, callback)
         except KeyError:
-            self._selector.register(fileobj, events, callback)
+            key = self._selector.register(fileobj, events, callback)
+        if on_error is None:
+            self._on_error.pop(key.fd, None)
+        else:
+            self._on_error[key.fd] = on_error
 
     def unwatch(self, fileobj: HasFileno) -> None:
         """Stop watching ``fileobj`` (no error if it was not watched)."""
         with contextlib.suppress(KeyError, ValueError):
-            self._selector.unregister(fileobj)
+            key = self._selector.unregister(fileobj)
+            self._on_error.pop(key.fd, None)
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """Run ``callback`` at the first turn on or after ``when``."""
@@ -85,8 +110,26 @@ class Reactor:
         Returns how many were ready."""
         ready = self._selector.select(timeout)
         for key, mask in ready:
-            key.data(mask)
+            try:
+                key.data(mask)
+            except Exception as exc:
+                self._isolate(key, exc)
         return len(ready)
+
+    def _isolate(self, key: selectors.SelectorKey, exc: Exception) -> None:
+        """Contain a failed callback: its watch's error handler, else log and unwatch."""
+        self.callback_errors += 1
+        handler = self._on_error.get(key.fd)
+        if handler is not None:
+            try:
+                handler(exc)
+                return
+            except Exception as second:
+                exc = second
+        log.error("reactor: callback for fd %d failed, no longer watched: %r", key.fd, exc)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(key.fileobj)
+        self._on_error.pop(key.fd, None)
 
     def run_timers(self, now: float) -> None:
         """Run every timer due at ``now``."""
@@ -95,7 +138,11 @@ class Reactor:
             _when, _seq, timer = heapq.heappop(timers)
             if not timer.cancelled:
                 timer.cancelled = True
-                timer.callback()
+                try:
+                    timer.callback()
+                except Exception as exc:
+                    self.callback_errors += 1
+                    log.error("reactor: timer callback failed: %r", exc)
 
     def close(self) -> None:
         """Release the selector."""

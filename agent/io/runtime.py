@@ -22,11 +22,12 @@ the send batch.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from agent.core import Event, IncomingDatagram, MrcConfig, OutgoingDatagram
 from agent.core.send_slots import SendSlots
@@ -55,6 +56,8 @@ MAX_IDLE_WAIT: Final = 1.0
 
 EventHandler = Callable[[Event], None]
 
+log = logging.getLogger(__name__)
+
 
 class AgentRuntime:
     """A running MRC endpoint on this host's planes.
@@ -73,8 +76,16 @@ class AgentRuntime:
         datagram_io: DatagramIO | None = None,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        side_channel_secret: bytes | None = None,
     ) -> None:
         self.clock = clock
+        #: Seconds since the epoch: what authenticated hellos carry.
+        self.wall_clock = wall_clock
+        #: The secret this host's outgoing hellos are signed with (``--secret-file``).
+        self.side_channel_secret = side_channel_secret
+        #: Sections ``mrc-agent status`` adds, by name (the side channel registers one).
+        self.status_providers: dict[str, Callable[[], dict[str, Any]]] = {}
         self.local_addresses = tuple(local_addresses)
         if not self.local_addresses:
             raise UsageError("an agent needs at least one plane address")
@@ -86,7 +97,7 @@ class AgentRuntime:
         self.io: DatagramIO = datagram_io or SocketDatagramIO(ipv6=self.ipv6)
         self.reactor = Reactor()
         for source in self.io.sources():
-            self.reactor.watch(source, READ, self._source_ready(source))
+            self.reactor.watch(source, READ, self._source_ready(source), self._receive_failed)
         self._backlog: deque[OutgoingDatagram] = deque()
         # Data packets written by the core straight into the transport's send buffer, where
         # the transport offers that (``SocketDatagramIO.make_slots``; see
@@ -101,6 +112,8 @@ class AgentRuntime:
         self._closers: list[Callable[[], None]] = []
         self._closed = False
         self.unclaimed_events = 0
+        #: Receive batches whose handling raised (a bug): each is dropped, the socket kept.
+        self.receive_errors = 0
         #: A receive batch came back full this turn (more input may be waiting).
         self._input_waiting = False
         self._timer_deferrals = 0
@@ -141,6 +154,13 @@ class AgentRuntime:
                 pool.receive_datagrams(batch, clock())
 
         return ready
+
+    def _receive_failed(self, exc: BaseException) -> None:
+        """A bug met while handling a receive batch costs that batch, never the agent (the
+        peers retransmit what it held); logged on the first and every 1000th time."""
+        self.receive_errors += 1
+        if self.receive_errors % 1000 == 1:
+            log.error("receive batch dropped (%d so far): %r", self.receive_errors, exc)
 
     # --- the loop -------------------------------------------------------------------------
 
