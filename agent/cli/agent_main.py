@@ -21,13 +21,17 @@ from agent.cli.common import (
     EXIT_CODES_EPILOG,
     add_config_options,
     add_plane_option,
+    add_receive_options,
+    add_secret_option,
     add_socket_option,
     add_verbosity_options,
     config_from_args,
     configure_logging,
+    inbound_from_args,
     parse_size,
     planes_from_args,
     run_command,
+    side_channel_secret,
 )
 from agent.cli.report import send_report
 from agent.io.addresses import format_address, parse_peer
@@ -41,7 +45,7 @@ from agent.io.file_transfer import (
     check_file_for_sending,
     read_file_for_sending,
 )
-from agent.io.inbound import DEFAULT_MAX_REGION, InboundPolicy, SideChannelServer
+from agent.io.inbound import SideChannelServer
 from agent.io.out_dir import check_file_name, prepare_out_dir
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
@@ -61,23 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run this host's MRC endpoint")
     add_plane_option(serve, "at least one is required")
-    serve.add_argument(
-        "--listen",
-        metavar="HOST[:PORT]",
-        help=f"side-channel address for peers (default all addresses, port {SIDE_CHANNEL_PORT})",
-    )
+    add_receive_options(serve)
     add_socket_option(serve)
     serve.add_argument(
         "--no-socket", action="store_true", help="do not open a control socket for local clients"
     )
     serve.add_argument("--out-dir", metavar="DIR", help="store every completed incoming file here")
-    serve.add_argument(
-        "--max-region",
-        type=parse_size,
-        default=DEFAULT_MAX_REGION,
-        metavar="BYTES",
-        help="largest transfer a peer may make this host allocate (default 1G)",
-    )
     add_config_options(serve)
     add_verbosity_options(serve)
     serve.set_defaults(handler=serve_command)
@@ -105,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_plane_option(send, "only without a running agent (default: the route to the peer)")
     add_config_options(send)
+    add_secret_option(send)
     send.add_argument("--json", action="store_true", help="print the result as JSON")
     add_verbosity_options(send)
     send.set_defaults(handler=send_command)
@@ -121,11 +115,10 @@ def serve_command(args: argparse.Namespace) -> int:
     planes = planes_from_args(args.plane, None)
     config = config_from_args(args)
     out_dir = prepare_out_dir(args.out_dir) if args.out_dir else None
-    ipv6 = len(planes[0]) == 16
-    listen = parse_peer(args.listen or ("::" if ipv6 else "0.0.0.0"), SIDE_CHANNEL_PORT)
-    runtime = AgentRuntime(planes, config)
+    listen, policy = inbound_from_args(args, planes, out_dir)
+    runtime = AgentRuntime(planes, config, side_channel_secret=policy.secret)
     try:
-        side = SideChannelServer(runtime, listen, InboundPolicy(out_dir, args.max_region))
+        side = SideChannelServer(runtime, listen, policy)
         socket_path = None
         if not args.no_socket:
             socket_path = args.socket or default_socket_path()
@@ -133,7 +126,8 @@ def serve_command(args: argparse.Namespace) -> int:
         try:
             print(
                 f"{PROG}: ready: planes {', '.join(format_address(p) for p in planes)}; "
-                f"UDP 4791; side channel {side.address}; control socket {socket_path or 'none'}; "
+                f"UDP 4791; side channel {', '.join(map(str, side.addresses))}; "
+                f"control socket {socket_path or 'none'}; "
                 f"out dir {out_dir or 'none'}",
                 flush=True,
             )
@@ -162,6 +156,7 @@ def send_command(args: argparse.Namespace) -> int:
                     ("--evs", args.evs),
                     ("--cc", args.cc),
                     ("--payload", args.payload),
+                    ("--secret-file", args.secret_file),
                 )
                 if value
             ]
@@ -190,7 +185,9 @@ def _send_with_own_endpoint(
     args: argparse.Namespace, peer_host: str, data: bytes, name: str
 ) -> dict[str, Any]:
     planes = planes_from_args(args.plane, peer_host)
-    runtime = AgentRuntime(planes, config_from_args(args))
+    runtime = AgentRuntime(
+        planes, config_from_args(args), side_channel_secret=side_channel_secret(args)
+    )
     try:
         transfer = FileTransfer(
             runtime,

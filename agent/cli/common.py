@@ -14,12 +14,25 @@ import logging
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from agent.core import MrcConfig
-from agent.io.addresses import local_address_towards, parse_planes, resolve
+from agent.io.addresses import (
+    PeerAddress,
+    format_address,
+    local_address_towards,
+    parse_peer,
+    parse_planes,
+    resolve,
+)
+from agent.io.admission import DEFAULT_MAX_REGION, DEFAULT_MAX_SETUPS
+from agent.io.caller_check import load_secret, parse_allow
 from agent.io.config_overrides import CONGESTION_CONTROLS, with_overrides
 from agent.io.control_server import SOCKET_ENV, default_socket_path
 from agent.io.errors import AgentError, ExitCode, UsageError
+from agent.io.inbound import InboundPolicy
+from agent.io.log_limit import RateLimitFilter
+from agent.io.side_channel import SIDE_CHANNEL_PORT
 from tools.netns import terminate_on_signals
 
 _EXIT_CODE_MEANINGS = {
@@ -31,6 +44,8 @@ _EXIT_CODE_MEANINGS = {
     ExitCode.TRANSFER_FAILED: "transfer failed or refused by the receiver",
     ExitCode.PERMISSION_DENIED: "permission denied (raw sockets need root)",
     ExitCode.PROTOCOL_ERROR: "side-channel or control protocol error",
+    ExitCode.OVER_LIMIT: "the receiver refused: over one of its limits (memory, setups, disk)",
+    ExitCode.UNAUTHORIZED: "the receiver refused this host (--allow, --secret-file)",
     ExitCode.INTERRUPTED: "interrupted",
 }
 
@@ -120,6 +135,92 @@ def add_verbosity_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_secret_option(parser: argparse.ArgumentParser) -> None:
+    """``--secret-file``: the side channel's shared secret (see ``agent.io.caller_check``)."""
+    parser.add_argument(
+        "--secret-file",
+        metavar="FILE",
+        help="shared secret (at least 16 bytes) that signs side-channel hellos; a receiver "
+        "given one refuses unsigned hellos",
+    )
+
+
+def add_receive_options(parser: argparse.ArgumentParser) -> None:
+    """What a receiving side listens on and accepts: address, callers and limits."""
+    parser.add_argument(
+        "--listen",
+        metavar="HOST[:PORT]",
+        help=f"side-channel address for peers (default: each --plane address, port "
+        f"{SIDE_CHANNEL_PORT})",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="accept side-channel callers from this address or prefix only (repeatable; "
+        "default: any caller that can reach the listener)",
+    )
+    add_secret_option(parser)
+    parser.add_argument(
+        "--max-region",
+        type=parse_size,
+        default=DEFAULT_MAX_REGION,
+        metavar="BYTES",
+        help="largest transfer one hello may ask for (default 1G)",
+    )
+    parser.add_argument(
+        "--max-receive-memory",
+        type=parse_size,
+        metavar="BYTES",
+        help="memory all incoming regions may hold together (default a quarter of the memory "
+        "available at start); files go to disk and count against free disk instead",
+    )
+    parser.add_argument(
+        "--max-peer-memory",
+        type=parse_size,
+        metavar="BYTES",
+        help="memory one peer address's regions may hold (default half of --max-receive-memory)",
+    )
+    parser.add_argument(
+        "--max-setups",
+        type=positive_int,
+        default=DEFAULT_MAX_SETUPS,
+        metavar="N",
+        help=f"side-channel connections that may await their hello's answer at once, a "
+        f"quarter of them from one address (default {DEFAULT_MAX_SETUPS})",
+    )
+
+
+def side_channel_secret(args: argparse.Namespace) -> bytes | None:
+    """The secret ``--secret-file`` names, or None."""
+    path = getattr(args, "secret_file", None)
+    return load_secret(path) if path else None
+
+
+def inbound_from_args(
+    args: argparse.Namespace, planes: tuple[bytes, ...], out_dir: Path | None
+) -> tuple[list[PeerAddress], InboundPolicy]:
+    """Where to listen (``--listen``, else every plane address) and what to accept."""
+    if args.listen:
+        listen = [parse_peer(args.listen, SIDE_CHANNEL_PORT)]
+    else:
+        listen = [PeerAddress(format_address(plane), SIDE_CHANNEL_PORT) for plane in planes]
+    peer_cap, total_cap = args.max_peer_memory, args.max_receive_memory
+    if peer_cap is not None and total_cap is not None and peer_cap > total_cap:
+        raise UsageError("--max-peer-memory is larger than --max-receive-memory")
+    policy = InboundPolicy(
+        out_dir,
+        max_region=args.max_region,
+        max_memory=args.max_receive_memory,
+        max_peer_memory=args.max_peer_memory,
+        max_setups=args.max_setups,
+        allow=parse_allow(args.allow),
+        secret=side_channel_secret(args),
+    )
+    return listen, policy
+
+
 def config_from_args(args: argparse.Namespace) -> MrcConfig:
     """The core configuration the options ask for."""
     return with_overrides(MrcConfig(), evs=args.evs, cc=args.cc, payload=args.payload)
@@ -136,9 +237,12 @@ def planes_from_args(planes: list[str], peer_host: str | None) -> tuple[bytes, .
 
 
 def configure_logging(verbosity: int) -> None:
-    """Warnings by default, info with -v, debug with -vv; to stderr."""
+    """Warnings by default, info with -v, debug with -vv; to stderr, rate-limited per logger
+    (``agent.io.log_limit``) so that peers cannot flood it."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RateLimitFilter())
 
 
 #: Allocations of container objects between two collections of the youngest generation.

@@ -21,14 +21,17 @@ from agent.cli.common import (
     EXIT_CODES_EPILOG,
     add_config_options,
     add_plane_option,
+    add_receive_options,
     add_socket_option,
     add_verbosity_options,
     config_from_args,
     configure_logging,
+    inbound_from_args,
     parse_size,
     planes_from_args,
     positive_float,
     run_command,
+    side_channel_secret,
 )
 from agent.cli.report import format_rate, perf_report, progress_line
 from agent.core import MrcConfig
@@ -37,7 +40,7 @@ from agent.io.control_client import connect_to_agent
 from agent.io.control_protocol import PerfRequest
 from agent.io.control_server import default_socket_path
 from agent.io.errors import UsageError
-from agent.io.inbound import DEFAULT_MAX_REGION, InboundPolicy, SideChannelServer
+from agent.io.inbound import SideChannelServer
 from agent.io.perf_transfer import (
     DEFAULT_INTERVAL,
     DEFAULT_PERF_MESSAGE_SIZE,
@@ -93,11 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ev-table", action="store_true", help="list every EV even when there are many"
     )
     add_plane_option(parser, "required with --server; otherwise the route to the peer")
-    parser.add_argument(
-        "--listen",
-        metavar="HOST[:PORT]",
-        help=f"--server: side-channel address (default all addresses, port {SIDE_CHANNEL_PORT})",
-    )
+    add_receive_options(parser)
     add_socket_option(parser)
     parser.add_argument(
         "--no-agent",
@@ -111,15 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
 def run_server(args: argparse.Namespace) -> int:
     """Serve sinks until interrupted (a plain ``mrc-agent serve`` without files or socket)."""
     planes = planes_from_args(args.plane, None)
-    ipv6 = len(planes[0]) == 16
-    listen = parse_peer(args.listen or ("::" if ipv6 else "0.0.0.0"), SIDE_CHANNEL_PORT)
-    runtime = AgentRuntime(planes, config_from_args(args))
+    listen, policy = inbound_from_args(args, planes, None)
+    runtime = AgentRuntime(planes, config_from_args(args), side_channel_secret=policy.secret)
     try:
-        side = SideChannelServer(runtime, listen, InboundPolicy(None, DEFAULT_MAX_REGION))
+        side = SideChannelServer(runtime, listen, policy)
         try:
             print(
                 f"{PROG}: server ready: planes {', '.join(format_address(p) for p in planes)}; "
-                f"side channel {side.address}",
+                f"side channel {', '.join(map(str, side.addresses))}",
                 flush=True,
             )
             runtime.run(lambda: False)
@@ -143,10 +141,11 @@ def run_client(args: argparse.Namespace) -> int:
     if not args.no_agent:
         client = connect_to_agent(args.socket or default_socket_path())
         if client is not None:
-            if args.plane or args.payload:
+            if args.plane or args.payload or args.secret_file:
                 client.close()
                 raise UsageError(
-                    "--plane/--payload configure an endpoint of this command's own, but the "
+                    "--plane/--payload/--secret-file configure an endpoint of this command's "
+                    "own, but the "
                     f"agent at {client.path} is running and owns UDP 4791: drop them"
                 )
             with client:
@@ -180,7 +179,7 @@ def measure(
     on_progress: Callable[[PerfSample], None],
 ) -> dict[str, Any]:
     """One measurement on an endpoint of this process's own."""
-    runtime = AgentRuntime(planes, config)
+    runtime = AgentRuntime(planes, config, side_channel_secret=side_channel_secret(args))
     try:
         transfer = PerfTransfer(
             runtime,

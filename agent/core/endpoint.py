@@ -92,7 +92,7 @@ class Endpoint:
         """Number of planes (local addresses)."""
         return len(self.local_addresses)
 
-    def register_memory(self, buffer: bytearray, va: int = 0) -> MemoryRegion:
+    def register_memory(self, buffer: bytearray | memoryview, va: int = 0) -> MemoryRegion:
         """Expose ``buffer`` to remote writes at ``va`` onwards; returns it with its R_Key."""
         return self.memory.register(buffer, va)
 

@@ -23,12 +23,13 @@ class MemoryRegion:
     """A registered region: writes to ``[va, va + length)`` carrying ``rkey`` land in ``buffer``.
 
     ``buffer`` is owned by whoever registered it; the core writes into it as packets arrive,
-    so a message is readable there once its ``MessageReceived`` event is out.
+    so a message is readable there once its ``MessageReceived`` event is out. It is a
+    ``bytearray`` or a writable byte ``memoryview`` (of a mapped file, say).
     """
 
     rkey: int
     va: int
-    buffer: bytearray
+    buffer: bytearray | memoryview
 
     @property
     def length(self) -> int:
@@ -43,13 +44,16 @@ class MemoryTable:
         self._rng = rng
         self._regions: dict[int, MemoryRegion] = {}
 
-    def register(self, buffer: bytearray, va: int = 0) -> MemoryRegion:
+    def register(self, buffer: bytearray | memoryview, va: int = 0) -> MemoryRegion:
         """Expose ``buffer`` for remote writes at virtual addresses ``va`` onwards.
 
         The R_Key is random (and never 0), so a peer cannot write by guessing small numbers.
         """
-        if not isinstance(buffer, bytearray):
-            raise TypeError("register a bytearray: the core writes into it in place")
+        if isinstance(buffer, memoryview):
+            if buffer.readonly or buffer.format != "B" or not buffer.c_contiguous:
+                raise TypeError("register a writable, contiguous byte memoryview")
+        elif not isinstance(buffer, bytearray):
+            raise TypeError("register a bytearray or memoryview: the core writes in place")
         if not 0 <= va <= _MAX_VA - len(buffer):
             raise ValueError(f"region [{va:#x}, +{len(buffer)}) does not fit a 64-bit address")
         while True:

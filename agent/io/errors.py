@@ -31,6 +31,12 @@ class ExitCode(IntEnum):
     PERMISSION_DENIED = 6
     #: The peer (or the local agent) broke the side-channel or control protocol.
     PROTOCOL_ERROR = 7
+    #: The receiver refused the transfer because it would exceed one of its limits
+    #: (receive memory in total or per peer, concurrent setups, region size, free disk).
+    OVER_LIMIT = 8
+    #: The receiver refused this host: its address is not in the receiver's ``--allow``
+    #: list, or the hello's HMAC was missing or wrong (``--secret-file``).
+    UNAUTHORIZED = 9
     #: Interrupted by Ctrl-C or SIGTERM (128 + SIGINT, the shell's convention).
     INTERRUPTED = 130
 
@@ -45,6 +51,8 @@ class ErrorCode(Enum):
     TRANSFER_FAILED = "transfer_failed"
     PERMISSION_DENIED = "permission_denied"
     PROTOCOL_ERROR = "protocol_error"
+    OVER_LIMIT = "over_limit"
+    UNAUTHORIZED = "unauthorized"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -99,6 +107,18 @@ class ProtocolError(AgentError):
     code = ErrorCode.PROTOCOL_ERROR
 
 
+class OverLimitError(AgentError):
+    """A request would take the receiver past one of its limits; nothing was allocated."""
+
+    code = ErrorCode.OVER_LIMIT
+
+
+class UnauthorizedError(AgentError):
+    """The caller is not allowed: address outside ``--allow``, or a bad hello HMAC."""
+
+    code = ErrorCode.UNAUTHORIZED
+
+
 _BY_CODE: dict[ErrorCode, type[AgentError]] = {
     cls.code: cls
     for cls in (
@@ -109,6 +129,8 @@ _BY_CODE: dict[ErrorCode, type[AgentError]] = {
         TransferFailedError,
         PermissionDeniedError,
         ProtocolError,
+        OverLimitError,
+        UnauthorizedError,
     )
 }
 

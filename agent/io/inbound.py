@@ -1,21 +1,27 @@
 """The receiving side: the side-channel listener and one session per connecting peer.
 
-For each peer that says ``hello`` the agent registers a region (a file's size, or one message
-for a ``sink``), opens an MRC connection and answers ``welcome``. It then follows the core's
-``MessageReceived`` events for that connection. A file is committed when the peer asks: only
-if every byte of the region arrived, and then it is written atomically to the ``--out-dir``,
-re-read hash included in the answer, so the sender's exit status reflects what is on disk.
+For each peer that says ``hello`` the agent admits a region against its limits
+(``agent.io.admission``; nothing is allocated for a hello over a limit, which is answered
+``over_limit``), registers it (a ``.part`` file of the file's size in the ``--out-dir``, or one
+message in memory for a ``sink``), opens an MRC connection and answers ``welcome``. It then
+follows the core's ``MessageReceived`` events for that connection. A file is committed when the
+peer asks: only if every byte of the region arrived and its digest matches, and then the part
+file is flushed and renamed into place, so the sender's exit status reflects what is on disk.
 A sink is simply counted. When the TCP connection ends, for any reason, the MRC connection is
-closed and the region released: a vanished peer leaves nothing behind.
+closed, the region released and a part file removed: a vanished peer leaves nothing behind.
+
+Callers are checked first (``agent.io.caller_check``): an address outside ``--allow`` is
+refused at accept, and with a secret every hello must carry a valid HMAC.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import logging
+import mmap
 import secrets
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,16 +34,27 @@ from agent.core import (
     WriteRejected,
 )
 from agent.io.addresses import PeerAddress, format_address
+from agent.io.admission import (
+    DEFAULT_MAX_REGION,
+    DEFAULT_MAX_SETUPS,
+    Grant,
+    ReceiveBudget,
+    ReceiveLimits,
+    default_max_memory,
+)
+from agent.io.caller_check import HelloVerifier, Network, allowed
 from agent.io.errors import (
     AgentError,
     ErrorCode,
+    OverLimitError,
     PortInUseError,
     ProtocolError,
     TransferFailedError,
+    UnauthorizedError,
     UsageError,
 )
-from agent.io.json_lines import LineChannel, Message
-from agent.io.out_dir import check_file_name, write_atomically
+from agent.io.json_lines import LineChannel, Message, encode_line
+from agent.io.out_dir import PartFile, check_file_name
 from agent.io.reactor import READ, Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import (
@@ -58,85 +75,199 @@ log = logging.getLogger(__name__)
 
 #: Seconds a new side-channel connection has to say hello.
 HELLO_TIMEOUT = 10.0
-#: Largest region a peer may ask for by default: 1 GiB (``--max-region`` changes it).
-DEFAULT_MAX_REGION = 1 << 30
 _U24 = 0xFFFFFF
 
 
 @dataclass(frozen=True, slots=True)
 class InboundPolicy:
-    """What the agent accepts from peers."""
+    """What the agent accepts from peers (limits: see ``agent.io.admission``)."""
 
     #: Where completed files go; None refuses file transfers (sinks are still accepted).
     out_dir: Path | None
     #: Largest region one peer may make this host allocate.
     max_region: int = DEFAULT_MAX_REGION
+    #: Memory all incoming regions may hold together; None: a quarter of what is available.
+    max_memory: int | None = None
+    #: Memory one peer's regions may hold; None: half of ``max_memory``.
+    max_peer_memory: int | None = None
+    #: Side-channel connections between accept and an answered hello.
+    max_setups: int = DEFAULT_MAX_SETUPS
+    #: Caller prefixes allowed (empty: everyone who can reach the listener).
+    allow: tuple[Network, ...] = ()
+    #: Shared secret hellos must be signed with (None: not required).
+    secret: bytes | None = None
+
+    def limits(self) -> ReceiveLimits:
+        """The admission limits this policy sets."""
+        total = self.max_memory if self.max_memory is not None else default_max_memory()
+        per_peer = self.max_peer_memory if self.max_peer_memory is not None else total // 2
+        return ReceiveLimits(
+            max_memory=total,
+            max_peer_memory=max(1, per_peer),
+            max_setups=self.max_setups,
+            max_region=self.max_region,
+        )
 
 
 class SideChannelServer:
-    """Listens for peers on TCP and runs an ``InboundSession`` for each."""
+    """Listens for peers on TCP (one socket per address in ``listen``) and runs an
+    ``InboundSession`` for each caller the policy lets in."""
 
-    def __init__(self, runtime: AgentRuntime, listen: PeerAddress, policy: InboundPolicy) -> None:
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        listen: PeerAddress | Sequence[PeerAddress],
+        policy: InboundPolicy,
+    ) -> None:
         self.runtime = runtime
         self.policy = policy
+        self.budget = ReceiveBudget(policy.limits())
+        self.verifier = HelloVerifier(policy.secret) if policy.secret is not None else None
         self.sessions: set[InboundSession] = set()
-        family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        #: Connections refused at accept: outside ``--allow``, or over ``max_setups``.
+        self.refused_callers = 0
+        addresses = [listen] if isinstance(listen, PeerAddress) else list(listen)
+        if not addresses:
+            raise UsageError("the side channel needs at least one address to listen on")
+        self.socks: list[socket.socket] = []
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            sock.bind((listen.host, listen.port))
-            sock.listen(64)
-        except OSError as exc:
-            sock.close()
-            if exc.errno == errno.EADDRINUSE:
-                raise PortInUseError(
-                    f"side-channel port {listen} is already in use (another mrc-agent?); "
-                    f"choose another with --listen"
-                ) from None
-            raise UsageError(f"cannot listen on {listen}: {exc.strerror}") from None
-        sock.setblocking(False)
-        self.sock = sock
-        self.address = PeerAddress(*sock.getsockname()[:2])
-        runtime.reactor.watch(sock, READ, self._accept)
+            for address in addresses:
+                self.socks.append(_listen(address))
+        except AgentError:
+            for sock in self.socks:
+                sock.close()
+            raise
+        self.addresses = [PeerAddress(*sock.getsockname()[:2]) for sock in self.socks]
+        #: The first listening address (the only one when ``listen`` was one address).
+        self.address = self.addresses[0]
+        for sock in self.socks:
+            runtime.reactor.watch(sock, READ, self._acceptor(sock), self._accept_failed)
         runtime.on_close(self.close)
+        runtime.status_providers["side_channel"] = self.status
 
-    def _accept(self, _mask: int) -> None:
+    def _acceptor(self, sock: socket.socket) -> Any:
+        def accept(_mask: int) -> None:
+            self._accept(sock)
+
+        return accept
+
+    def _accept_failed(self, exc: BaseException) -> None:
+        log.error("side channel: accepting a connection failed: %r", exc)
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                conn, address = self.sock.accept()
+                conn, address = listener.accept()
             except BlockingIOError:
                 return
             except OSError as exc:
                 log.warning("side channel: accept failed: %s", exc)
                 return
-            session = InboundSession(self, conn, f"{address[0]}:{address[1]}")
+            peer = f"{address[0]}:{address[1]}"
+            try:
+                if not allowed(address[0], self.policy.allow):
+                    raise UnauthorizedError(f"{address[0]} is not in this agent's --allow list")
+                self.budget.begin_setup(address[0])
+            except AgentError as exc:
+                self.refused_callers += 1
+                log.warning("side channel %s: refused at accept: %s", peer, exc)
+                _refuse_and_close(conn, exc)
+                continue
+            try:
+                session = InboundSession(self, conn, peer, address[0])
+            except Exception:
+                self.budget.end_setup(address[0])
+                conn.close()
+                raise
             self.sessions.add(session)
+
+    def status(self) -> dict[str, Any]:
+        """Listening addresses, limits and their use, refusals (for ``mrc-agent status``)."""
+        return {
+            "listen": [str(a) for a in self.addresses],
+            "sessions": len(self.sessions),
+            "allow": [str(n) for n in self.policy.allow],
+            "authenticated_hellos": self.verifier is not None,
+            "refused_callers": self.refused_callers,
+            "limits": self.budget.snapshot(),
+        }
 
     def close(self) -> None:
         """Stop listening and end every session."""
         for session in list(self.sessions):
             session.end("agent shutting down")
-        self.runtime.reactor.unwatch(self.sock)
-        self.sock.close()
+        for sock in self.socks:
+            self.runtime.reactor.unwatch(sock)
+            sock.close()
+        self.runtime.status_providers.pop("side_channel", None)
+
+
+def _listen(listen: PeerAddress) -> socket.socket:
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((listen.host, listen.port))
+        sock.listen(64)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(
+                f"side-channel port {listen} is already in use (another mrc-agent?); "
+                f"choose another with --listen"
+            ) from None
+        raise UsageError(f"cannot listen on {listen}: {exc.strerror}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def _refuse_and_close(conn: socket.socket, error: AgentError) -> None:
+    """Tell a refused caller why in one line, without waiting for it, then close."""
+    try:
+        conn.setblocking(False)
+        conn.send(encode_line(Refusal(error.code, str(error)).to_json()))
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def anonymous_region(length: int) -> memoryview:
+    """``length`` bytes of zeroed memory that become resident only as data arrives.
+
+    A ``bytearray`` is zeroed when made: a 1 GiB hello then costs ~0.3 s of the agent's only
+    thread and a resident GiB before a byte is sent. An anonymous mapping costs neither; the
+    admitted grant still bounds what a peer that does send can make resident.
+    """
+    return memoryview(mmap.mmap(-1, length))
 
 
 class InboundSession:
     """One peer's connection: hello, region, MRC connection, commit or bye."""
 
-    def __init__(self, server: SideChannelServer, sock: socket.socket, peer: str) -> None:
+    def __init__(
+        self, server: SideChannelServer, sock: socket.socket, peer: str, peer_host: str
+    ) -> None:
         self.server = server
         self.runtime = server.runtime
         self.peer = peer
+        self.peer_host = peer_host
         self.hello: Hello | None = None
         self.qp: int | None = None
         self.region: MemoryRegion | None = None
+        self.grant: Grant | None = None
+        self.part: PartFile | None = None
         self.bytes_received = 0
         self.messages_received = 0
         self.writes_rejected = 0
         self._ended = False
-        self.channel = LineChannel(sock, self.runtime.reactor, self._on_line, self._on_closed)
+        #: Counted in the budget's setups until the hello is answered or the session ends.
+        self._in_setup = True
+        self.channel = LineChannel(
+            sock, self.runtime.reactor, self._on_line, self._on_closed, peer=peer
+        )
         self._hello_timer: Timer | None = self.runtime.reactor.call_at(
             self.runtime.clock() + HELLO_TIMEOUT, lambda: self.end("no hello in time")
         )
@@ -149,6 +280,8 @@ class InboundSession:
             if self.hello is None:
                 if not isinstance(message, Hello):
                     raise ProtocolError(f"expected 'hello', got {line.get('type')!r}")
+                if self.server.verifier is not None:
+                    self.server.verifier.verify(line, self.runtime.wall_clock())
                 self._accept_hello(message)
             elif isinstance(message, Commit):
                 self._commit(message)
@@ -169,22 +302,30 @@ class InboundSession:
 
     def _accept_hello(self, hello: Hello) -> None:
         policy = self.server.policy
+        budget = self.server.budget
         runtime = self.runtime
         remote = peer_plane_addresses(hello.planes, runtime.local_addresses)
         if hello.purpose is Purpose.FILE:
             if policy.out_dir is None:
                 raise TransferFailedError("this agent stores no files (started without --out-dir)")
             check_file_name(hello.name or "")
-        if hello.length > policy.max_region:
-            raise TransferFailedError(
-                f"{hello.length} bytes asked; this agent accepts at most {policy.max_region} "
-                f"per transfer (--max-region)"
-            )
+            self.grant = budget.admit_file(self.peer_host, hello.length, policy.out_dir)
+            try:
+                self.part = PartFile(policy.out_dir, hello.length)
+            except OSError as exc:
+                raise OverLimitError(
+                    f"cannot set aside {hello.length} bytes in the out-dir: {exc.strerror}"
+                ) from None
+            assert self.part.view is not None
+            buffer: bytearray | memoryview = self.part.view
+        else:
+            self.grant = budget.admit_memory(self.peer_host, hello.length)
+            buffer = anonymous_region(hello.length)
         if self._hello_timer is not None:
             self._hello_timer.cancel()
             self._hello_timer = None
         endpoint = runtime.pool.default
-        self.region = endpoint.register_memory(bytearray(hello.length))
+        self.region = endpoint.register_memory(buffer)
         qp = runtime.pool.allocate_qp(endpoint)
         psn = secrets.randbelow(_U24 + 1)
         try:
@@ -214,31 +355,32 @@ class InboundSession:
                 length=hello.length,
             ).to_json()
         )
+        self._end_setup()
         what = f"file {hello.name!r}" if hello.purpose is Purpose.FILE else "perf sink"
         log.info("%s: %s, %d bytes, qp %#x <- %#x", self.peer, what, hello.length, qp, hello.qp)
 
     def _commit(self, commit: Commit) -> None:
-        hello, region = self.hello, self.region
-        assert hello is not None and region is not None
+        hello, part = self.hello, self.part
+        assert hello is not None
         if hello.purpose is not Purpose.FILE:
             raise ProtocolError("'commit' ends a file transfer, this is a sink")
+        assert part is not None and hello.name is not None
         if self.bytes_received < hello.length:
             raise TransferFailedError(
                 f"commit after {self.bytes_received} of {hello.length} bytes arrived"
             )
-        digest = hashlib.sha256(region.buffer).hexdigest()
-        if digest != commit.sha256:
+        stored = part.sha256()
+        if stored != commit.sha256:
             code = ErrorCode.TRANSFER_FAILED
-            self._refuse(code, f"received bytes hash to {digest}, sender says {commit.sha256}")
+            self._refuse(code, f"received bytes hash to {stored}, sender says {commit.sha256}")
             return
-        out_dir = self.server.policy.out_dir
-        assert out_dir is not None and hello.name is not None
+        self._release_region()
         try:
-            path = write_atomically(out_dir, hello.name, region.buffer)
-            stored = hashlib.sha256(path.read_bytes()).hexdigest()
+            path = part.commit(hello.name)
         except OSError as exc:
             self._refuse(ErrorCode.TRANSFER_FAILED, f"cannot store {hello.name}: {exc.strerror}")
             return
+        self.part = None
         log.info("%s: stored %s (%d bytes, sha256 %s)", self.peer, path, hello.length, stored)
         self.channel.send(Committed(sha256=stored, path=str(path), length=hello.length).to_json())
         self.end(None)
@@ -275,6 +417,17 @@ class InboundSession:
 
     # --- teardown -------------------------------------------------------------------------
 
+    def _end_setup(self) -> None:
+        if self._in_setup:
+            self._in_setup = False
+            self.server.budget.end_setup(self.peer_host)
+
+    def _release_region(self) -> None:
+        """Withdraw the region from the core (later writes to it are refused)."""
+        if self.region is not None:
+            self.runtime.pool.default.memory.deregister(self.region.rkey)
+            self.region = None
+
     def end(self, reason: str | None) -> None:
         """Close the MRC connection, free the region, close the channel (once)."""
         if self._ended:
@@ -286,9 +439,14 @@ class InboundSession:
         if self.qp is not None:
             runtime.on_events(self.qp, None)
             runtime.pool.close(self.qp)
-        if self.region is not None:
-            runtime.pool.default.memory.deregister(self.region.rkey)
-            self.region = None
+            self.qp = None
+        self._release_region()
+        if self.part is not None:
+            self.part.discard()
+            self.part = None
+        if self.grant is not None:
+            self.grant.release()
+        self._end_setup()
         self.channel.close_after_flush()
         self.server.sessions.discard(self)
         if reason is not None:

@@ -4,11 +4,16 @@ A name comes from the peer, so it is checked before it touches the file system: 
 name only (no directory part, no ``..``, no NUL, at most 255 bytes), which keeps every write
 inside the directory. Files are written under a temporary name and renamed into place, so a
 reader of the directory sees either nothing or the whole file, never a partial one; a file of
-the same name is replaced.
+the same name is replaced. An incoming transfer is a ``PartFile``: a ``.part`` file mapped
+into memory that the core writes packets into as they arrive, so its size is bounded by the
+disk, not by the agent's memory; it is renamed on commit and removed otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import mmap
 import os
 import tempfile
 from pathlib import Path
@@ -16,6 +21,7 @@ from pathlib import Path
 from agent.io.errors import UsageError
 
 _MAX_NAME_BYTES = 255
+_PARTIAL_PREFIX = ".mrc-partial-"
 
 
 def check_file_name(name: str) -> str:
@@ -26,7 +32,7 @@ def check_file_name(name: str) -> str:
         raise UsageError(f"file name {name!r} must not contain '/', '\\' or NUL")
     if len(name.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES:
         raise UsageError(f"file name is longer than {_MAX_NAME_BYTES} bytes")
-    if name.startswith(".mrc-partial-"):
+    if name.startswith(_PARTIAL_PREFIX):
         raise UsageError(f"file name {name!r} uses the agent's temporary-file prefix")
     return name
 
@@ -48,7 +54,7 @@ def prepare_out_dir(path: str) -> Path:
 def write_atomically(directory: Path, name: str, data: bytes | bytearray | memoryview) -> Path:
     """Write ``data`` as ``directory/name`` (replacing it), visible only once complete."""
     target = directory / check_file_name(name)
-    handle, temporary = tempfile.mkstemp(prefix=".mrc-partial-", dir=directory)
+    handle, temporary = tempfile.mkstemp(prefix=_PARTIAL_PREFIX, dir=directory)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -59,3 +65,51 @@ def write_atomically(directory: Path, name: str, data: bytes | bytearray | memor
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+class PartFile:
+    """A ``.part`` file of a fixed length in ``directory``, mapped shared: ``view`` is the
+    memory a receive region exposes, and every byte written there lands in the file."""
+
+    def __init__(self, directory: Path, length: int) -> None:
+        if length < 1:
+            raise ValueError("a part file holds at least one byte")
+        handle, temporary = tempfile.mkstemp(prefix=_PARTIAL_PREFIX, suffix=".part", dir=directory)
+        self.path = Path(temporary)
+        try:
+            os.ftruncate(handle, length)
+            self._map = mmap.mmap(handle, length, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(handle)
+            self.path.unlink(missing_ok=True)
+            raise
+        os.close(handle)  # the mapping keeps the file open
+        self.view: memoryview | None = memoryview(self._map)
+        self.length = length
+
+    def sha256(self) -> str:
+        """Digest of the bytes written so far (the whole length)."""
+        return hashlib.sha256(self._map).hexdigest()
+
+    def commit(self, name: str) -> Path:
+        """Flush to disk and rename to ``name`` in the same directory (replacing a file of
+        that name); the part file is gone afterwards."""
+        target = self.path.parent / check_file_name(name)
+        self._map.flush()
+        self._unmap()
+        with open(self.path, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(self.path, target)
+        return target
+
+    def discard(self) -> None:
+        """Unmap and remove the part file (no effect after ``commit`` or a second call)."""
+        self._unmap()
+        self.path.unlink(missing_ok=True)
+
+    def _unmap(self) -> None:
+        if self.view is not None:
+            self.view.release()
+            self.view = None
+        with contextlib.suppress(BufferError, ValueError):
+            self._map.close()

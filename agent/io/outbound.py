@@ -35,6 +35,7 @@ from agent.core import (
     SendQueueFull,
 )
 from agent.io.addresses import PeerAddress, format_address, resolve
+from agent.io.caller_check import sign_hello
 from agent.io.errors import (
     AgentError,
     PeerUnreachableError,
@@ -197,7 +198,9 @@ class OutboundTransfer(ABC):
             self._fail(PeerUnreachableError(describe_connect_error(code, self.peer)))
             return
         self.runtime.reactor.unwatch(sock)
-        self._channel = LineChannel(sock, self.runtime.reactor, self._on_line, self._on_closed)
+        self._channel = LineChannel(
+            sock, self.runtime.reactor, self._on_line, self._on_closed, peer=str(self.peer)
+        )
         hello = Hello(
             qp=self.qp,
             psn=self._psn,
@@ -206,7 +209,11 @@ class OutboundTransfer(ABC):
             length=self.length,
             name=self.name,
         )
-        self._channel.send(hello.to_json())
+        secret = self.runtime.side_channel_secret
+        message = hello.to_json()
+        if secret is not None:
+            message = sign_hello(message, secret, self.runtime.wall_clock())
+        self._channel.send(message)
         self._await_reply("welcome")
 
     def _arm_timer(self, seconds: float, error: Callable[[], AgentError]) -> None:

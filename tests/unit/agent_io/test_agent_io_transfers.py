@@ -19,6 +19,8 @@ from agent.core import MrcConfig, OutgoingDatagram
 from agent.io.addresses import PeerAddress
 from agent.io.errors import (
     ErrorCode,
+    ExitCode,
+    OverLimitError,
     PeerUnreachableError,
     TransferFailedError,
 )
@@ -115,13 +117,14 @@ def test_an_agent_without_out_dir_refuses_files_with_transfer_failed(tmp_path):
         pair.close()
 
 
-def test_a_region_larger_than_max_region_is_refused(tmp_path):
+def test_a_region_larger_than_max_region_is_refused_as_over_limit(tmp_path):
     (tmp_path / "out").mkdir()
     pair = Pair(out_dir=tmp_path / "out", max_region=1000)
     try:
         transfer = FileTransfer(pair.client, pair.peer, b"y" * 1001, "big.bin")
         pair.run(transfer)
-        assert isinstance(transfer.error, TransferFailedError)
+        assert isinstance(transfer.error, OverLimitError)
+        assert transfer.error.exit_code == ExitCode.OVER_LIMIT
         assert "--max-region" in str(transfer.error)
         assert not (tmp_path / "out" / "big.bin").exists()
     finally:
