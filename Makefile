@@ -12,7 +12,7 @@ P4_PROGRAMS := mrc l3_baseline
 # pytest exits 5 when every test was deselected or skipped away: that is not a failure here.
 PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5), not a failure"; rc=0; fi; exit $$rc
 
-.PHONY: help setup native test unit ptf e2e lint build doctor bench-dataplane bench-agent bench-controller bench-targets shell clean
+.PHONY: help setup native test unit ptf e2e lint build doctor fuzz bench-dataplane bench-agent bench-controller bench-targets shell clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -65,6 +65,9 @@ build:  ## Compile p4src/*.p4 into p4src/build/ (BMv2 JSON + P4Info)
 
 doctor:  ## Which optional tools are present, and what each missing one disables
 	$(PY) -m tools.doctor
+
+fuzz:  ## Hostile peers vs a running agent during real transfers, FUZZ_S seconds (default 60): alive, RSS, files (JSON)
+	$(SUDO) $(PY) -m tools.fuzz --duration $(or $(FUZZ_S),60) $(FUZZ_ARGS)
 
 bench-dataplane:  ## BMv2 packets/s: mrc.p4 vs the plain L3 baseline, tcpreplay --topspeed (JSON)
 	$(SUDO) $(PY) -m tools.bench_dataplane $(BENCH_ARGS)

@@ -272,3 +272,67 @@ def test_ce_marks_are_read_at_the_receiver_and_echoed_to_the_sender(lab, tmp_pat
     marks = result["receiver"]["connection"]["ecn_marks_received"]
     assert 50 <= marks <= 250  # about 10 % of ~1000 data packets
     assert result["connection"]["ecn_echoes"] > 0
+
+
+# --- who may call, and what they may ask ------------------------------------------------------
+
+
+def _secret(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+def test_with_a_secret_file_only_a_sender_holding_the_same_secret_is_served(lab, tmp_path):
+    secret = _secret(tmp_path, "lab.secret", "a lab secret of thirty-two bytes")
+    out_dir = tmp_path / "received"
+    lab.serve("rx", "--out-dir", str(out_dir), "--no-socket", "--secret-file", str(secret))
+    source = _file(tmp_path, 200_000)
+    signed = lab.run("tx", _send_command(lab, source, "--no-agent", "--secret-file", str(secret)))
+    assert signed.returncode == 0, signed.stderr
+    assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
+    unsigned = lab.run("tx", _send_command(lab, source, "--no-agent", "--name", "unsigned.bin"))
+    assert unsigned.returncode == 9, unsigned.stderr
+    assert "requires authenticated hellos (--secret-file)" in unsigned.stderr
+    wrong = _secret(tmp_path, "wrong.secret", "another secret, also long enough")
+    forged = lab.run(
+        "tx", _send_command(lab, source, "--no-agent", "--secret-file", str(wrong), "--name", "x")
+    )
+    assert forged.returncode == 9, forged.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["payload.bin"]
+
+
+def test_a_secret_file_others_can_read_is_refused_at_start(lab, tmp_path):
+    secret = tmp_path / "open.secret"
+    secret.write_text("a lab secret of thirty-two bytes")
+    secret.chmod(0o644)
+    started = lab.run(
+        "rx", [*AGENT, "serve", "--plane", lab.addresses["rx"], "--secret-file", str(secret)]
+    )
+    assert started.returncode == 2
+    assert "chmod 600" in started.stderr
+
+
+def test_a_caller_outside_allow_is_refused_with_exit_9(lab, tmp_path):
+    lab.serve("rx", "--out-dir", str(tmp_path / "in"), "--no-socket", "--allow", "10.9.0.0/16")
+    sent = lab.run("tx", _send_command(lab, _file(tmp_path, 1000), "--no-agent"))
+    assert sent.returncode == 9
+    assert "--allow" in sent.stderr
+
+
+def test_a_transfer_over_the_receivers_max_region_exits_8_naming_the_flag(lab, tmp_path):
+    out_dir = tmp_path / "in"
+    lab.serve("rx", "--out-dir", str(out_dir), "--no-socket", "--max-region", "100000")
+    sent = lab.run("tx", _send_command(lab, _file(tmp_path, 200_000), "--no-agent"))
+    assert sent.returncode == 8
+    assert "--max-region" in sent.stderr
+    assert list(out_dir.iterdir()) == []
+
+
+def test_the_side_channel_listens_on_the_plane_address_only(lab, tmp_path):
+    lab.serve("rx", "--no-socket")
+    listening = lab.run("rx", ["ss", "-Htln", "sport = :18515"])
+    assert listening.returncode == 0, listening.stderr
+    assert f"{lab.addresses['rx']}:18515" in listening.stdout
+    assert "0.0.0.0:18515" not in listening.stdout and "*:18515" not in listening.stdout
