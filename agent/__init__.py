@@ -1,6 +1,6 @@
 """The MRC host agent: the endpoint side of MRC (EV spraying, PSNs, SACK/NACK, EV health, NSCC).
 
-``agent.wire`` holds the wire format (constants and scapy layers), ``agent.core`` the sans-IO
+``wire`` holds the wire format (constants and scapy layers), ``agent.core`` the sans-IO
 protocol core, ``agent.sim`` a deterministic in-process network, ``agent.io`` the socket
 runtime and ``agent.cli`` the command-line tools.
 """

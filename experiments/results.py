@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tools.toolchain import P4C, SIMPLE_SWITCH_GRPC, find_tool, tool_version
+from hostenv.toolchain import P4C, SIMPLE_SWITCH_GRPC, find_tool, tool_version
+from p4src import artifact
 
 REPO = Path(__file__).resolve().parents[1]
 #: The modes of an experiment that compares MRC with the single-path baseline; an
@@ -75,7 +76,7 @@ def _tool_version(spec: Any) -> str:
 
 def _compiled_with() -> str:
     """Without p4c here: the version that compiled the committed artifacts."""
-    recorded = REPO / "p4src" / "build" / "p4c-version.txt"
+    recorded = artifact("p4c-version.txt")
     if recorded.is_file():
         return f"{recorded.read_text().strip()} (compiled the committed p4src/build)"
     return "not found"

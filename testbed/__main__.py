@@ -108,9 +108,9 @@ def _stop(prefixes: Sequence[str]) -> int:
     """Ask each live runner to tear its run down (SIGTERM, as Ctrl-C), then sweep what is
     left of every run, or of the named ones: a runner killed with SIGKILL leaves its switches,
     agents and controller, which the sweep finds by the run prefix in their names."""
-    from topologies.mininet.cleanup import prefixes_on_machine, sweep
-    from topologies.mininet.naming import NamingError, check_run_prefix
-    from topologies.mininet.runs import recorded_runs, runs_root
+    from testbed.mininet.cleanup import prefixes_on_machine, sweep
+    from testbed.mininet.naming import NamingError, check_run_prefix
+    from testbed.mininet.runs import recorded_runs, runs_root
 
     try:
         chosen = {check_run_prefix(prefix) for prefix in prefixes}

@@ -23,8 +23,8 @@ from typing import Any
 from agent.io.control_client import connect_to_agent
 from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
+from testbed.mininet.naming import host_netns
 from testbed.processes import ManagedProcess
-from topologies.mininet.naming import host_netns
 from topologies.model import Host, LinkId, Topology
 
 #: What ``mrc-agent serve`` prints once it owns UDP 4791 and its sockets.

@@ -3,7 +3,7 @@ status socket inside the run's directory.
 
 The socket and log file names carry the run prefix (``<prefix>-controller.sock``), so the
 controller's command line names ``<prefix>-`` and the prefix sweep of
-``topologies.mininet.cleanup`` (``make stop``) kills it even when the runner itself was
+``testbed.mininet.cleanup`` (``make stop``) kills it even when the runner itself was
 killed with SIGKILL and never stopped it.
 
 On the ``linux`` target the controller is told so (``--target linux``) and where the switches'

@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hostenv.netns import terminate_on_signals
+from hostenv.qdiscs import probe_qdiscs
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.controller_run import ControllerRun
 from testbed.targets import AUTO, choose_target, differences
-from tools.netns import terminate_on_signals
-from tools.qdiscs import probe_qdiscs
 from topologies import load_topology
 from topologies.model import LinkId, Topology
 
@@ -46,7 +46,7 @@ class Testbed:
         topology says): on links slowed to a few hundred packets/s, LLDP probes wait in the
         same queue as the data and arrive late, which the controller takes for cuts.
         """
-        from topologies.mininet.network import TestbedNetwork  # imports Mininet
+        from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
         self.topology_ref = topology_ref
         self.discovery = discovery
@@ -150,7 +150,7 @@ class Testbed:
     def restart(self, switch: str) -> int:
         """kill -9 a switch and start it again empty; returns its new pid once it serves.
         The controller notices and reprograms it (see :meth:`wait_in_service`). On linux,
-        NotApplicable (``topologies.mininet.kernel_switch``)."""
+        NotApplicable (``testbed.mininet.kernel_switch``)."""
         return self.network.restart_switch(switch)
 
     def wait_in_service(self, switches: list[str], after: int) -> None:

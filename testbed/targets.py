@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from controller.southbound import p4_program
-from tools.toolchain import MININET, SIMPLE_SWITCH_CLI, find_tool
-from topologies.mininet.preflight import (
+from hostenv.toolchain import MININET, SIMPLE_SWITCH_CLI, find_tool
+from testbed.mininet.preflight import (
     bmv2_binary_problems,
     machine_problems,
     preflight_problems,
 )
-from topologies.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_target import SwitchTarget
 from topologies.model import Topology
 
 #: The qdiscs that can mark ECN on a kernel switch (RED with ``ecn``, codel's ``ce_threshold``).
@@ -164,7 +164,7 @@ def check_target(name: str, topology: Topology) -> Target:
 
 def differences(target: str, qdiscs: Mapping[str, bool] | None) -> list[str]:
     """What ``target`` does not do that ``bmv2`` does, one line each (empty for ``bmv2``);
-    ``qdiscs`` is what the kernel offers (``tools.qdiscs.probe_qdiscs``; None: not probed):
+    ``qdiscs`` is what the kernel offers (``hostenv.qdiscs.probe_qdiscs``; None: not probed):
     ECN marking needs RED or codel, and is off where the kernel has neither."""
     if target != "linux":
         return []
@@ -186,7 +186,7 @@ def ecn_difference(qdiscs: Mapping[str, bool] | None) -> str:
         # The southbound uses the first by preference (controller/southbound/linux/ecn.py),
         # under a port's tbf: a port without a rate limit builds no queue to mark.
         return f"ECN marking by the kernel's {markers[0]}, on rate-limited fabric ports only"
-    return "no ECN marking: this kernel offers neither RED nor codel (tools/qdiscs.py)"
+    return "no ECN marking: this kernel offers neither RED nor codel (hostenv/qdiscs.py)"
 
 
 def _unique(problems: list[str]) -> list[str]:

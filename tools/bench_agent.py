@@ -48,9 +48,9 @@ from typing import Any
 
 from agent.core.crc import IMPLEMENTATION as crc_implementation
 from agent.native import running_build
-from tools.netns import NetnsLab, run, terminate_on_signals
-from tools.qdiscs import probe_qdiscs
-from tools.toolchain import is_root
+from hostenv.netns import NetnsLab, run, terminate_on_signals
+from hostenv.qdiscs import probe_qdiscs
+from hostenv.toolchain import is_root
 
 REPO = Path(__file__).resolve().parents[1]
 #: nftables table the loss rule lives in (one per namespace, removed with it).
@@ -156,7 +156,7 @@ def route_peers_via_gateway(pair: VethPair) -> None:
     an ``IP_HDRINCL`` raw socket sends (``FLOWI_FLAG_KNOWN_NH`` makes the route uncacheable),
     ~11 % of the agent's sending core on this pair; a connected UDP socket (iperf3) keeps its
     route either way. The peer stays the next hop, so nothing else about the path changes;
-    ``topologies/mininet/host_config.py`` routes the testbed's hosts the same way."""
+    ``testbed/mininet/host_config.py`` routes the testbed's hosts the same way."""
     for netns, peer, ifname in (
         (pair.tx_ns, pair.rx_ip, pair.tx_if),
         (pair.rx_ns, pair.tx_ip, pair.rx_if),

@@ -41,8 +41,8 @@ from controller.southbound.finsy_codec import to_update
 from controller.southbound.plan import WritePlan, plan_writes
 from controller.southbound.records import ActionCall, RecordSet, TableEntryRecord
 from controller.southbound.writer import DEFAULT_MAX_BATCH, BatchWriteError, execute_plan
-from tools.bmv2 import Bmv2Options, Bmv2Process
-from tools.toolchain import SIMPLE_SWITCH_GRPC, find_tool, is_root, tool_version
+from hostenv.toolchain import SIMPLE_SWITCH_GRPC, find_tool, is_root, tool_version
+from testbed.bmv2 import Bmv2Options, Bmv2Process
 from topologies import load_topology_file
 from topologies.document import dump_document
 from topologies.generator import leaf_spine
@@ -152,7 +152,7 @@ def bench_failover(cuts: int, interval_ms: int, work_dir: Path) -> dict[str, Any
     reason = failover_skip_reason()
     if reason is not None:
         return {"skipped": reason}
-    from topologies.mininet import running_network
+    from testbed.mininet import running_network
 
     topology_file = _leaf_spine_file(work_dir)
     topology = load_topology_file(topology_file)

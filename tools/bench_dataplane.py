@@ -24,15 +24,16 @@ from pathlib import Path
 import finsy as fy
 from scapy.utils import wrpcap
 
-from agent.wire.frames import Envelope, mrc_data_packet
 from controller.southbound.p4_program import P4_CLASS_OF
-from tools.bmv2 import Bmv2Options, Bmv2Process
-from tools.netns import NetnsLab, terminate_on_signals
+from hostenv.netns import NetnsLab, terminate_on_signals
+from hostenv.toolchain import SIMPLE_SWITCH_GRPC, TCPREPLAY, find_tool, is_root, tool_version
+from p4src import BUILD_DIR
+from testbed.bmv2 import Bmv2Options, Bmv2Process
 from tools.p4rt_sync import SyncSwitch
-from tools.toolchain import SIMPLE_SWITCH_GRPC, TCPREPLAY, find_tool, is_root, tool_version
+from wire.frames import Envelope, mrc_data_packet
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD = REPO / "p4src" / "build"
+BUILD = BUILD_DIR
 SINK_PORTS = (2, 3, 4, 5)
 # The switch and the traffic generator each get a core of their own (the last two of the machine).
 SWITCH_CPU = str(max(os.cpu_count() or 1, 1) - 1)

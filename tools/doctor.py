@@ -15,9 +15,8 @@ import sys
 from dataclasses import asdict, dataclass
 
 from agent.native import NativeState, check
-from testbed.targets import TARGETS, bmv2_tool_problems, default_target, differences
-from tools.qdiscs import probe_qdiscs
-from tools.toolchain import (
+from hostenv.qdiscs import probe_qdiscs
+from hostenv.toolchain import (
     ALL_TOOLS,
     SIMPLE_SWITCH_GRPC,
     bmv2_has_thrift,
@@ -25,6 +24,7 @@ from tools.toolchain import (
     is_root,
     tool_version,
 )
+from testbed.targets import TARGETS, bmv2_tool_problems, default_target, differences
 
 
 @dataclass(frozen=True)

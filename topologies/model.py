@@ -13,8 +13,8 @@ from enum import StrEnum
 from functools import cached_property
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
-from agent.wire.constants import DscpClass
 from topologies.addressing import switch_port_mac
+from wire.constants import DscpClass
 
 
 class Role(StrEnum):

@@ -33,7 +33,7 @@ from agent.io.errors import AgentError, ExitCode, UsageError
 from agent.io.inbound import InboundPolicy
 from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
-from tools.netns import terminate_on_signals
+from hostenv.netns import terminate_on_signals
 
 _EXIT_CODE_MEANINGS = {
     ExitCode.OK: "done (send: the receiver confirmed every byte)",

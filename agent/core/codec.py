@@ -1,7 +1,7 @@
 """Fast encoder/decoder of MRC packets (the UDP payload: BTH, extension headers, payload, ICRC).
 
 Pure ``struct`` code, no scapy: the data path runs through here twice per packet. The layout is
-the one ``agent.wire.layers`` (the scapy reference) documents and the tests cross-check; the
+the one ``wire.layers`` (the scapy reference) documents and the tests cross-check; the
 field meanings are summarised in ``agent.core.packets``. Choices this codec relies on:
 
 * Every packet ends with the RoCEv2 ICRC (``agent.core.icrc``), so encoding and decoding need
@@ -45,7 +45,7 @@ from agent.core.packets import (
     TrimmedDataHeader,
 )
 from agent.core.psn import PSN_MASK
-from agent.wire.constants import (
+from wire.constants import (
     BTH_FLAG_ACKREQ,
     BTH_FLAG_RTX,
     BTH_FLAG_TS,

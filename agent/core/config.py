@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.wire.constants import DEFAULT_PAYLOAD, DscpClass
+from wire.constants import DEFAULT_PAYLOAD, DscpClass
 
 #: Largest PSN window the wire allows: SETH's ack_psn_offset and sack_offset are signed 16 bits.
 MAX_PSN_WINDOW = (1 << 15) - 1
@@ -22,7 +22,7 @@ MAX_PSN_WINDOW = (1 << 15) - 1
 @dataclass(frozen=True, slots=True)
 class DscpMap:
     """DSCP value of each MRC traffic class. Switches classify by DSCP only, so both ends and
-    the fabric must agree; the defaults are ``DscpClass``'s (see ``agent.wire.constants``)."""
+    the fabric must agree; the defaults are ``DscpClass``'s (see ``wire.constants``)."""
 
     control: int = DscpClass.CONTROL
     trimmable: int = DscpClass.TRIMMABLE

@@ -49,7 +49,7 @@ from agent.core.rtt import RttEstimator
 from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots
 from agent.core.sender import Sender, SentPacket
 from agent.core.stats import ConnectionCounters, ConnectionStats
-from agent.wire.constants import (
+from wire.constants import (
     ECN_CE,
     ECN_ECT0,
     ECN_NOT_ECT,

@@ -24,7 +24,7 @@ from agent.core.crc import crc32
 from agent.core.datagram import IpContext
 from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO
 from agent.core.packets import DEFAULT_PKEY
-from agent.wire.constants import (
+from wire.constants import (
     BTH_FLAG_ACKREQ,
     BTH_FLAG_RTX,
     BTH_FLAG_TS,

@@ -8,7 +8,7 @@ exactly the header fields given here. Two reasons the IP context travels with th
   it; the runtime therefore sends with a hand-built IPv4 header, ID 0 and DF set (the defaults
   of ``IpContext``), so both sides can rebuild the same pseudo-header;
 * the EV is not in the MRC payload at all: it is the UDP source port (EV bits 31-16) and, over
-  IPv6, the low 16 bits of the flow label (EV bits 15-0), the layout ``agent.wire.frames`` and
+  IPv6, the low 16 bits of the flow label (EV bits 15-0), the layout ``wire.frames`` and
   the P4 parser use. Over IPv4 an EV's low 16 bits are always 0.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.wire.constants import ROCEV2_UDP_PORT
+from wire.constants import ROCEV2_UDP_PORT
 
 #: IPv4 flags/fragment-offset word with only DF set: the runtime's raw sender writes this.
 IPV4_DONT_FRAGMENT = 0x4000

@@ -42,7 +42,7 @@ from agent.core.events import Event
 from agent.core.memory import MemoryRegion, MemoryTable
 from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
-from agent.wire.constants import ROCEV2_UDP_PORT
+from wire.constants import ROCEV2_UDP_PORT
 
 _MAX_QP: Final = 0xFFFFFF
 _FIRST_QP: Final = 2  # QPs 0 and 1 are InfiniBand's special QPs

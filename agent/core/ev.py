@@ -45,7 +45,7 @@ from typing import Final
 
 from agent.core.config import MrcConfig
 from agent.core.stats import EvReport
-from agent.wire.constants import EvState
+from wire.constants import EvState
 
 _GOOD: Final = EvState.GOOD
 _SKIP: Final = EvState.SKIP

@@ -1,6 +1,6 @@
 """RoCEv2's ICRC computed from an ``IpContext``, without building the IP datagram.
 
-Same definition as ``agent.wire.icrc`` (and scapy's ``contrib/roce.py``): CRC-32 over 8 bytes of
+Same definition as ``wire.icrc`` (and scapy's ``contrib/roce.py``): CRC-32 over 8 bytes of
 0xFF, the IP header with TOS/traffic class, TTL/hop limit, flow label and header checksum set to
 ones, the UDP header with its checksum set to ones, and the MRC packet with BTH byte 4 set to
 ones; stored least-significant byte first. This version packs the pseudo-header straight from
@@ -17,7 +17,7 @@ from typing import Final
 
 from agent.core.crc import crc32
 from agent.core.datagram import IpContext
-from agent.wire.constants import ICRC_LEN
+from wire.constants import ICRC_LEN
 
 _IP_PROTO_UDP: Final = 17
 _UDP_HEADER_LEN: Final = 8

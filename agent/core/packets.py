@@ -9,7 +9,7 @@ runs a dataclass-generated one as Python, ~1.2 us for a ``SackPacket``'s 22 fiel
 
 One class per packet kind; the BTH is flattened into each (``dest_qp``, ``psn``, flags), which keeps
 the data path to one object per packet. ``agent.core.codec`` turns them into bytes and back;
-field meanings follow ``agent.wire.layers`` (the scapy reference) exactly:
+field meanings follow ``wire.layers`` (the scapy reference) exactly:
 
 * cumulative PSNs are exclusive ("every PSN before it has arrived");
 * RETH ``va`` is where *this* packet's payload goes, ``dma_length`` the whole message's length;
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.wire.constants import CC_FLAG_ECN_ECHO
+from wire.constants import CC_FLAG_ECN_ECHO
 
 #: The default partition key, the only one MRC uses.
 DEFAULT_PKEY = 0xFFFF
@@ -347,7 +347,7 @@ class EndpointMessage:
     (PORT_STATUS).
 
     ``more_answers``: further EV-probe answers, ``(seq, value)`` each, that an EV_PROBE
-    response carries after its own (one more EPH each on the wire, see ``agent.wire.layers``).
+    response carries after its own (one more EPH each on the wire, see ``wire.layers``).
     A receiver answers the probes that arrived together in one response, because each probe
     answered alone cost its sender a datagram to receive and decode: at 1 % loss a quarter of
     the datagrams a sender received were probe answers.

@@ -51,7 +51,7 @@ from agent.core.packets import (
 )
 from agent.core.psn import PSN_MASK, psn_diff
 from agent.core.stats import ConnectionCounters
-from agent.wire.constants import (
+from wire.constants import (
     CC_FLAG_ECN_ECHO,
     IMM_OPCODES,
     AethSyndrome,

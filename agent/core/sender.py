@@ -46,7 +46,7 @@ from agent.core.packets import AckPacket, DataPacket, NackPacket, ReliabilityPro
 from agent.core.psn import MSN_MASK, PSN_MASK, psn_diff
 from agent.core.rtt import RttEstimator
 from agent.core.stats import ConnectionCounters, RetransmitCause
-from agent.wire.constants import IMM_OPCODES, AethSyndrome, NackReason, Opcode, SackSkipMode
+from wire.constants import IMM_OPCODES, AethSyndrome, NackReason, Opcode, SackSkipMode
 
 _IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
 _MAX_MESSAGE: Final = 0xFFFFFFFF  # RETH dma_length is 32 bits

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from agent.core.drops import DropReason
-from agent.wire.constants import EvState
+from wire.constants import EvState
 
 
 class RetransmitCause(Enum):

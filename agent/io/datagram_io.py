@@ -19,7 +19,7 @@ from agent.io.errors import PermissionDeniedError
 from agent.io.raw_sender import RawSender
 from agent.io.reactor import HasFileno
 from agent.io.udp_receiver import UdpReceiver
-from agent.wire.constants import ROCEV2_UDP_PORT
+from wire.constants import ROCEV2_UDP_PORT
 
 
 class DatagramIO(Protocol):

@@ -37,7 +37,7 @@ from agent.io.linux import (
     IPV6_TCLASS,
     SO_RCVBUFFORCE,
 )
-from agent.wire.constants import ROCEV2_UDP_PORT
+from wire.constants import ROCEV2_UDP_PORT
 
 #: Largest datagram accepted: a 9000-byte jumbo payload plus every MRC header, rounded up.
 MAX_DATAGRAM: Final = 9216

@@ -21,7 +21,7 @@ from agent.core.codec import trimmed_length
 from agent.core.config import DscpMap
 from agent.sim.packet import SimPacket
 from agent.sim.scheduler import Scheduler
-from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_ECT1
+from wire.constants import ECN_CE, ECN_ECT0, ECN_ECT1
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
-from agent.wire.constants import DscpClass
+from wire.constants import DscpClass
 
 
 @dataclass(frozen=True, order=True)

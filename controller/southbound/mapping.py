@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from ipaddress import IPv4Network, IPv6Network
 
-from agent.wire.constants import DscpClass
 from controller.intent import DscpRule, NextHopGroup, NextHopMember, PortIntent, Route
 from controller.intent.model import SwitchIntent
 from controller.southbound import p4_program as p4
@@ -36,6 +35,7 @@ from controller.southbound.records import (
     RecordSet,
     TableEntryRecord,
 )
+from wire.constants import DscpClass
 
 
 def desired_records(intent: SwitchIntent) -> RecordSet:

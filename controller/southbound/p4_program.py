@@ -6,14 +6,12 @@ when the program's interface does; the unit tests check each of them against the
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from agent.wire.constants import DscpClass
+from p4src import artifact
+from wire.constants import DscpClass
 
 #: The compiled artifacts the controller pushes when a switch lacks them.
-BUILD_DIR = Path(__file__).resolve().parents[2] / "p4src" / "build"
-P4INFO_PATH = BUILD_DIR / "mrc.p4info.txtpb"
-P4BLOB_PATH = BUILD_DIR / "mrc.json"
+P4INFO_PATH = artifact("mrc.p4info.txtpb")
+P4BLOB_PATH = artifact("mrc.json")
 
 #: ``CPU_PORT`` in p4src/include/defines.p4: compiled in, so a topology must agree with it.
 COMPILED_CPU_PORT = 255

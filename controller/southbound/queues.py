@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from controller.intent import PortIntent
-from tools.toolchain import SIMPLE_SWITCH_CLI, find_tool
+from hostenv.toolchain import SIMPLE_SWITCH_CLI, find_tool
 
 #: simple_switch_CLI imports Debian's thrift module: it runs with the system interpreter.
 SYSTEM_PYTHON = "/usr/bin/python3"

@@ -20,7 +20,7 @@ import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 
 from controller.southbound.p4_program import P4_CLASS_OF
-from tools.bmv2 import thrift_cli
+from testbed.bmv2 import thrift_cli
 from tools.p4rt_sync import SyncSwitch
 
 SWITCH_MAC = "00:00:00:00:aa:01"

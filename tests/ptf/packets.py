@@ -1,4 +1,4 @@
-"""Frames the PTF tests send, built with the project's frame constructors (agent.wire.frames).
+"""Frames the PTF tests send, built with the project's frame constructors (wire.frames).
 
 Thin wrappers that fix the suite's addresses and defaults (small payloads, a fixed QP), so a test
 names only what it varies.
@@ -11,9 +11,9 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
-from agent.wire import frames
-from agent.wire.constants import ECN_ECT0, DscpClass, NackReason, Opcode
-from agent.wire.frames import Envelope, ev_from_headers
+from wire import frames
+from wire.constants import ECN_ECT0, DscpClass, NackReason, Opcode
+from wire.frames import Envelope, ev_from_headers
 
 SRC_V4, DST_V4 = "10.0.1.1", "10.0.2.2"
 SRC_V6, DST_V6 = "fd00:1::1", "fd00:2::2"

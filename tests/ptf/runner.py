@@ -14,9 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.bmv2 import Bmv2Options, Bmv2Process
-from tools.netns import NetnsLab, terminate_on_signals
-from tools.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
+from hostenv.netns import NetnsLab, terminate_on_signals
+from hostenv.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
+from testbed.bmv2 import Bmv2Options, Bmv2Process
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "p4src" / "build"

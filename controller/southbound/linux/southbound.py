@@ -41,9 +41,9 @@ from controller.southbound.linux.namespace import LinkWatch, PortLink, SwitchNam
 from controller.southbound.linux.render import render
 from controller.southbound.linux.state import KernelState
 from controller.southbound.linux.sysctls import apply_sysctls, forwarding_sysctls
-from tools.qdiscs import probe_qdiscs
+from hostenv.qdiscs import probe_qdiscs
 
-#: The qdiscs that could mark ECN, as :func:`tools.qdiscs.probe_qdiscs` names them.
+#: The qdiscs that could mark ECN, as :func:`hostenv.qdiscs.probe_qdiscs` names them.
 ECN_QDISCS = ECN_QDISC_PREFERENCE
 
 NOT_COUNTED = (

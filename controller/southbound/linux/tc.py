@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from agent.wire.constants import (
+from wire.constants import (
     BTH_LEN,
     DEFAULT_PAYLOAD,
     ICRC_LEN,

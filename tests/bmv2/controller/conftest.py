@@ -35,7 +35,7 @@ def pair_network(pair_topology: Topology) -> Iterator[object]:
     reason = forwarding_skip_reason()
     if reason:
         pytest.skip(reason)
-    from topologies.mininet import running_network
+    from testbed.mininet import running_network
 
     with running_network(pair_topology) as network:
         yield network

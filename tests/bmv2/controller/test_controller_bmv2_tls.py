@@ -18,8 +18,8 @@ from controller.app.runtime import build_southbound
 from controller.intent import compute_intent
 from controller.southbound import p4_program
 from controller.southbound.interface import SwitchRole
-from tools.bmv2 import Bmv2Options, bmv2_command, wait_for_port
-from tools.toolchain import SIMPLE_SWITCH_GRPC, find_tool
+from hostenv.toolchain import SIMPLE_SWITCH_GRPC, find_tool
+from testbed.bmv2 import Bmv2Options, bmv2_command, wait_for_port
 from topologies import Topology, load_topology_text
 
 pytestmark = [pytest.mark.bmv2]

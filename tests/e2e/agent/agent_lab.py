@@ -1,6 +1,6 @@
 """Two network namespaces joined by a veth, and agent processes in them, for the e2e tests.
 
-Built on ``tools.netns.NetnsLab`` and the benchmark's ``VethPair``: every namespace, veth,
+Built on ``hostenv.netns.NetnsLab`` and the benchmark's ``VethPair``: every namespace, veth,
 nftables rule and process made here is removed by ``close()``, which the fixture calls on any
 exit, a failed assertion included.
 """
@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hostenv.netns import NetnsLab, run
 from tools.bench_agent import REPO, Background, VethPair, make_veth_pair
-from tools.netns import NetnsLab, run
 
 AGENT = [sys.executable, "-m", "agent.cli.agent_main"]
 PERF = [sys.executable, "-m", "agent.cli.perf_main"]

@@ -1,7 +1,7 @@
 """The Wireshark Lua dissector reads a capture of the agent's own traffic, field by field.
 
 A file goes from one agent to another in two namespaces while tcpdump records the receiver's
-veth; tshark with agent/wire/mrc.lua must then decode every MRC packet of that capture: data
+veth; tshark with wire/mrc.lua must then decode every MRC packet of that capture: data
 packets with METH and RETH whose virtual addresses cover the file, SACKs with SETH and CC_STATE,
 and a valid ICRC on every untrimmed packet.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.wire.constants import Opcode
 from tests.e2e.agent.agent_lab import AGENT, AgentLab
+from wire.constants import Opcode
 
 REPO = Path(__file__).resolve().parents[3]
 DISSECTOR = REPO / "agent" / "wire" / "mrc.lua"

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from hostenv.netns import terminate_on_signals
 from tests.e2e.linux_southbound.kernel_lab import KernelFabricLab, kernel_fabric
-from tools.netns import terminate_on_signals
 from topologies import Topology, load_topology_text
 
 #: Two leaves, two spines, one host per leaf: two paths between the hosts. The l1-s2 link is

@@ -2,7 +2,7 @@
 
 Each switch is a namespace ``<prefix>-<switch>`` whose port N is ``swpN`` with the topology's
 MAC; each host a namespace with its NICs configured as the runner configures them (static
-gateway neighbour, plane routes: :mod:`topologies.mininet.host_config`). Links are direct veth
+gateway neighbour, plane routes: :mod:`testbed.mininet.host_config`). Links are direct veth
 pairs (no patch panel: the tests cut a link by setting one end down, which the other end sees
 as carrier loss). Nothing forwards until a southbound programs the switches.
 
@@ -17,9 +17,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from tools.netns import NetnsLab, disable_offloads, run
-from topologies.mininet.host_config import host_sysctls, nic_bring_up, nic_prepare
-from topologies.mininet.wiring import FIRST_NIC_TABLE, HostNicWiring
+from hostenv.netns import NetnsLab, disable_offloads, run
+from testbed.mininet.host_config import host_sysctls, nic_bring_up, nic_prepare
+from testbed.mininet.wiring import FIRST_NIC_TABLE, HostNicWiring
 from topologies.model import Endpoint, Topology
 
 

@@ -28,12 +28,12 @@ from controller.southbound.linux.ecn import (
     red_marker,
 )
 from controller.southbound.linux.tc import FRAME_BYTES, tbf_parameters
+from hostenv.netns import terminate_on_signals
+from hostenv.qdiscs import probe_qdiscs
 from tests.e2e.linux_southbound.conftest import skip_reason
 from tests.e2e.linux_southbound.kernel_lab import KernelFabricLab
 from tests.e2e.linux_southbound.southbound_driver import running_southbound
 from tests.e2e.linux_southbound.test_linux_southbound import SWITCHES, program_all
-from tools.netns import terminate_on_signals
-from tools.qdiscs import probe_qdiscs
 from topologies.model import Topology
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(120)]
@@ -131,7 +131,7 @@ def red_kernel() -> None:
     if reason:
         pytest.skip(reason)
     if not probe_qdiscs().get("red"):
-        pytest.skip("this kernel has no red qdisc (tools/qdiscs.py): no ECN marker to check")
+        pytest.skip("this kernel has no red qdisc (hostenv/qdiscs.py): no ECN marker to check")
 
 
 def test_a_shaped_fabric_port_gets_a_red_marker_that_reads_back(

@@ -20,10 +20,10 @@ from controller.southbound.linux.names import ROUTE_PROTOCOL, gateway_v4, gatewa
 from controller.southbound.linux.namespace import SwitchNamespace
 from controller.southbound.linux.southbound import LinuxSouthbound
 from controller.southbound.linux.tc import FRAME_BYTES, tbf_parameters
+from hostenv.netns import NetnsLab
 from tests.e2e.linux_southbound.conftest import skip_reason
 from tests.e2e.linux_southbound.kernel_lab import KernelFabricLab, udp_flows_arrive
 from tests.e2e.linux_southbound.southbound_driver import running_southbound, wait_until
-from tools.netns import NetnsLab
 from topologies.model import Endpoint, Topology
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(120)]
@@ -227,7 +227,7 @@ def test_namespace_removed_disconnects_and_a_new_one_reconnects() -> None:
 
 
 def _delete_netns(name: str) -> None:
-    from tools.netns import run
+    from hostenv.netns import run
 
     run(["ip", "netns", "del", name])
 

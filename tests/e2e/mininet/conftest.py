@@ -63,7 +63,7 @@ def preset_network(request: pytest.FixtureRequest) -> Iterator[object]:
     reason = forwarding_skip_reason(target) if target == "bmv2" else bring_up_skip_reason(target)
     if reason:
         pytest.skip(reason)
-    from topologies.mininet import running_network
+    from testbed.mininet import running_network
 
     with running_network(load_topology(request.module.PRESET), target=target) as network:
         yield network

@@ -14,9 +14,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tools.toolchain import SIMPLE_SWITCH_CLI, SIMPLE_SWITCH_GRPC, find_tool, is_root
-from topologies.mininet.preflight import machine_problems
-from topologies.mininet.switch_target import SwitchTarget
+from hostenv.toolchain import SIMPLE_SWITCH_CLI, SIMPLE_SWITCH_GRPC, find_tool, is_root
+from testbed.mininet.preflight import machine_problems
+from testbed.mininet.switch_target import SwitchTarget
 
 REPO = Path(__file__).resolve().parents[3]
 P4_BUILD = REPO / "p4src" / "build"

@@ -1,5 +1,5 @@
 """What of a run exists on the machine, seen the way an operator would look: ``ip netns``,
-``ip link`` and ``pgrep``. Deliberately independent of ``topologies.mininet.cleanup``, so the
+``ip link`` and ``pgrep``. Deliberately independent of ``testbed.mininet.cleanup``, so the
 teardown tests do not check the sweep with the sweep's own eyes."""
 
 from __future__ import annotations

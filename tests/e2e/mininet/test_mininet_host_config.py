@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from topologies import load_topology
-from topologies.mininet.host_config import (
+from testbed.mininet.host_config import (
     GATEWAY_IPV4,
     GATEWAY_IPV6,
     OFFLOAD_FEATURES,
@@ -21,7 +20,8 @@ from topologies.mininet.host_config import (
     nic_source_rules,
     offloads_off,
 )
-from topologies.mininet.wiring import HostNicWiring, plan_wiring
+from testbed.mininet.wiring import HostNicWiring, plan_wiring
+from topologies import load_topology
 
 
 @pytest.fixture(scope="module")

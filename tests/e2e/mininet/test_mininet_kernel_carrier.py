@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("mininet.node", reason="Mininet is not installed")
 
-from topologies.mininet.kernel_switch import parse_carrier
+from testbed.mininet.kernel_switch import parse_carrier
 
 PORTS = {"swp1": 1, "swp2": 2, "swp3": 3}
 

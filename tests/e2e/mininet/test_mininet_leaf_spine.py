@@ -21,11 +21,11 @@ import pytest
 
 from controller.intent import compute_intent
 from controller.southbound.linux.tc import FRAME_BYTES
+from testbed.mininet.host_config import GATEWAY_IPV4, GATEWAY_IPV6
 from tests.e2e.mininet.fabric_program import MEMBER_COUNTER
 from tests.e2e.mininet.fabrics import Fabric, programmed_fabric
 from tests.e2e.mininet.machine_state import eventually, netns_exec
 from tests.e2e.mininet.pings import ping, ping_address, ping_all
-from topologies.mininet.host_config import GATEWAY_IPV4, GATEWAY_IPV6
 
 pytestmark = pytest.mark.mininet
 PRESET = "leaf-spine"
@@ -312,7 +312,7 @@ def test_traffic_into_a_cut_host_link_is_dropped_and_the_switch_lives_on(network
 def test_a_kernel_switch_refuses_a_restart_and_keeps_forwarding(network, fabric):
     if network.target != "linux":
         pytest.skip(f"kernel switches only (target {network.target})")
-    from topologies.mininet import NotApplicable
+    from testbed.mininet import NotApplicable
 
     with pytest.raises(NotApplicable, match="restart does not apply to the linux target"):
         network.restart_switch("l1")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from topologies import LinkId, Topology, load_topology, load_topology_text
-from topologies.mininet.link_lookup import LinkNotFound, find_link
-from topologies.mininet.naming import (
+from testbed.mininet.link_lookup import LinkNotFound, find_link
+from testbed.mininet.naming import (
     MAX_IFNAME_LEN,
     NamingError,
     check_run_prefix,
@@ -20,8 +19,9 @@ from topologies.mininet.naming import (
     run_of,
     switch_ifname,
 )
-from topologies.mininet.switch_target import SwitchTarget
-from topologies.mininet.wiring import plan_wiring
+from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.wiring import plan_wiring
+from topologies import LinkId, Topology, load_topology, load_topology_text
 
 PREFIX = "mn0a1b"
 
@@ -45,7 +45,7 @@ def test_a_malformed_prefix_is_rejected(bad):
 def test_names_are_traced_back_to_their_run_and_foreign_names_to_none():
     assert run_of("mn0a1b-h1") == "mn0a1b"
     assert run_of("mn0a1b-l1-3") == "mn0a1b"
-    # PTF and benchmark namespaces (tools/netns.py) and ordinary interfaces are not runs.
+    # PTF and benchmark namespaces (hostenv/netns.py) and ordinary interfaces are not runs.
     for foreign in ("mrc1a2b3-ptf", "eth0", "mn0a1b", "mnxyz1-h1", "br0"):
         assert run_of(foreign) is None
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("mininet.node", reason="Mininet is not installed")
 
-from topologies.mininet.bmv2_switch import parse_show_ports
+from testbed.mininet.bmv2_switch import parse_show_ports
 
 SHOW_PORTS = """\
 Obtaining JSON from switch...

@@ -29,7 +29,7 @@ from topologies import Topology
 
 pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("needs_bring_up")]
 
-CLI = [sys.executable, "-m", "topologies.mininet"]
+CLI = [sys.executable, "-m", "testbed.mininet"]
 READY = r"run (mn[0-9a-f]{4}) ready"
 
 
@@ -65,7 +65,7 @@ def _assert_tiny_footprint(prefix: str, target: str) -> None:
 def test_closing_a_network_leaves_no_namespace_link_or_process(
     tiny_topology: Topology, target: str
 ):
-    from topologies.mininet import TestbedNetwork
+    from testbed.mininet import TestbedNetwork
 
     network = TestbedNetwork(tiny_topology, target=target)
     try:
@@ -88,7 +88,7 @@ def test_closing_a_network_leaves_no_namespace_link_or_process(
 def test_an_exception_inside_the_block_still_tears_everything_down(
     tiny_topology: Topology, target: str
 ):
-    from topologies.mininet import running_network
+    from testbed.mininet import running_network
 
     with (
         pytest.raises(RuntimeError, match="a failing test"),
@@ -104,8 +104,8 @@ def test_a_switch_that_does_not_serve_in_time_fails_the_bring_up_and_leaves_noth
     tiny_topology: Topology, target: str
 ):
     _only_on_bmv2(target, "a kernel switch has nothing to start")
-    from topologies.mininet import TestbedNetwork
-    from topologies.mininet.bmv2_switch import SwitchStartError
+    from testbed.mininet import TestbedNetwork
+    from testbed.mininet.bmv2_switch import SwitchStartError
 
     network = TestbedNetwork(tiny_topology, startup_timeout=0.0)
     with pytest.raises(SwitchStartError, match=r"l1: nothing listening on 127\.0\.0\.1:50151"):
@@ -117,7 +117,7 @@ def test_a_taken_service_port_is_reported_before_anything_is_created(
     tiny_topology: Topology, target: str
 ):
     _only_on_bmv2(target, "kernel switches listen on no service port")
-    from topologies.mininet import BringUpError, TestbedNetwork
+    from testbed.mininet import BringUpError, TestbedNetwork
 
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 50152))
@@ -132,7 +132,7 @@ def test_a_taken_service_port_is_reported_before_anything_is_created(
 def test_a_missing_tool_of_the_target_is_reported_before_anything_is_created(
     tiny_topology: Topology, target: str, monkeypatch: pytest.MonkeyPatch
 ):
-    from topologies.mininet import BringUpError, TestbedNetwork, preflight
+    from testbed.mininet import BringUpError, TestbedNetwork, preflight
 
     missing = {"bmv2": "ethtool", "linux": "tc"}[target]
     real_which = shutil.which
@@ -185,7 +185,7 @@ def test_clean_removes_what_a_killed_run_left_and_spares_live_runs(
     if target == "bmv2":
         assert left_behind.links and left_behind.processes
 
-    from topologies.mininet import running_network
+    from testbed.mininet import running_network
 
     with running_network(_on_other_ports(tiny_topology), target=target) as live:
         listed = subprocess.run([*CLI, "list"], capture_output=True, text=True, cwd=REPO)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from testbed.mininet.naming import RUN_PREFIX_PATTERN
+from testbed.mininet.runs import RUNS_ROOT_ENV
 from tests.e2e.mininet.environment import TARGETS, forwarding_skip_reason
 from tests.e2e.testbed.topology_files import preset_on_own_ports
-from topologies.mininet.naming import RUN_PREFIX_PATTERN
-from topologies.mininet.runs import RUNS_ROOT_ENV
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     path.mkdir()
     monkeypatch.setenv(RUNS_ROOT_ENV, str(path))
     yield path
-    from topologies.mininet.cleanup import sweep
+    from testbed.mininet.cleanup import sweep
 
     for run in path.iterdir():
         if RUN_PREFIX_PATTERN.match(run.name):

@@ -58,7 +58,7 @@ def test_missing_bmv2_is_named_with_how_to_get_it(monkeypatch: pytest.MonkeyPatc
 
 
 def test_linux_needs_tc_and_says_where_it_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
-    from topologies.mininet import preflight
+    from testbed.mininet import preflight
 
     real_which = preflight.shutil.which
     monkeypatch.setattr(

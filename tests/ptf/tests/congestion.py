@@ -18,7 +18,9 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
-from agent.wire.constants import (
+from tests.ptf.base import SWITCH_MAC, MrcPtfTest
+from tests.ptf.packets import DST_V4, DST_V6, mrc_data, mrc_sack
+from wire.constants import (
     BTH_LEN,
     ECN_CE,
     METH_LEN,
@@ -27,8 +29,6 @@ from agent.wire.constants import (
     DscpClass,
     Opcode,
 )
-from tests.ptf.base import SWITCH_MAC, MrcPtfTest
-from tests.ptf.packets import DST_V4, DST_V6, mrc_data, mrc_sack
 
 PORT = 2
 RATE_PPS = 100

@@ -14,7 +14,7 @@ from agent.core.packets import (
     SackPacket,
     TrimmedDataHeader,
 )
-from agent.wire.constants import DATA_OPCODES, IMM_OPCODES, MAX_EV_PROBE_ANSWERS, EpType
+from wire.constants import DATA_OPCODES, IMM_OPCODES, MAX_EV_PROBE_ANSWERS, EpType
 
 u8 = st.integers(0, 0xFF)
 u16 = st.integers(0, 0xFFFF)

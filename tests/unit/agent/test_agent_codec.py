@@ -25,15 +25,6 @@ from agent.core.codec import (
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
 from agent.core.packets import DataPacket, EndpointMessage, SackPacket, TrimmedDataHeader
-from agent.wire.constants import (
-    BTH_LEN,
-    EPH_LEN,
-    ICRC_LEN,
-    MAX_EV_PROBE_ANSWERS,
-    ROCEV2_UDP_PORT,
-    EpType,
-    Opcode,
-)
 from tests.unit.agent.agent_strategies import (
     any_packets,
     data_packets,
@@ -41,6 +32,15 @@ from tests.unit.agent.agent_strategies import (
     ipv4_contexts,
     ipv6_contexts,
     u16,
+)
+from wire.constants import (
+    BTH_LEN,
+    EPH_LEN,
+    ICRC_LEN,
+    MAX_EV_PROBE_ANSWERS,
+    ROCEV2_UDP_PORT,
+    EpType,
+    Opcode,
 )
 
 V4 = IpContext(src=bytes([10, 0, 0, 1]), dst=bytes([10, 0, 0, 2]))

@@ -14,7 +14,7 @@ import random
 
 from agent.core import MrcConfig
 from agent.sim import LinkConfig, build_pair
-from agent.wire.constants import EvState
+from wire.constants import EvState
 
 PACKET = 1100
 #: 10 packets/s behind a 32-packet queue: 3.2 s of queueing per path.

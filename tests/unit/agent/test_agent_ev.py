@@ -10,7 +10,7 @@ import pytest
 
 from agent.core.config import MrcConfig
 from agent.core.ev import EvEntry, EvSet
-from agent.wire.constants import EvState
+from wire.constants import EvState
 
 INTERVAL = 1e-3
 

@@ -13,9 +13,9 @@ from agent.core import DropReason, IncomingDatagram, IpContext
 from agent.core.codec import encode
 from agent.core.icrc import icrc_bytes
 from agent.core.packets import DataPacket, Packet, SackPacket
-from agent.wire.constants import Opcode
 from tests.unit.agent.agent_loopback import Loopback
 from tests.unit.agent.agent_strategies import any_packets
+from wire.constants import Opcode
 
 SRC_PORT = 0xC123
 

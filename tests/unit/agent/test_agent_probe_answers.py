@@ -13,7 +13,7 @@ from agent.core import MrcConfig
 from agent.core.drops import DropReason
 from agent.core.packets import EndpointMessage
 from agent.core.stats import EvState
-from agent.wire.constants import MAX_EV_PROBE_ANSWERS, EpType
+from wire.constants import MAX_EV_PROBE_ANSWERS, EpType
 
 from .agent_loopback import Flight, Loopback
 

@@ -18,7 +18,7 @@ from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
 from agent.core.icrc import icrc_valid
 from agent.core.packets import AckPacket, DataPacket, EndpointMessage, SackPacket
-from agent.wire.constants import Opcode
+from wire.constants import Opcode
 
 A, B, C = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), bytes([10, 0, 0, 3])
 

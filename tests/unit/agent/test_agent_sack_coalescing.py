@@ -33,8 +33,8 @@ from agent.core.packets import (
 )
 from agent.core.receiver import Receiver
 from agent.core.stats import ConnectionCounters
-from agent.wire.constants import CC_FLAG_ECN_ECHO, ECN_CE, Opcode, SackSkipMode
 from tests.unit.agent.agent_loopback import Flight, Loopback
+from wire.constants import CC_FLAG_ECN_ECHO, ECN_CE, Opcode, SackSkipMode
 
 DATA = bytes(random.Random(7).randbytes(5000))  # five packets of 1024 bytes, last one shorter
 _VA = 0x1000

@@ -20,7 +20,7 @@ from agent.core.datagram import IpContext
 from agent.core.packets import DataPacket
 from agent.core.sender import SentPacket
 from agent.core.stats import RetransmitCause
-from agent.wire.constants import DATA_OPCODES, IMM_OPCODES
+from wire.constants import DATA_OPCODES, IMM_OPCODES
 
 A, B = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 

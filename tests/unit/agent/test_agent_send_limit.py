@@ -9,7 +9,7 @@ import os
 
 from agent.core import ConnectionSpec, Endpoint, IncomingDatagram, MrcConfig
 from agent.core.datagram import IpContext, OutgoingDatagram
-from agent.wire.constants import DATA_OPCODES
+from wire.constants import DATA_OPCODES
 
 A, B = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 _DATA_OPCODES = {int(op) for op in DATA_OPCODES}

@@ -16,8 +16,8 @@ from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IpContext
 from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots
 from agent.io.raw_sender import ipv4_udp_header
-from agent.wire.constants import DATA_OPCODES, IMM_OPCODES
 from tests.unit.agent.agent_strategies import u16, u24, u32
+from wire.constants import DATA_OPCODES, IMM_OPCODES
 
 A, B, C = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), bytes([10, 1, 0, 2])
 _LENGTH = struct.Struct("=Q")

@@ -15,7 +15,7 @@ from agent.sim import LinkConfig, Scheduler, build_pair
 from agent.sim.link import Link
 from agent.sim.network import SimNetwork, make_endpoint_addresses
 from agent.sim.packet import SimPacket
-from agent.wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, DscpClass, Opcode
+from wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, DscpClass, Opcode
 
 IP = IpContext(src=bytes([10, 0, 0, 1]), dst=bytes([10, 0, 0, 2]))
 

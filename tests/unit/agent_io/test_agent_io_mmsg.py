@@ -21,7 +21,7 @@ from agent.io import mmsg
 from agent.io.linux import IP_PKTINFO, IP_RECVTOS, IP_TOS_CMSG
 from agent.io.raw_sender import RawSender, sockaddr
 from agent.io.udp_receiver import MAX_DATAGRAM, UdpReceiver
-from agent.wire.constants import ECN_ECT0
+from wire.constants import ECN_ECT0
 
 LOOPBACK = bytes([127, 0, 0, 1])
 needs_mmsg = pytest.mark.skipif(

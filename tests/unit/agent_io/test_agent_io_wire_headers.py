@@ -19,7 +19,7 @@ from agent.core import IpContext, OutgoingDatagram
 from agent.io.linux import IP_PKTINFO, IPV6_FLOWINFO, IPV6_PKTINFO, IPV6_TCLASS
 from agent.io.raw_sender import RawSender, ipv4_udp_header, ipv6_udp_header, udp6_checksum
 from agent.io.udp_receiver import parse_ancillary_v4, parse_ancillary_v6
-from agent.wire.constants import ECN_ECT0, ECN_NOT_ECT, ROCEV2_UDP_PORT
+from wire.constants import ECN_ECT0, ECN_NOT_ECT, ROCEV2_UDP_PORT
 
 SRC4, DST4 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 SRC6 = socket.inet_pton(socket.AF_INET6, "fd00::1")

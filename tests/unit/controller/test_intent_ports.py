@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agent.wire.constants import DscpClass
 from controller.intent import DscpRule, LldpIntent, compute_intent
 from topologies import load_topology_text
 from topologies.document import dump_document, explicit_document
+from wire.constants import DscpClass
 
 
 def test_ecn_is_off_toward_hosts_and_on_between_switches(leaf_spine):

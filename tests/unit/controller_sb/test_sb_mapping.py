@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import re
 from ipaddress import IPv4Network, IPv6Network
-from pathlib import Path
 
 import finsy as fy
 import pytest
 
-from agent.wire.constants import DscpClass
 from controller.intent import DscpRule, Route, compute_intent
 from controller.southbound import p4_program as p4
 from controller.southbound.finsy_codec import from_entity, to_entity
@@ -21,9 +19,11 @@ from controller.southbound.mapping import (
     trim_dscp_record,
 )
 from controller.southbound.records import GroupRecord, MemberRecord, TableEntryRecord
+from p4src import SOURCE_DIR
 from topologies import load_topology
+from wire.constants import DscpClass
 
-DEFINES = Path(p4.BUILD_DIR).parent / "include" / "defines.p4"
+DEFINES = SOURCE_DIR / "include" / "defines.p4"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.toolchain import P4C, find_tool
+from hostenv.toolchain import P4C, find_tool
 
 REPO = Path(__file__).resolve().parents[3]
 P4SRC = REPO / "p4src"

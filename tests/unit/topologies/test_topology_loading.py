@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
-from agent.wire.constants import DscpClass
 from topologies import Endpoint, LinkId, LinkParams, Role
+from wire.constants import DscpClass
 
 
 def test_switch_defaults_come_from_role_and_device_id(load_yaml, small_fabric):

@@ -10,8 +10,8 @@ import pytest
 from scapy.fields import ConditionalField, SignedShortField
 from scapy.packet import Packet
 
-from agent.wire.constants import EpType, NackReason, Opcode
-from agent.wire.frames import (
+from wire.constants import EpType, NackReason, Opcode
+from wire.frames import (
     Envelope,
     mrc_ack,
     mrc_data_packet,
@@ -21,7 +21,7 @@ from agent.wire.frames import (
     mrc_reliability_probe,
     mrc_sack,
 )
-from agent.wire.layers import (
+from wire.layers import (
     AETH,
     MrcBTH,
     MrcCCState,

@@ -33,7 +33,7 @@ from agent.core.packets import (
     SackPacket,
     TrimmedDataHeader,
 )
-from agent.wire.constants import (
+from wire.constants import (
     DATA_OPCODES,
     ICRC_LEN,
     IMM_OPCODES,
@@ -44,8 +44,8 @@ from agent.wire.constants import (
     NackReason,
     Opcode,
 )
-from agent.wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, traffic_class
-from agent.wire.layers import (
+from wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, traffic_class
+from wire.layers import (
     AETH,
     MrcBTH,
     MrcCCState,

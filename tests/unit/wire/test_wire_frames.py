@@ -9,7 +9,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from agent.wire.constants import (
+from wire.constants import (
     CC_FLAG_ECN_ECHO,
     ECN_ECT0,
     ECN_NOT_ECT,
@@ -19,7 +19,7 @@ from agent.wire.constants import (
     Opcode,
     SackSkipMode,
 )
-from agent.wire.frames import (
+from wire.frames import (
     Envelope,
     ev_flow_label,
     ev_from_headers,
@@ -30,7 +30,7 @@ from agent.wire.frames import (
     mrc_sack,
     traffic_class,
 )
-from agent.wire.layers import MrcBTH, MrcNETH, MrcRETH, MrcSETH, MrcTSETH
+from wire.layers import MrcBTH, MrcNETH, MrcRETH, MrcSETH, MrcTSETH
 
 DATA_KINDS = {
     "write_first",

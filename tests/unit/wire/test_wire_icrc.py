@@ -11,10 +11,10 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from agent.wire.constants import BTH_LEN, ICRC_LEN, ROCEV2_UDP_PORT, NackReason
-from agent.wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, Envelope, mrc_data_packet, mrc_nack
-from agent.wire.icrc import compute_icrc, icrc_from_bytes, icrc_is_valid, icrc_to_bytes
-from agent.wire.layers import MrcBTH, MrcRETH, icrc_matches
+from wire.constants import BTH_LEN, ICRC_LEN, ROCEV2_UDP_PORT, NackReason
+from wire.frames import DEFAULT_DST_MAC, DEFAULT_SRC_MAC, Envelope, mrc_data_packet, mrc_nack
+from wire.icrc import compute_icrc, icrc_from_bytes, icrc_is_valid, icrc_to_bytes
+from wire.layers import MrcBTH, MrcRETH, icrc_matches
 
 ETHER_LEN = 14
 

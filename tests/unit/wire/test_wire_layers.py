@@ -1,4 +1,4 @@
-"""The MRC scapy layers: what importing ``agent.wire.layers`` makes scapy build and dissect."""
+"""The MRC scapy layers: what importing ``wire.layers`` makes scapy build and dissect."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
-from agent.wire.constants import (
+from wire.constants import (
     BTH_LEN,
     CC_STATE_LEN,
     EPH_LEN,
@@ -27,14 +27,14 @@ from agent.wire.constants import (
     EpType,
     Opcode,
 )
-from agent.wire.frames import (
+from wire.frames import (
     DEFAULT_DST_MAC,
     DEFAULT_SRC_MAC,
     Envelope,
     mrc_data_packet,
     mrc_ep_response,
 )
-from agent.wire.layers import (
+from wire.layers import (
     AETH,
     MrcBTH,
     MrcCCState,

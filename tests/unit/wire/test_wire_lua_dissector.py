@@ -1,4 +1,4 @@
-"""The Wireshark Lua dissector (agent/wire/mrc.lua), run by tshark on captures of our layers."""
+"""The Wireshark Lua dissector (wire/mrc.lua), run by tshark on captures of our layers."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import wrpcap
 
-import agent.wire
-from agent.wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, EpType, Opcode
-from agent.wire.frames import (
+import wire
+from wire.constants import ICRC_LEN, ROCEV2_UDP_PORT, EpType, Opcode
+from wire.frames import (
     DEFAULT_DST_MAC,
     DEFAULT_SRC_MAC,
     Envelope,
@@ -25,7 +25,7 @@ from agent.wire.frames import (
     mrc_ep_response,
     trim,
 )
-from agent.wire.layers import (
+from wire.layers import (
     AETH,
     MrcBTH,
     MrcCCState,
@@ -42,7 +42,7 @@ from agent.wire.layers import (
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
 
-DISSECTOR = Path(agent.wire.__file__).with_name("mrc.lua")
+DISSECTOR = Path(wire.__file__).with_name("mrc.lua")
 
 #: Lua field prefix of each layer: mrc.<prefix>.<scapy field name>.
 LUA_PREFIX: dict[type[Packet], str] = {

@@ -8,7 +8,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from agent.wire.constants import (
+from wire.constants import (
     BTH_LEN,
     ECN_CE,
     IMM_LEN,
@@ -18,8 +18,8 @@ from agent.wire.constants import (
     DscpClass,
     Opcode,
 )
-from agent.wire.frames import Envelope, mrc_data_packet, mrc_sack, trim
-from agent.wire.layers import (
+from wire.frames import Envelope, mrc_data_packet, mrc_sack, trim
+from wire.layers import (
     MrcBTH,
     MrcImmDt,
     MrcMETH,

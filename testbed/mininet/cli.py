@@ -1,10 +1,10 @@
 """Command line for debugging bring-up and cleaning after crashes.
 
-    python -m topologies.mininet up leaf-spine     # bring up, print a summary, wait for Ctrl-C
-    python -m topologies.mininet up leaf-spine --target linux   # kernel switches instead of BMv2
-    python -m topologies.mininet list              # runs on this machine and their owners
-    python -m topologies.mininet clean             # remove runs whose owner is gone
-    python -m topologies.mininet clean --all       # remove every run, live or not (`make stop`)
+    python -m testbed.mininet up leaf-spine     # bring up, print a summary, wait for Ctrl-C
+    python -m testbed.mininet up leaf-spine --target linux   # kernel switches instead of BMv2
+    python -m testbed.mininet list              # runs on this machine and their owners
+    python -m testbed.mininet clean             # remove runs whose owner is gone
+    python -m testbed.mininet clean --all       # remove every run, live or not (`make stop`)
 
 ``up`` tears everything down on Ctrl-C, SIGTERM or SIGHUP and exits 0; a topology that does
 not load exits 2, a machine that cannot run it (no root, no BMv2, a port taken) exits 1 with
@@ -21,14 +21,14 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from testbed.mininet.switch_target import SwitchTarget
 from topologies.errors import TopologyError
-from topologies.mininet.switch_target import SwitchTarget
 from topologies.presets import PRESETS, load_topology
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m topologies.mininet", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testbed.mininet", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="bring a topology up and wait for Ctrl-C")
     up.add_argument("topology", help=f"a preset ({', '.join(PRESETS)}) or a topology file")
@@ -55,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _up(topology_name: str, target: SwitchTarget, keep_logs: bool, startup_timeout: float) -> int:
-    from tools.netns import terminate_on_signals
-    from topologies.mininet.network import BringUpError, TestbedNetwork
+    from hostenv.netns import terminate_on_signals
+    from testbed.mininet.network import BringUpError, TestbedNetwork
 
     try:
         topology = load_topology(topology_name)
@@ -82,8 +82,8 @@ def _up(topology_name: str, target: SwitchTarget, keep_logs: bool, startup_timeo
 
 
 def _list() -> int:
-    from topologies.mininet.cleanup import prefixes_on_machine
-    from topologies.mininet.runs import recorded_runs, runs_root
+    from testbed.mininet.cleanup import prefixes_on_machine
+    from testbed.mininet.runs import recorded_runs, runs_root
 
     records = recorded_runs(runs_root())
     for prefix in sorted(prefixes_on_machine()):
@@ -97,9 +97,9 @@ def _list() -> int:
 
 
 def _clean(prefixes: Sequence[str], everything: bool) -> int:
-    from topologies.mininet.cleanup import prefixes_on_machine, stale_prefixes, sweep
-    from topologies.mininet.naming import NamingError, check_run_prefix
-    from topologies.mininet.runs import runs_root
+    from testbed.mininet.cleanup import prefixes_on_machine, stale_prefixes, sweep
+    from testbed.mininet.naming import NamingError, check_run_prefix
+    from testbed.mininet.runs import runs_root
 
     try:
         targets = {check_run_prefix(prefix) for prefix in prefixes}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from agent.wire.constants import BTH_LEN, ICRC_LEN
+from wire.constants import BTH_LEN, ICRC_LEN
 
 _PSEUDO_LRH = b"\xff" * 8
 _UDP_HEADER_LEN = 8

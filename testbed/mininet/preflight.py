@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib.util
 import shutil
 
-from tools.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
-from topologies.mininet.switch_target import SwitchTarget
-from topologies.mininet.system import port_in_use
+from hostenv.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
+from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.system import port_in_use
 from topologies.model import Topology
 
 #: Commands every bring-up runs besides the switches' own: namespaces and veths (ip), offloads
@@ -65,6 +65,6 @@ def _service_port_problems(topology: Topology) -> list[str]:
             if port_in_use(port):
                 problems.append(
                     f"switch {switch.name}: {what} port {port} is in use (another run still up? "
-                    "`python -m topologies.mininet clean` removes dead runs)"
+                    "`python -m testbed.mininet clean` removes dead runs)"
                 )
     return problems

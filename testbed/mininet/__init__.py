@@ -2,14 +2,14 @@
 (target ``bmv2``) or one kernel-forwarding namespace per switch (target ``linux``).
 
     from topologies import load_topology
-    from topologies.mininet import running_network
+    from testbed.mininet import running_network
 
     with running_network(load_topology("leaf-spine"), target="linux") as net:
         net.cut("l1", "s1")
         net.restore("l1", "s1")
 
-From a shell: ``python -m topologies.mininet up leaf-spine [--target linux]`` (Ctrl-C tears
-down) and ``python -m topologies.mininet clean`` (removes what killed runs left behind).
+From a shell: ``python -m testbed.mininet up leaf-spine [--target linux]`` (Ctrl-C tears
+down) and ``python -m testbed.mininet clean`` (removes what killed runs left behind).
 
 Modules: ``naming`` (run prefix and every name derived from it), ``switch_target`` (the two
 targets), ``wiring`` (the plan of veths, patches and names, checked before anything is
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from topologies.mininet.network import (
+    from testbed.mininet.network import (
         BringUpError,
         NotApplicable,
         SwitchTarget,
@@ -42,7 +42,7 @@ __all__ = ["BringUpError", "NotApplicable", "SwitchTarget", "TestbedNetwork", "r
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from topologies.mininet import network
+        from testbed.mininet import network
 
         return getattr(network, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

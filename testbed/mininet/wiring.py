@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from topologies.mininet.naming import (
+from testbed.mininet.naming import (
     bridge_name,
     host_netns,
     kernel_switch_port,
@@ -27,7 +27,7 @@ from topologies.mininet.naming import (
     switch_ifname,
     switch_netns,
 )
-from topologies.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_target import SwitchTarget
 from topologies.model import Link, LinkId, Nic, Plane, Topology
 
 #: First routing table of a host's per-NIC source rules (one table per NIC, in NIC order).

@@ -1,8 +1,8 @@
 --[[
 Wireshark / tshark dissector for MRC (Multipath Reliable Connection) over RoCEv2.
 
-Usage:  tshark -X lua_script:agent/wire/mrc.lua -r capture.pcap -V
-        tshark -X lua_script:agent/wire/mrc.lua -r capture.pcap -T fields -e mrc.seth.cum_ack_psn
+Usage:  tshark -X lua_script:wire/mrc.lua -r capture.pcap -V
+        tshark -X lua_script:wire/mrc.lua -r capture.pcap -T fields -e mrc.seth.cum_ack_psn
 
 Why a post-dissector: Wireshark's built-in InfiniBand dissector ("RRoCE" on UDP 4791) decodes
 the BTH of every MRC packet (opcode, QP, PSN) but shows MRC's own opcodes as "Unknown OpCode"
@@ -13,7 +13,7 @@ value (EV), which can be any port, 53 included, and then DNS, not RRoCE, claims 
 The post-dissector finds the UDP header whose destination port is the MRC port itself and
 decodes the whole MRC payload from there, whoever dissected it before.
 
-Layout (all big-endian; agent/wire/layers.py documents every field choice):
+Layout (all big-endian; wire/layers.py documents every field choice):
   BTH (12) | by opcode:
     0xC6-0xCB data: METH(4) [TSETH(4) iff BTH.TS] RETH(16) [ImmDt(4) on 0xC9/0xCB] payload
     0xD1 ACK: AETH(4)      0xD8/0xD9 endpoint request/response: EPH(8) [EPH(8)...: the
@@ -32,7 +32,7 @@ mrc.prefs.trimmed_dscp = Pref.uint("TRIMMED DSCP", 12, "DSCP of a packet trimmed
 mrc.prefs.trimmed_lasthop_dscp =
     Pref.uint("TRIMMED_LASTHOP DSCP", 13, "DSCP of a packet trimmed on the last hop")
 
--- Numbers from agent/wire/constants.py.
+-- Numbers from wire/constants.py.
 local OP = {
     WRITE_FIRST = 0xC6, WRITE_MIDDLE = 0xC7, WRITE_LAST = 0xC8, WRITE_LAST_IMM = 0xC9,
     WRITE_ONLY = 0xCA, WRITE_ONLY_IMM = 0xCB, ACK = 0xD1, EP_REQUEST = 0xD8,
@@ -174,7 +174,7 @@ local function crc32_bytes(crc, byte)
 end
 
 -- ICRC of the IP datagram src[ip_off, icrc_off + 4): 8 bytes of 0xFF, then the datagram with
--- the fields a router may rewrite set to ones (agent/wire/icrc.py), ICRC slot excluded.
+-- the fields a router may rewrite set to ones (wire/icrc.py), ICRC slot excluded.
 local function compute_icrc(src, ip, udp_off, icrc_off)
     local data = src:bytes(ip.offset, icrc_off - ip.offset)
     local masked = {}

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv6Address
 
-from topologies.mininet.wiring import HostNicWiring
+from testbed.mininet.wiring import HostNicWiring
 
 GATEWAY_IPV4 = IPv4Address("169.254.0.1")
 GATEWAY_IPV6 = IPv6Address("fe80::1")

@@ -15,7 +15,7 @@ Packet layout (all big-endian; ``shared/mrc-notes.md``, "Wire format")::
     0xDD       NACK           NETH (20)
     0xDE       RELIABILITY    nothing: the BTH's PSN is the probed PSN
 
-Every packet ends with the 4-byte ICRC (``agent.wire.icrc``), held as the BTH's trailing ``icrc``
+Every packet ends with the 4-byte ICRC (``wire.icrc``), held as the BTH's trailing ``icrc``
 field the way scapy's contrib BTH holds it, except on a *trimmed* packet: a switch that trims
 cuts a data packet after its headers, so payload and ICRC are gone, and re-marks its DSCP as
 TRIMMED or TRIMMED_LASTHOP. The BTH recognises a trimmed packet by that DSCP in the enclosing
@@ -62,7 +62,7 @@ Field choices (where the notes leave the field open, the choice is the testbed's
   answers the probes that arrived together at once (the testbed's choice; the notes say only
   "request/response"). Each further EPH dissects as another ``MrcEPH`` layer.
 
-Outside the UDP payload (see ``agent.wire.frames``): the 32-bit EV is the UDP source port (bits
+Outside the UDP payload (see ``wire.frames``): the 32-bit EV is the UDP source port (bits
 31-16) and, over IPv6, the low 16 bits of the flow label (bits 15-0), as the P4 parser builds it
 (``p4src/include/control/next.p4``); DSCP gives the traffic class, the ECN bits the congestion mark.
 """
@@ -91,7 +91,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet, Padding, bind_layers, bind_top_down
 
-from agent.wire.constants import (
+from wire.constants import (
     BTH_FLAG_TS,
     DATA_OPCODES,
     ICRC_LEN,
@@ -103,7 +103,7 @@ from agent.wire.constants import (
     Opcode,
     SackSkipMode,
 )
-from agent.wire.icrc import compute_icrc, icrc_from_bytes, icrc_to_bytes
+from wire.icrc import compute_icrc, icrc_from_bytes, icrc_to_bytes
 
 __all__ = [
     "AETH",

@@ -1,7 +1,7 @@
 """The registry of Mininet runs: one directory per run prefix, with its logs and an owner record.
 
 ``<runs root>/<prefix>/run.json`` names the process that owns the run (pid and start time, so a
-reused pid is not mistaken for the owner). ``python -m topologies.mininet clean`` removes what
+reused pid is not mistaken for the owner). ``python -m testbed.mininet clean`` removes what
 runs with a dead owner left behind; a live run is only removed on request. The root is
 ``/tmp/mrc-mininet`` unless ``MRC_MININET_RUNS`` names another directory.
 """
@@ -14,8 +14,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from topologies.mininet.naming import check_run_prefix, random_run_prefix, run_of
-from topologies.mininet.system import list_netns, list_root_links, process_start_time
+from testbed.mininet.naming import check_run_prefix, random_run_prefix, run_of
+from testbed.mininet.system import list_netns, list_root_links, process_start_time
 
 RUNS_ROOT_ENV = "MRC_MININET_RUNS"
 DEFAULT_RUNS_ROOT = Path("/tmp/mrc-mininet")

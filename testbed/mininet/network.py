@@ -19,7 +19,7 @@ queue over Thrift, or a ``tbf`` on a kernel switch's port).
 Teardown runs on every exit: normal, exception, Ctrl-C, SIGTERM/SIGHUP (turned into
 KeyboardInterrupt by :func:`running_network`), and interpreter exit (atexit) for a network
 that was never closed. It ends with a sweep of everything named after the run's prefix, which
-is also what ``python -m topologies.mininet clean`` does for runs whose owner was killed.
+is also what ``python -m testbed.mininet clean`` does for runs whose owner was killed.
 """
 
 from __future__ import annotations
@@ -34,21 +34,21 @@ from pathlib import Path
 
 from mininet.net import Mininet
 
-from tools.bmv2 import Bmv2Options, thrift_cli
-from tools.netns import terminate_on_signals
-from topologies.mininet.bmv2_switch import Bmv2Switch
-from topologies.mininet.cleanup import Leftovers, sweep
-from topologies.mininet.host_config import offloads_off, sysctl
-from topologies.mininet.kernel_switch import KernelSwitch, NotApplicable
-from topologies.mininet.link_lookup import find_link
-from topologies.mininet.naming import PATCH_PANEL_NODE
-from topologies.mininet.patch_panel import PatchPanel
-from topologies.mininet.preflight import preflight_problems
-from topologies.mininet.runs import allocate_prefix, remove_record, runs_root, write_record
-from topologies.mininet.switch_target import SwitchTarget
-from topologies.mininet.system import run_all_in
-from topologies.mininet.testbed_host import TestbedHost
-from topologies.mininet.wiring import Wiring, plan_wiring
+from hostenv.netns import terminate_on_signals
+from testbed.bmv2 import Bmv2Options, thrift_cli
+from testbed.mininet.bmv2_switch import Bmv2Switch
+from testbed.mininet.cleanup import Leftovers, sweep
+from testbed.mininet.host_config import offloads_off, sysctl
+from testbed.mininet.kernel_switch import KernelSwitch, NotApplicable
+from testbed.mininet.link_lookup import find_link
+from testbed.mininet.naming import PATCH_PANEL_NODE
+from testbed.mininet.patch_panel import PatchPanel
+from testbed.mininet.preflight import preflight_problems
+from testbed.mininet.runs import allocate_prefix, remove_record, runs_root, write_record
+from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.system import run_all_in
+from testbed.mininet.testbed_host import TestbedHost
+from testbed.mininet.wiring import Wiring, plan_wiring
 from topologies.model import LinkId, Topology
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Remove everything a run left on the machine, found by its prefix alone (``mn -c`` style).
 
-A run's own teardown ends with this sweep, and so does ``python -m topologies.mininet clean``
+A run's own teardown ends with this sweep, and so does ``python -m testbed.mininet clean``
 for runs whose owner died (``kill -9``, a crashed test): processes inside the run's named
 namespaces (host shells, anything started on a host), processes whose command line names the
 run's interfaces (BMv2), the run's root-namespace veths, then the namespaces themselves.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from topologies.mininet.naming import check_run_prefix, run_of
-from topologies.mininet.runs import recorded_runs, runs_root
-from topologies.mininet.system import (
+from testbed.mininet.naming import check_run_prefix, run_of
+from testbed.mininet.runs import recorded_runs, runs_root
+from testbed.mininet.system import (
     delete_netns,
     delete_root_link,
     kill_now,

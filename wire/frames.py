@@ -28,7 +28,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
-from agent.wire.constants import (
+from wire.constants import (
     CC_FLAG_ECN_ECHO,
     DATA_OPCODES,
     ECN_ECT0,
@@ -42,7 +42,7 @@ from agent.wire.constants import (
     Opcode,
     SackSkipMode,
 )
-from agent.wire.layers import (
+from wire.layers import (
     AETH,
     MrcBTH,
     MrcCCState,

@@ -3,7 +3,7 @@
 Debian's Mininet has no P4 switch class, so this is a small one. The switch lives in the root
 namespace (its P4Runtime and Thrift ports are then reachable on 127.0.0.1 by the controller and
 ``simple_switch_CLI``) and BMv2 binds the root-namespace veth ends named by the wiring plan.
-The command line comes from ``tools.bmv2.bmv2_command``, so every BMv2 of the project runs with
+The command line comes from ``testbed.bmv2.bmv2_command``, so every BMv2 of the project runs with
 the same options: no program (the controller pushes it), bounded rotating logs, the CPU port,
 ``--priority-queues 2`` and a Thrift port.
 
@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from mininet.node import Switch
 
-from tools.bmv2 import Bmv2Options, bmv2_command, thrift_cli
+from testbed.bmv2 import Bmv2Options, bmv2_command, thrift_cli
 
 #: How long a stopping BMv2 gets after SIGTERM before SIGKILL.
 STOP_GRACE_S = 3.0

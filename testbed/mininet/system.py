@@ -10,7 +10,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from tools.netns import run
+from hostenv.netns import run
 
 
 class CommandFailed(RuntimeError):

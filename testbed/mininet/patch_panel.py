@@ -18,9 +18,9 @@ from typing import Any
 
 from mininet.node import Node
 
-from topologies.mininet.host_config import offloads_off, sysctl
-from topologies.mininet.system import attach_netns, run_all_in
-from topologies.mininet.wiring import PatchWiring
+from testbed.mininet.host_config import offloads_off, sysctl
+from testbed.mininet.system import attach_netns, run_all_in
+from testbed.mininet.wiring import PatchWiring
 
 #: Bit 14 of the group forwarding mask: 01:80:c2:00:00:0e, the LLDP destination.
 LLDP_GROUP_FWD_MASK = 1 << 14

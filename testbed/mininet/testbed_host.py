@@ -14,15 +14,15 @@ from typing import Any
 
 from mininet.node import Host
 
-from topologies.mininet.host_config import (
+from testbed.mininet.host_config import (
     host_sysctls,
     nic_bring_up,
     nic_down,
     nic_prepare,
     nic_source_rules,
 )
-from topologies.mininet.system import attach_netns, run_all_in
-from topologies.mininet.wiring import HostNicWiring
+from testbed.mininet.system import attach_netns, run_all_in
+from testbed.mininet.wiring import HostNicWiring
 
 
 class TestbedHost(Host):  # type: ignore[misc]  # Mininet has no type hints

@@ -24,8 +24,8 @@ from typing import Any
 from mininet.node import Switch
 
 from controller.southbound.linux.tc import tbf_parameters
-from topologies.mininet.host_config import offloads_off, sysctl
-from topologies.mininet.system import CommandFailed, attach_netns, run_all_in, run_in
+from testbed.mininet.host_config import offloads_off, sysctl
+from testbed.mininet.system import CommandFailed, attach_netns, run_all_in, run_in
 
 
 class NotApplicable(RuntimeError):
