@@ -5,12 +5,10 @@ The copy is what the controller programs (queue rates reach BMv2 through it) and
 summary records, so a result always names the exact network it was measured on. Service
 ports and names stay as the user's file has them.
 
-The topology format has thresholds for ECN marking and trimming but no switch that turns
-either off, so a variant without them (``ecn_and_trimming=False``) is written with the knobs
-the format has: ECN thresholds deeper than any queue can get (never marks), and DSCP values
-under which the agents' data is not trimmable (the switches classify by DSCP: the agents'
-data DSCP becomes the NO_TRIM class, its retransmit DSCP no MRC class at all). A full queue
-then drops at its tail, as a switch without either feature does.
+A variant without ECN and trimming (``ecn_and_trimming=False``) turns trimming off
+(``settings.trimming: false``) and sets ECN thresholds deeper than any queue can get (never
+marks). A full queue then drops at its tail, as a switch without either feature does; the
+agents mark their packets exactly as in the variant with them.
 
 The user's file is read within the bounds of :mod:`topologies.bounded_yaml` (size, nesting,
 aliases expanded), as the topology loader reads it; past one is a ValueError naming the line.
@@ -18,18 +16,14 @@ aliases expanded), as the topology loader reads it; past one is a ValueError nam
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from topologies import bounded_yaml, load_topology
-from topologies.model import DscpValues
 from topologies.presets import PRESETS
-
-#: DSCP has 6 bits; 0 (best effort, what unmarked traffic carries) is never handed out.
-_DSCP_VALUES = range(1, 64)
 
 
 @dataclass(frozen=True)
@@ -99,7 +93,7 @@ def write_variant(
     if not variant.ecn_and_trimming:
         deepest = max(link.params.queue_depth for link in load_topology(str(path)).all_links)
         settings["ecn"] = {"min_threshold": deepest + 1, "max_threshold": deepest + 1}
-        settings["dscp"] = _data_not_trimmable(settings.get("dscp", {}))
+        settings["trimming"] = False
         _write(path, document)
     load_topology(str(path))  # a variant the validator refuses fails here, before bring-up
     return path
@@ -113,19 +107,6 @@ def _apply_host_queues(document: dict[str, Any], queues: tuple[HostQueue, ...]) 
         for nic in hosts[queue.host]["nics"]:
             nic["queue_rate_pps"] = queue.rate_pps
             nic["queue_depth"] = queue.depth
-
-
-def _data_not_trimmable(dscp: dict[str, int]) -> dict[str, int]:
-    """The fabric's DSCP values with the agents' data values moved out of the trimmable
-    classes: the data value becomes NO_TRIM, the trimmable classes get values nobody sends."""
-    values = asdict(DscpValues()) | dscp
-    used = set(values.values())
-    spare = iter(v for v in _DSCP_VALUES if v not in used)
-    return values | {
-        "no_trim": values["trimmable"],
-        "trimmable": next(spare),
-        "trimmable_retx": next(spare),
-    }
 
 
 def _write(path: Path, document: dict[str, Any]) -> None:

@@ -75,18 +75,22 @@ class HostAgents:
         for host in self.topology.hosts:
             self.agents[host.name] = ManagedProcess(
                 f"mrc-agent on {host.name}",
-                [sys.executable, "-m", "agent.cli.agent_main", "serve", *self._serve_options(host)],
+                [sys.executable, "-m", "agent.cli.agent_main", "serve", *self.serve_options(host)],
                 self.run_dir / f"{self.prefix}-{host.name}-agent.out",
                 netns=self.netns_of(host.name),
             )
         for agent in self.agents.values():
             agent.wait_for_output(AGENT_READY, AGENT_READY_TIMEOUT_S)
 
-    def _serve_options(self, host: Host) -> list[str]:
+    def serve_options(self, host: Host) -> list[str]:
+        """``mrc-agent serve``'s options for ``host``: its planes, its control socket and the
+        topology's DSCP values (the switches classify by them; an agent marking other values
+        would have its packets queued, trimmed and counted as the wrong class)."""
         options = []
         for nic in sorted(host.nics, key=lambda n: (n.plane, n.index)):
             options += ["--plane", str(nic.ipv4.ip)]
-        return [*options, "--socket", str(self.socket_of(host.name))]
+        options += ["--socket", str(self.socket_of(host.name))]
+        return [*options, "--dscp", self.topology.settings.dscp.option()]
 
     def address_of(self, host: str, source: str | None = None, cut: Collection[LinkId] = ()) -> str:
         """The address a peer reaches ``host``'s agent on: its first NIC's IPv4 on a plane

@@ -12,7 +12,6 @@ from topologies.errors import Problem, TopologyError
 from topologies.graph import fabric_graph, topology_graph
 from topologies.loader import load_topology_file, load_topology_text
 from topologies.model import (
-    DscpValues,
     EcnSettings,
     Endpoint,
     Host,
@@ -32,7 +31,6 @@ from topologies.presets import PRESETS, load_topology, resolve_topology
 
 __all__ = [
     "PRESETS",
-    "DscpValues",
     "EcnSettings",
     "Endpoint",
     "Host",

@@ -9,13 +9,13 @@ own depth, because BMv2 limits each priority queue separately.
 from __future__ import annotations
 
 from topologies.model import (
-    DscpValues,
     EcnSettings,
     LinkParams,
     LldpSettings,
     QueueSettings,
     Settings,
 )
+from wire.dscp import DscpMap
 
 #: BMv2's port numbers are 9 bits wide and 511 is its drop port.
 MAX_PORT = 510
@@ -25,7 +25,8 @@ DEFAULT_SETTINGS = Settings(
     cpu_port=DEFAULT_CPU_PORT,
     ecn=EcnSettings(min_threshold=10, max_threshold=40),
     trim_threshold=48,
-    dscp=DscpValues(),
+    trimming=True,
+    dscp=DscpMap(),
     lldp=LldpSettings(interval_ms=10, miss_limit=3),
     link_defaults=DEFAULT_LINK_PARAMS,
     high_priority_queue=QueueSettings(depth=64, rate_pps=0),

@@ -34,6 +34,7 @@ def explicit_document(topology: Topology) -> Document:
         "settings": {
             "cpu_port": settings.cpu_port,
             "trim_threshold": settings.trim_threshold,
+            "trimming": settings.trimming,
             "ecn": asdict(settings.ecn),
             "dscp": asdict(settings.dscp),
             "lldp": asdict(settings.lldp),

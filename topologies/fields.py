@@ -104,6 +104,16 @@ class MapReader:
         node = self.optional(key)
         return None if node is None else self._integer(key, node, low, high)
 
+    def optional_boolean(self, key: str) -> bool | None:
+        """An optional ``true``/``false`` field."""
+        node = self.optional(key)
+        if node is None:
+            return None
+        value = node.value if isinstance(node, YamlScalar) else None
+        if not isinstance(value, bool):
+            raise self.fail(key, f"field {key!r} must be true or false, not {describe(node)}")
+        return value
+
     def optional_positive_number(self, key: str) -> float | None:
         """An optional number field that must be greater than zero."""
         node = self.optional(key)

@@ -14,7 +14,7 @@ from functools import cached_property
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
 from topologies.addressing import switch_port_mac
-from wire.constants import DscpClass
+from wire.dscp import DscpMap
 
 
 class Role(StrEnum):
@@ -70,34 +70,18 @@ class LldpSettings:
 
 
 @dataclass(frozen=True)
-class DscpValues:
-    """The DSCP value of each MRC traffic class (switches classify by DSCP, never by opcode)."""
-
-    trimmable: int = int(DscpClass.TRIMMABLE)
-    trimmable_retx: int = int(DscpClass.TRIMMABLE_RETX)
-    no_trim: int = int(DscpClass.NO_TRIM)
-    trimmed: int = int(DscpClass.TRIMMED)
-    trimmed_lasthop: int = int(DscpClass.TRIMMED_LASTHOP)
-    control: int = int(DscpClass.CONTROL)
-
-    def by_class(self) -> dict[DscpClass, int]:
-        """Each class (named by its :class:`DscpClass` member) with its configured value."""
-        return {
-            traffic_class: getattr(self, traffic_class.name.lower()) for traffic_class in DscpClass
-        }
-
-
-@dataclass(frozen=True)
 class Settings:
     """Fabric-wide settings: CPU port, ECN and trimming thresholds, DSCP values, LLDP, queues."""
 
     cpu_port: int
     ecn: EcnSettings
     trim_threshold: int
-    dscp: DscpValues
+    dscp: DscpMap
     lldp: LldpSettings
     link_defaults: LinkParams
     high_priority_queue: QueueSettings
+    #: Whether switches trim at all (a switch without the feature: full queues drop at the tail).
+    trimming: bool = True
 
 
 @dataclass(frozen=True)

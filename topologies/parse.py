@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 from typing import Generic, TypeVar
 
@@ -26,7 +26,6 @@ from topologies.errors import ItemRejected, ProblemLog
 from topologies.fields import NODE_NAME, SHORT_NAME, TOPOLOGY_NAME, MapReader, describe
 from topologies.marked_yaml import YamlList, YamlNode, YamlScalar
 from topologies.model import (
-    DscpValues,
     EcnSettings,
     Endpoint,
     Link,
@@ -38,6 +37,7 @@ from topologies.model import (
     Settings,
     Switch,
 )
+from wire.dscp import DscpMap
 
 T = TypeVar("T")
 
@@ -164,6 +164,7 @@ def _parse_settings(top: MapReader) -> Located[Settings]:
         (
             "cpu_port",
             "trim_threshold",
+            "trimming",
             "ecn",
             "dscp",
             "lldp",
@@ -177,6 +178,7 @@ def _parse_settings(top: MapReader) -> Located[Settings]:
     trim = _or(
         reader.optional_integer("trim_threshold", 1, _MAX_QUEUE_DEPTH), default.trim_threshold
     )
+    trimming = _or(reader.optional_boolean("trimming"), default.trimming)
     ecn = default.ecn
     ecn_reader = reader.optional_map("ecn", ("min_threshold", "max_threshold"))
     if ecn_reader is not None:
@@ -200,6 +202,7 @@ def _parse_settings(top: MapReader) -> Located[Settings]:
             cpu_port=cpu_port,
             ecn=ecn,
             trim_threshold=trim,
+            trimming=trimming,
             dscp=_parse_dscp(reader),
             lldp=_parse_lldp(reader),
             link_defaults=_parse_link_params(
@@ -211,12 +214,12 @@ def _parse_settings(top: MapReader) -> Located[Settings]:
     )
 
 
-def _parse_dscp(settings: MapReader) -> DscpValues:
-    names = [field.name for field in fields(DscpValues)]
+def _parse_dscp(settings: MapReader) -> DscpMap:
+    names = DscpMap.names()
     reader = settings.optional_map("dscp", names)
     if reader is None:
-        return DscpValues()
-    default = DscpValues()
+        return DscpMap()
+    default = DscpMap()
     values = {
         name: _or(reader.optional_integer(name, 0, 63), getattr(default, name)) for name in names
     }
@@ -227,7 +230,7 @@ def _parse_dscp(settings: MapReader) -> DscpValues:
                 name, f"DSCP value {value} is used by both {seen[value]!r} and {name!r}"
             )
         seen[value] = name
-    return DscpValues(**values)
+    return DscpMap(**values)
 
 
 def _parse_lldp(settings: MapReader) -> LldpSettings:

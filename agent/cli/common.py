@@ -27,13 +27,14 @@ from agent.io.addresses import (
 )
 from agent.io.admission import DEFAULT_MAX_REGION, DEFAULT_MAX_SETUPS
 from agent.io.caller_check import load_secret, parse_allow
-from agent.io.config_overrides import CONGESTION_CONTROLS, with_overrides
+from agent.io.config_overrides import CONGESTION_CONTROLS, parse_dscp, with_overrides
 from agent.io.control_server import SOCKET_ENV, default_socket_path
 from agent.io.errors import AgentError, ExitCode, UsageError
 from agent.io.inbound import InboundPolicy
 from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
 from hostenv.netns import terminate_on_signals
+from wire.dscp import DscpMap
 
 _EXIT_CODE_MEANINGS = {
     ExitCode.OK: "done (send: the receiver confirmed every byte)",
@@ -116,6 +117,20 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="RDMA payload per packet (default 1024; up to 9000 with jumbo frames)",
     )
+    parser.add_argument(
+        "--dscp",
+        type=_dscp_option,
+        metavar="CLASS=N,...",
+        help=f"DSCP value of MRC traffic classes, as the fabric's switches classify them "
+        f"(default {DscpMap().option()})",
+    )
+
+
+def _dscp_option(text: str) -> DscpMap:
+    try:
+        return parse_dscp(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_socket_option(parser: argparse.ArgumentParser) -> None:
@@ -223,7 +238,9 @@ def inbound_from_args(
 
 def config_from_args(args: argparse.Namespace) -> MrcConfig:
     """The core configuration the options ask for."""
-    return with_overrides(MrcConfig(), evs=args.evs, cc=args.cc, payload=args.payload)
+    return with_overrides(
+        MrcConfig(), evs=args.evs, cc=args.cc, payload=args.payload, dscp=args.dscp
+    )
 
 
 def planes_from_args(planes: list[str], peer_host: str | None) -> tuple[bytes, ...]:

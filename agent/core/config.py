@@ -13,38 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wire.constants import DEFAULT_PAYLOAD, DscpClass
+from wire.constants import DEFAULT_PAYLOAD
+from wire.dscp import DscpMap
 
 #: Largest PSN window the wire allows: SETH's ack_psn_offset and sack_offset are signed 16 bits.
 MAX_PSN_WINDOW = (1 << 15) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class DscpMap:
-    """DSCP value of each MRC traffic class. Switches classify by DSCP only, so both ends and
-    the fabric must agree; the defaults are ``DscpClass``'s (see ``wire.constants``)."""
-
-    control: int = DscpClass.CONTROL
-    trimmable: int = DscpClass.TRIMMABLE
-    trimmable_retx: int = DscpClass.TRIMMABLE_RETX
-    no_trim: int = DscpClass.NO_TRIM
-    trimmed: int = DscpClass.TRIMMED
-    trimmed_lasthop: int = DscpClass.TRIMMED_LASTHOP
-
-    def __post_init__(self) -> None:
-        values = (
-            self.control,
-            self.trimmable,
-            self.trimmable_retx,
-            self.no_trim,
-            self.trimmed,
-            self.trimmed_lasthop,
-        )
-        for value in values:
-            if not 0 <= value <= 63:
-                raise ValueError(f"DSCP {value} out of range 0-63")
-        if len(set(values)) != len(values):
-            raise ValueError(f"the six MRC DSCP classes must differ, got {values}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Per-command settings on top of the core's defaults (``--evs``, ``--cc``, ``--payload``).
+"""Per-command settings on top of the core's defaults (``--evs``, ``--cc``, ``--payload``,
+``--dscp``).
 
 The core validates its configuration and raises ``ValueError``; here that becomes a
 ``UsageError`` naming the option, so ``mrc-perf --evs 0`` exits 2 with a sentence a user can
@@ -11,9 +12,25 @@ import dataclasses
 
 from agent.core import MrcConfig
 from agent.io.errors import UsageError
+from wire.dscp import DscpMap
 
 #: Congestion controllers the core offers (``MrcConfig.congestion_control``).
 CONGESTION_CONTROLS = ("nscc", "dcqcn", "fixed")
+
+
+def parse_dscp(text: str) -> DscpMap:
+    """``--dscp control=48,trimmable=10,...``: the default values with the named classes
+    changed; ``UsageError`` for an unknown class, a value out of 0-63 or two equal values."""
+    changes: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise UsageError(f"{item!r}: expected CLASS=VALUE[,CLASS=VALUE...]")
+        changes[name.strip()] = int(value)
+    try:
+        return DscpMap().replace(changes)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def with_overrides(
@@ -22,6 +39,7 @@ def with_overrides(
     evs: int | None = None,
     cc: str | None = None,
     payload: int | None = None,
+    dscp: DscpMap | None = None,
 ) -> MrcConfig:
     """``base`` with the given fields replaced (None keeps the base value)."""
     changes: dict[str, object] = {}
@@ -35,6 +53,8 @@ def with_overrides(
         changes["congestion_control"] = cc
     if payload is not None:
         changes["payload_size"] = payload
+    if dscp is not None:
+        changes["dscp"] = dscp
     if not changes:
         return base
     try:

@@ -86,7 +86,8 @@ class PortIntent:
     ecn_enabled: bool
     ecn_min_threshold: int
     ecn_max_threshold: int
-    trim_threshold: int
+    #: Queue depth at which trimmable packets are trimmed; None: this port never trims.
+    trim_threshold: int | None
     queue_depth: int
     queue_rate_pps: int
     high_priority_queue_depth: int

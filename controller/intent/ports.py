@@ -9,7 +9,8 @@ from topologies.model import Switch, Topology
 def switch_ports(topology: Topology, switch: Switch) -> tuple[PortIntent, ...]:
     """The configuration of every used port of ``switch``, by port number.
 
-    ECN marking is switched off on host-facing ports (MRC's last hop), on everywhere else.
+    ECN marking is switched off on host-facing ports (MRC's last hop), on everywhere else; no
+    port trims when the fabric's ``trimming`` is off.
     """
     settings = topology.settings
     intents = []
@@ -25,7 +26,7 @@ def switch_ports(topology: Topology, switch: Switch) -> tuple[PortIntent, ...]:
                 ecn_enabled=not host_facing,
                 ecn_min_threshold=settings.ecn.min_threshold,
                 ecn_max_threshold=settings.ecn.max_threshold,
-                trim_threshold=settings.trim_threshold,
+                trim_threshold=settings.trim_threshold if settings.trimming else None,
                 queue_depth=link.params.queue_depth,
                 queue_rate_pps=link.params.queue_rate_pps,
                 high_priority_queue_depth=settings.high_priority_queue.depth,

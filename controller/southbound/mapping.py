@@ -109,17 +109,9 @@ def route_record(route: Route) -> TableEntryRecord:
     )
 
 
-def port_records(port: PortIntent) -> tuple[TableEntryRecord, TableEntryRecord]:
-    """The trimming and the ECN entries of one port."""
-    trim = TableEntryRecord(
-        p4.TRIM_CONFIG,
-        (("egress_port", port.port),),
-        ActionCall.of(
-            p4.SET_TRIM_CONFIG,
-            threshold=port.trim_threshold,
-            host_facing=int(port.host_facing),
-        ),
-    )
+def port_records(port: PortIntent) -> tuple[TableEntryRecord, ...]:
+    """The trimming (unless the port never trims: no entry, no trimming) and ECN entries of
+    one port."""
     ecn_action = (
         ActionCall.of(
             p4.SET_ECN_THRESHOLDS,
@@ -130,7 +122,18 @@ def port_records(port: PortIntent) -> tuple[TableEntryRecord, TableEntryRecord]:
         else ActionCall.of(p4.ECN_DISABLED)
     )
     ecn = TableEntryRecord(p4.PORT_ECN, (("egress_port", port.port),), ecn_action)
-    return trim, ecn
+    if port.trim_threshold is None:
+        return (ecn,)
+    trim = TableEntryRecord(
+        p4.TRIM_CONFIG,
+        (("egress_port", port.port),),
+        ActionCall.of(
+            p4.SET_TRIM_CONFIG,
+            threshold=port.trim_threshold,
+            host_facing=int(port.host_facing),
+        ),
+    )
+    return (trim, ecn)
 
 
 def dscp_record(rule: DscpRule) -> TableEntryRecord:

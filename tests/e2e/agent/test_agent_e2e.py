@@ -139,6 +139,28 @@ def test_data_leaves_with_id_0_df_trimmable_dscp_ect0_and_many_ev_ports(lab, tmp
         assert packet["dscp"] == 46 and packet["ecn"] == 0 and packet["ip_id"] == 0
 
 
+def test_a_fabrics_dscp_values_given_with_dscp_mark_data_and_control(lab, tmp_path):
+    dscp = "trimmable=20,trimmable_retx=21,control=40"
+    out_dir = tmp_path / "received"
+    lab.serve("rx", "--out-dir", str(out_dir), "--no-socket", "--dscp", dscp)
+    source = _file(tmp_path, 300_000)
+    packets = _sniffed(lab, "rx", _send_command(lab, source, "--no-agent", "--dscp", dscp))
+    data = [p for p in packets if not p["outgoing"] and 0xC6 <= p["opcode"] <= 0xCB]
+    control = [p for p in packets if p["outgoing"] and p["opcode"] in (0xD1, 0xDC, 0xDD)]
+    assert data and control
+    assert {p["dscp"] for p in data} <= {20, 21}
+    assert {p["dscp"] for p in control} == {40}
+    assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
+
+
+def test_a_dscp_value_shared_by_two_classes_is_refused_with_exit_2(lab, tmp_path):
+    refused = lab.run(
+        "tx", [*AGENT, "serve", "--plane", lab.addresses["tx"], "--dscp", "control=4"]
+    )
+    assert refused.returncode == 2
+    assert "DSCP value 4 is used by both 'trimmable' and 'control'" in refused.stderr
+
+
 def test_over_ipv6_the_flow_label_varies_with_the_ev(lab6, tmp_path):
     _receiver(lab6, tmp_path)
     source = _file(tmp_path, 400_000)

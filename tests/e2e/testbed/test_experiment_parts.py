@@ -211,7 +211,7 @@ def test_modes_on_one_network_share_a_bring_up_and_modes_on_two_get_one_each() -
     }
 
 
-def test_a_variant_without_ecn_and_trimming_never_marks_and_classifies_data_untrimmable(
+def test_a_variant_without_ecn_and_trimming_never_marks_and_never_trims(
     tmp_path: Path,
 ) -> None:
     on = load_topology(
@@ -230,13 +230,10 @@ def test_a_variant_without_ecn_and_trimming_never_marks_and_classifies_data_untr
     off = load_topology(str(off_file))
     deepest = max(link.params.queue_depth for link in off.all_links)
     assert off.settings.ecn.min_threshold > deepest
-    # what the agents mark their data and retransmissions with is in no trimmable class
-    sent = {on.settings.dscp.trimmable, on.settings.dscp.trimmable_retx}
-    assert not sent & {off.settings.dscp.trimmable, off.settings.dscp.trimmable_retx}
-    assert off.settings.dscp.no_trim == on.settings.dscp.trimmable
-    assert 0 not in off.settings.dscp.by_class().values()
+    assert on.settings.trimming and not off.settings.trimming
+    # the agents mark as in the variant with them (the testbed hands them the same values)
+    assert off.settings.dscp == on.settings.dscp
     # the rest of the fabric is as in the variant with them
-    assert off.settings.dscp.control == on.settings.dscp.control
     assert [link.params for link in off.all_links] == [link.params for link in on.all_links]
 
 

@@ -72,6 +72,9 @@ def test_mrc_perf_refuses_bad_arguments_with_exit_2(argv, complaint, capsys):
     [
         (["send", "f"], "--to"),
         (["serve", "--plane", "10.0.0.1", "--evs", "x"], "--evs"),
+        (["serve", "--plane", "10.0.0.1", "--dscp", "control=64"], "control=64 out of range 0-63"),
+        (["serve", "--plane", "10.0.0.1", "--dscp", "gold=3"], "unknown DSCP class gold"),
+        (["serve", "--plane", "10.0.0.1", "--dscp", "control"], "expected CLASS=VALUE"),
         (["launch"], "invalid choice"),
         ([], "required"),
     ],

@@ -40,6 +40,15 @@ def test_port_thresholds_and_queues_come_from_settings_and_links(leaf_spine):
     assert compute_intent(topology).switch("l1").port(4).queue_rate_pps == 0
 
 
+def test_a_fabric_with_trimming_off_has_no_port_that_trims(leaf_spine):
+    document = explicit_document(leaf_spine)
+    document["settings"]["trimming"] = False
+    topology = load_topology_text(dump_document(document))
+    ports = [port for switch in compute_intent(topology).switches for port in switch.ports]
+    assert ports and all(port.trim_threshold is None for port in ports)
+    assert all(port.ecn_enabled != port.host_facing for port in ports)  # ECN as before
+
+
 def test_dscp_rules_map_each_configured_value_to_its_class(leaf_spine):
     rules = compute_intent(leaf_spine).switch("l1").dscp_rules
     assert rules == tuple(sorted(DscpRule(int(c), c) for c in DscpClass))

@@ -20,7 +20,8 @@ from controller.southbound.mapping import (
 )
 from controller.southbound.records import GroupRecord, MemberRecord, TableEntryRecord
 from p4src import SOURCE_DIR
-from topologies import load_topology
+from topologies import load_topology, load_topology_text
+from topologies.document import dump_document, explicit_document
 from wire.constants import DscpClass
 
 DEFINES = SOURCE_DIR / "include" / "defines.p4"
@@ -160,6 +161,16 @@ def test_trimming_marks_host_facing_ports_as_last_hop(l1_records):
     }
     assert trim[1] == {"threshold": 48, "host_facing": 1}
     assert trim[3] == {"threshold": 48, "host_facing": 0}
+
+
+def test_a_fabric_with_trimming_off_writes_no_trim_entry_and_keeps_ecn(leaf_spine):
+    document = explicit_document(leaf_spine)
+    document["settings"]["trimming"] = False
+    records = desired_records(
+        compute_intent(load_topology_text(dump_document(document))).switch("l1")
+    )
+    assert _of_table(records, p4.TRIM_CONFIG) == []
+    assert len(_of_table(records, p4.PORT_ECN)) == len(leaf_spine.switch_ports("l1"))
 
 
 def test_dscp_values_map_to_the_programs_class_numbers_and_set_the_trim_dscp_default(

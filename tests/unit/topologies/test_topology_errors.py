@@ -221,6 +221,10 @@ CASES: dict[str, tuple[str, str]] = {
         HEAD + "settings:\n  ecn:\n    min_threshold: 30  # <-\n    max_threshold: 20\n",
         "min_threshold 30 is above max_threshold 20",
     ),
+    "trimming not a boolean": (
+        HEAD + "settings:\n  trimming: off please  # <-\n",
+        "field 'trimming' must be true or false",
+    ),
     "dscp value used twice": (
         HEAD + "settings:\n  dscp:\n    trimmable: 4\n    control: 4  # <-\n",
         "DSCP value 4 is used by both 'trimmable' and 'control'",

@@ -1,0 +1,38 @@
+"""The testbed starts each host's agent with the host's planes and the topology's DSCP values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.io.config_overrides import parse_dscp
+from testbed.agents import HostAgents
+from topologies import load_topology
+from wire.dscp import DscpMap
+
+TOPOLOGY = """\
+name: custom-dscp
+settings:
+  dscp: {trimmable: 20, trimmable_retx: 21, control: 40}
+planes:
+  - {id: 0, name: p0, ipv4_prefix: 10.0.0.0/16, ipv6_prefix: "fd00::/32"}
+switches:
+  - {name: s1, role: leaf, device_id: 1, grpc_port: 50001, thrift_port: 9091}
+hosts:
+  - {name: h1, nics: [{plane: 0, switch: s1, port: 1}]}
+  - {name: h2, nics: [{plane: 0, switch: s1, port: 2}]}
+"""
+
+
+def _option(options: list[str], name: str) -> str:
+    return options[options.index(name) + 1]
+
+
+def test_every_agent_gets_the_topologys_dscp_values(tmp_path: Path) -> None:
+    path = tmp_path / "topology.yaml"
+    path.write_text(TOPOLOGY)
+    topology = load_topology(str(path))
+    agents = HostAgents(topology, tmp_path, "mnt")
+    options = agents.serve_options(topology.host("h1"))
+    assert _option(options, "--plane") == str(topology.host("h1").nics[0].ipv4.ip)
+    dscp = _option(options, "--dscp")
+    assert parse_dscp(dscp) == DscpMap(trimmable=20, trimmable_retx=21, control=40)
