@@ -9,7 +9,7 @@
 
 Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``, and on the linux
 target ``s1 ip route`` inside a kernel switch), except ``link``: it sets both veth ends down,
-which freezes BMv2 (shared/bmv2-notes.md) and on any target is not what a cut shows a switch,
+which freezes BMv2 (docs/bmv2.md) and on any target is not what a cut shows a switch,
 so it points to ``fail``/``restore`` instead. ``restart`` is refused on the linux target
 (a kernel switch has no process to restart). Ctrl-C ends the CLI, like ``exit``, and the
 runner tears the whole run down: unlike Mininet's own CLI, which ignores it, because the

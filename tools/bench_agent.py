@@ -20,7 +20,7 @@ Two figures, JSON on stdout (and ``--out FILE``):
 
 Goodput is what the receiver got: for mrc-perf the RDMA payload bytes the receiver confirmed
 (1024 per packet, inside 1092-byte IP packets), for iperf3 the UDP payload bytes the server
-received (1024 per packet, inside 1052-byte IP packets). Targets (issue 3): mrc-perf lossless
+received (1024 per packet, inside 1052-byte IP packets). Targets: mrc-perf lossless
 >= 0.5x iperf3 UDP; with 1 % loss >= 0.8x its own lossless goodput. The JSON says whether each
 was met; the measurement is reported as measured either way. ``iperf3_loss_retention`` (no
 target) is iperf3's own lossy goodput over its lossless one under the same rule: iperf3 resends
@@ -59,17 +59,14 @@ LOSS_TABLE = "mrc_bench_loss"
 #: (``--steal-limit``, ``run_unstolen``), at most ``STEAL_RETRIES`` times.
 STEAL_LIMIT = 0.05
 STEAL_RETRIES = 2
-#: Targets from issue 3.
+#: The targets the agent is held to.
 TARGET_RATIO_TO_IPERF3 = 0.5
 TARGET_LOSS_RETENTION = 0.8
 #: How both tools are scheduled on their cores (``--sched``), as the prefix that does it.
 #: ``nice`` (the default): the highest normal priority, so that background work on the machine
-#: (a compiler, say) takes little from either tool. Not ``fifo`` (SCHED_FIFO), as this bench
-#: used to: a process that keeps its core ~97 % busy at a real-time priority meets the kernel's
-#: real-time throttling (``sched_rt_runtime_us`` 950000 of each 1 s period), a 40-55 ms stall
-#: about once a second (measured: mrc-perf's sender waited 39-55 ms in a ``poll(0)`` or one
-#: turn, once per second), which costs both tools ~5 % and mrc-perf also retransmission
-#: timeouts (1-9 per 5 s run, lossless too), each halving NSCC's window.
+#: (a compiler, say) takes little from either tool. Not ``fifo`` (SCHED_FIFO): a process that
+#: keeps its core busy at a real-time priority meets the kernel's real-time throttling, a stall
+#: of tens of milliseconds once a second (docs/performance.md).
 SCHEDULING: dict[str, list[str]] = {
     "nice": ["nice", "-n", "-20"],
     "fifo": ["chrt", "-f", "10"],

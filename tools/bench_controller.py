@@ -5,7 +5,7 @@
    plan, phased batches) with one WriteRequest per batch of up to ``--max-batch`` updates, and
    with one entry per WriteRequest, alternately in the same run; between runs the entries are
    deleted again (not timed). Reported: entries per second of each (median over ``--rounds``)
-   and their ratio. Target (issue 4): batching at least 5x single writes.
+   and their ratio. Target: batching at least 5x single writes.
 2. **Failover**, on the leaf-spine preset in Mininet with ``mrc-controller run`` as a child
    process: ``--cuts`` times, a spine link is cut at the patch panel and the time from the cut
    to the controller's ``failover`` event (logged once the last group update is acknowledged)

@@ -5,7 +5,7 @@ data packets (256 EVs) by `tcpreplay --topspeed`, which offers far more than BMv
 the switch is the bottleneck. The rate is what leaves the switch: packets counted on the sink
 interfaces between the first and the last delivery. JSON goes to stdout (and --out).
 mrc.p4 exercises its selector (a 4-member group), classification, trimming check and ECN table;
-the baseline does one LPM lookup. Target (issue 2): mrc.p4 >= 0.7x the baseline.
+the baseline does one LPM lookup. Target: mrc.p4 >= 0.7x the baseline.
 """
 
 from __future__ import annotations

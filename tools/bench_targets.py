@@ -1,6 +1,6 @@
 """`make bench-targets`: the ``spray`` workload on every target this machine can run, in one run.
 
-Issue 6 asks whether MRC's spraying pays off on the kernel (``linux``) target as it does on
+The question is whether MRC's spraying pays off on the kernel (``linux``) target as it does on
 BMv2: the same permutation workload on ``leaf-spine-4x4``, single path (``--evs 1``) against
 256 EVs, over ``--seeds`` EV / source-port draws, on each available target one after the other,
 so that the targets are compared under the same machine load. The experiment itself
@@ -11,7 +11,7 @@ stdev), and the invariants (bytes lost, every transfer completed).
 
 A target whose tools are missing is reported under ``skipped`` with what it lacks; the exit
 status is 0 unless a target that ran lost bytes or left a transfer incomplete. Target
-(issue 6): on ``linux``, MRC / single-path >= 1.3 -- reported as ``meets_target``, not
+on ``linux``, MRC / single-path >= 1.3 -- reported as ``meets_target``, not
 asserted.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-#: The ratio issue 6 asks of the linux target (and issue 5 of BMv2).
+#: The ratio asked of the linux target (and of BMv2).
 TARGET_RATIO = 1.3
 WORKLOAD = "spray"
 

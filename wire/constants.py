@@ -1,8 +1,8 @@
 """Wire-format constants of MRC over RoCEv2, as the whole testbed uses them.
 
 These numbers are the contract between the host agent, the P4 program (``p4src/include/defines.p4``
-mirrors them) and the tests. They follow ``shared/mrc-notes.md`` (OCP MRC 1.0 as transcribed by a
-public emulator); where the notes leave a choice open, the choice is made here and documented.
+mirrors them) and the tests. They follow OCP MRC 1.0 as ``docs/protocol.md`` describes it; where
+the specification leaves a choice open, the choice is made here and documented.
 """
 
 from __future__ import annotations

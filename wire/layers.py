@@ -3,7 +3,7 @@
 Importing this module makes scapy dissect every UDP datagram to port 4791 as MRC, with the
 extension headers chosen by the BTH opcode, and makes scapy compute the ICRC when it builds one.
 
-Packet layout (all big-endian; ``shared/mrc-notes.md``, "Wire format")::
+Packet layout (all big-endian; ``docs/protocol.md``)::
 
     Ether / IPv4|IPv6 / UDP(dport 4791) / BTH / <extension headers> / [payload] / ICRC
 

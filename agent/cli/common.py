@@ -263,9 +263,8 @@ def configure_logging(verbosity: int) -> None:
 
 
 #: Allocations of container objects between two collections of the youngest generation.
-#: The data path allocates a few per packet (a sent-packet record, a datagram, tuples), none
-#: of them in reference cycles: at 100,000 packets/s Python's default (700) ran about 500
-#: young collections a second, measured at ~4 % of the sender's time in process.
+#: The data path allocates a few per packet, none of them in reference cycles, so Python's
+#: default (700) collected hundreds of times a second for nothing (docs/performance.md).
 GC_YOUNG_THRESHOLD = 50_000
 
 

@@ -2,10 +2,9 @@
 
 Why: at a few hundred thousand packets per second, a Python agent pays one system call per
 datagram on each side, plus the socket module's per-call work (parsing the address tuple,
-building the ancillary-data list of tuples). ``make bench-agent`` measured a raw IPv4 socket
-pushing 1 KiB packets through a veth pair at ~170 kpps with one ``sendmsg`` per packet and
-~215 kpps with ``sendmmsg`` batches of 64, from the same Python loop. Python's ``socket``
-module offers neither call, so they are bound here from the C library with ctypes.
+building the ancillary-data list of tuples); batching both is about a quarter faster
+(docs/performance.md). Python's ``socket`` module offers neither call, so they are bound here
+from the C library with ctypes.
 
 Both classes own fixed, preallocated memory: ``slots`` message headers, each pointing at its
 own buffer (and, for receiving, its own address and control-message space), built once, so a

@@ -1,6 +1,6 @@
 /* Shared constants of the MRC switch program.
  *
- * The numbers mirror agent/wire/constants.py (the wire contract of the whole testbed); the DSCP values
+ * The numbers mirror wire/constants.py (the wire contract of the whole testbed); the DSCP values
  * of the six MRC classes are NOT compiled in: the controller writes them into
  * MrcIngress.classify.dscp_classes and MrcIngress.trim.trim_dscp, so a fabric can renumber them. */
 #ifndef MRC_DEFINES_P4

@@ -1,5 +1,5 @@
-/* Header and metadata types of the MRC switch program. MRC headers follow the OCP MRC 1.0 layout as
- * given in shared/mrc-notes.md; agent/wire/layers.py defines the same layout as scapy layers. */
+/* Header and metadata types of the MRC switch program. MRC headers follow the OCP MRC 1.0 layout
+ * (docs/protocol.md); wire/layers.py defines the same layout as scapy layers. */
 #ifndef MRC_HEADERS_P4
 #define MRC_HEADERS_P4
 

@@ -24,7 +24,7 @@ from testbed.bmv2 import thrift_cli
 from tools.p4rt_sync import SyncSwitch
 
 SWITCH_MAC = "00:00:00:00:aa:01"
-BMV2_LINK_POLL_S = 0.2  # BMv2 polls link state every 200 ms (shared/bmv2-notes.md)
+BMV2_LINK_POLL_S = 0.2  # BMv2 polls link state every 200 ms (docs/bmv2.md)
 
 
 def host_mac(port: int) -> str:

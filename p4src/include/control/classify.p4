@@ -1,6 +1,6 @@
 /* Classification by DSCP, never by opcode: that is what lets a fabric treat MRC without parsing it.
  * The controller installs one entry per MRC class (values configurable, defaults in
- * agent/wire/constants.py DscpClass); any other DSCP is CLASS_OTHER, forwarded like plain IP. */
+ * wire/constants.py DscpClass); any other DSCP is CLASS_OTHER, forwarded like plain IP. */
 #ifndef MRC_CLASSIFY_P4
 #define MRC_CLASSIFY_P4
 

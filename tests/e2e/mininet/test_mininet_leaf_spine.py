@@ -30,7 +30,7 @@ from tests.e2e.mininet.pings import ping, ping_address, ping_all
 pytestmark = pytest.mark.mininet
 PRESET = "leaf-spine"
 
-#: BMv2 polls link state every 200 ms (shared/bmv2-notes.md) and PI's watch-port enforcer
+#: BMv2 polls link state every 200 ms (docs/bmv2.md) and PI's watch-port enforcer
 #: reacts after that: the longest the tests wait for a cut or restore to take effect.
 LINK_STATE_TIMEOUT_S = 15.0
 #: How long a reachability check retries: on a loaded machine (two cores shared with builds and

@@ -2,7 +2,7 @@
 
 Each test slows port 2's normal-priority queue to RATE_PPS over Thrift and sends paced arrivals
 above that rate (paced, not line-rate: BMv2's ingress sees the queue one dequeue late, so a burst
-into an idle queue overflows before any decision can react; shared/bmv2-notes.md).
+into an idle queue overflows before any decision can react; docs/bmv2.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`make bench-targets` condenses each target's spray summary into the comparison issue 6 asks."""
+"""`make bench-targets` condenses each target's spray summary into one comparison per target."""
 
 from __future__ import annotations
 
