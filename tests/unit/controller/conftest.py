@@ -1,4 +1,5 @@
-"""Fixtures for the intent tests: the shipped topologies and a way to name their links."""
+"""Fixtures for the controller tests: the shipped topologies, a way to name their links, and a
+fake clock and event sink for the running controller (the fakes live in fakes.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.unit.controller.fakes import EventSink, FakeClock
 from topologies import LinkId, Topology, load_topology
 
 
@@ -36,3 +38,13 @@ def _link_between(topology: Topology, one: str, other: str) -> LinkId:
 def link_between() -> Callable[[Topology, str, str], LinkId]:
     """The id of the one link joining two named nodes (switches, or a host and its switch)."""
     return _link_between
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def sink(clock: FakeClock) -> EventSink:
+    return EventSink(clock)

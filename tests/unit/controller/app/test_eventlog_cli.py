@@ -15,7 +15,7 @@ from controller.cli import EXIT_UNAVAILABLE, EXIT_USAGE, main
 from controller.intent import compute_intent
 from controller.southbound.interface import SouthboundError
 from controller.southbound.p4runtime import P4RuntimeSouthbound, SwitchEndpoint, grpc_address
-from tests.unit.controller_sb.fakes import FakeClock
+from tests.unit.controller.fakes import FakeClock
 from topologies import Endpoint, load_topology
 
 

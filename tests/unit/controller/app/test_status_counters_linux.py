@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from controller.app.fabric import FabricController, discovery_settings
 from controller.app.status import collect_status, format_status
 from controller.southbound.interface import PortCounters, SwitchCounters, SwitchRole
-from tests.unit.controller_sb.fakes import EventSink, FakeClock, FakeFabric
+from tests.unit.controller.fakes import EventSink, FakeClock, FakeFabric
 from topologies import Topology
 
 NOTE = "members: the kernel keeps no per-next-hop counters (ports only)"

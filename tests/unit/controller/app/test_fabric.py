@@ -15,7 +15,7 @@ from controller.app.programmer import RetryPolicy
 from controller.app.status import collect_status, format_status
 from controller.intent import compute_intent
 from controller.southbound.interface import SwitchRole
-from tests.unit.controller_sb.fakes import FakeClock, FakeFabric
+from tests.unit.controller.fakes import FakeClock, FakeFabric
 from topologies import Endpoint
 
 TICK = 0.010

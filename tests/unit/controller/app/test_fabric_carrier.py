@@ -13,7 +13,7 @@ from controller.app.fabric import FabricController, LinkEvidence, discovery_sett
 from controller.app.liveness import LinkState
 from controller.app.programmer import RetryPolicy
 from controller.southbound.interface import SwitchRole
-from tests.unit.controller_sb.fakes import EventSink, FakeClock, FakeFabric
+from tests.unit.controller.fakes import EventSink, FakeClock, FakeFabric
 from topologies import Topology
 
 
