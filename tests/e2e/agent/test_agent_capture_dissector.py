@@ -24,7 +24,7 @@ from tests.e2e.agent.agent_lab import AGENT, AgentLab
 from wire.constants import Opcode
 
 REPO = Path(__file__).resolve().parents[3]
-DISSECTOR = REPO / "agent" / "wire" / "mrc.lua"
+DISSECTOR = REPO / "wire" / "mrc.lua"
 TOOLS = ("tcpdump", "tshark")
 
 
