@@ -31,9 +31,10 @@ Observing it: ``endpoint.stats`` (datagrams in/out, drops by ``DropReason``) and
 window, and every EV's state and use count).
 
 Modules: ``config`` (every default, with reasons), ``codec`` / ``packets`` / ``icrc`` (wire
-format), ``ev`` (EV set and health), ``sender`` / ``receiver`` / ``rtt`` (reliability), ``cc``
-(NSCC, DCQCN-like, fixed window), ``memory`` (regions and write checks), ``connection`` and
-``endpoint`` (assembly and demux), ``stats``, ``events``, ``drops``, ``datagram``.
+format), ``ev`` (EV set and health), ``sender`` / ``messages`` / ``recovery`` / ``receiver`` /
+``rtt`` (reliability), ``cc`` (NSCC, DCQCN-like, fixed window), ``memory`` (regions and write
+checks), ``connection`` and ``endpoint`` (assembly and demux), ``data_encoder`` and
+``send_slots`` (the data path's encoding), ``stats``, ``events``, ``drops``, ``datagram``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from agent.core.events import (
     WriteRejected,
 )
 from agent.core.memory import MemoryRegion
-from agent.core.sender import SendQueueFull
+from agent.core.messages import SendQueueFull
 from agent.core.stats import ConnectionStats, EndpointStats, EvReport, RetransmitCause
 
 __all__ = [

@@ -160,10 +160,9 @@ class MrcConfig:
     #: Most data packets one SACK answers. The receiver answers whatever arrived since its last
     #: SACK whenever the caller asks for output (the runtime: after each receive batch of up
     #: to 64 datagrams), and at the latest after this many packets. 64, the runtime's batch,
-    #: makes it one SACK per batch: on the benchmark's veth pair that measured best (64: 289,
-    #: 32: 231, 16: 235 Mbit/s, one noisy run each), since SACK processing is a large part of
-    #: the sender's per-packet work, and it still returns several acknowledgements per window
-    #: of the size NSCC settles at there (~370 packets). 1 restores one SACK per packet.
+    #: makes it one SACK per batch: SACK processing is a large part of the sender's per-packet
+    #: work, and this still returns several acknowledgements per window of the size NSCC
+    #: settles at on a veth pair. 1 restores one SACK per packet.
     sack_coalesce_max: int = 64
     #: A connection with work outstanding that hears nothing from its peer for this long
     #: fails: 3 s is far beyond any path repair the testbed does and short enough for a CLI.

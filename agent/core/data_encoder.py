@@ -1,11 +1,11 @@
-"""The sender's data path encoder: data packet fields straight to UDP payload bytes.
+"""The sender's data path encoder: data packet fields straight to MRC datagram bytes.
 
 ``agent.core.codec.encode`` takes a ``DataPacket`` and is the reference; this module produces
 byte-identical output (the tests cross-check them) without building a ``DataPacket``, without
 copying the payload more than once, and with everything that is fixed for a connection's path
 (addresses, QP, P_Key, IP version) bound once. It exists because the sender pays it for
-every packet: the benchmark's sender spent most of its time in per-packet Python work, and
-this cuts three allocations and two payload copies per packet.
+every packet: the per-packet Python work is most of what a sending agent does, and this cuts
+three allocations and two payload copies per packet.
 
 The ICRC (see ``agent.core.icrc``) is CRC-32 over the masked IP/UDP pseudo-header, the BTH
 with its reserved byte masked, the extension headers and the payload. It is computed in
@@ -13,6 +13,9 @@ pieces, so the payload is read in place (a ``memoryview`` of the message) and co
 once, into the finished packet; the pieces that are the same for every packet of an opcode
 on one EV (the pseudo-header and the start of the BTH) are CRC'd once, and their CRC seeds
 the rest (see ``DataPacketEncoder``).
+
+What is produced is the MRC datagram, BTH through ICRC (the UDP payload): the IP and UDP
+headers in front of it are the I/O layer's (``agent.io.raw_sender``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Final
 
 from agent.core.crc import crc32
 from agent.core.datagram import IpContext
-from agent.core.icrc import V4_PSEUDO, V6_FIRST_WORD_MASKED, V6_PSEUDO
+from agent.core.icrc import pseudo_header_crc
 from agent.core.packets import DEFAULT_PKEY
 from wire.constants import (
     BTH_FLAG_ACKREQ,
@@ -37,24 +40,23 @@ from wire.constants import (
 #: destination QP) are fixed for an opcode on a connection and are prebuilt.
 _REST: Final = struct.Struct(">IHHHHQII")
 _REST_IMM: Final = struct.Struct(">IHHHHQIII")
-#: IPv4 + UDP header, BTH bytes 0-7 and the rest of the headers, as ``encode_into`` writes
-#: them in one ``pack_into`` (fields as the runtime's raw sender packs them, checksums 0).
-_V4_HEAD: Final = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST.format[1:])
-_V4_HEAD_IMM: Final = struct.Struct(">BBHHHBBH4s4sHHHH8s" + _REST_IMM.format[1:])
-#: Where the ICRC's per-packet header part (BTH byte 8 on) starts in ``encode_into``'s output.
-_V4_REST_START: Final = 36
+#: BTH bytes 0-7 and the rest of the headers, as ``encode_into`` writes them in one
+#: ``pack_into``.
+_HEAD: Final = struct.Struct(">8s" + _REST.format[1:])
+_HEAD_IMM: Final = struct.Struct(">8s" + _REST_IMM.format[1:])
 _ICRC: Final = struct.Struct("<I")
-_ONES_8: Final = b"\xff" * 8
 _U24: Final = 0xFFFFFF
 _UDP_HEADER_LEN: Final = 8
-_IPV4_HEADER_LEN: Final = 20
-_IP_PROTO_UDP: Final = 17
 _BTH_FIXED_LEN: Final = 8
-#: BTH byte 8 (flags) as the top byte of the flags-and-PSN word; every data packet is
-#: timestamped (TSETH), as the sender needs the echo for RTT samples and NACK matching.
+_BTH_RESERVED_OFFSET: Final = 4
+#: Most bytes a data packet's MRC datagram has beyond its payload (BTH, METH, TSETH, RETH,
+#: immediate, ICRC), rounded up: whether a packet of ``mss`` payload fits a send slot.
+MAX_DATA_OVERHEAD: Final = 64
 #: UDP length of a data packet less its payload, without and with the immediate.
 _UDP_FIXED: Final = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST.size + ICRC_LEN
 _UDP_FIXED_IMM: Final = _UDP_HEADER_LEN + _BTH_FIXED_LEN + _REST_IMM.size + ICRC_LEN
+#: BTH byte 8 (flags) as the top byte of the flags-and-PSN word; every data packet is
+#: timestamped (TSETH), as the sender needs the echo for RTT samples and NACK matching.
 _ACK_REQ_WORD: Final = BTH_FLAG_ACKREQ << 24
 _RTX_WORD: Final = BTH_FLAG_RTX << 24
 _TS_WORD: Final = BTH_FLAG_TS << 24
@@ -73,7 +75,7 @@ class DataPacketEncoder:
     header bytes that change and over the payload.
     """
 
-    __slots__ = ("_dest_qp", "_ip", "_pkey", "_prefixes", "_seeds", "_v6", "ipv6")
+    __slots__ = ("_dest_qp", "_ip", "_pkey", "_prefixes", "_seeds", "ipv6")
 
     def __init__(self, ip: IpContext, dest_qp: int, pkey: int = DEFAULT_PKEY) -> None:
         if not 0 <= dest_qp <= _U24:
@@ -81,9 +83,8 @@ class DataPacketEncoder:
         self._ip = ip
         self._dest_qp = dest_qp
         self._pkey = pkey
-        self._v6 = len(ip.src) == 16
-        #: Whether the path is IPv6 (``encode_into`` is for IPv4 paths only).
-        self.ipv6 = self._v6
+        #: Whether the path is IPv6 (the I/O layer may take only IPv4 packets in place).
+        self.ipv6 = len(ip.src) == 16
         #: opcode -> BTH bytes 0-7 as sent (reserved byte 0).
         self._prefixes: dict[int, bytes] = {}
         #: (opcode << 40 | src_port << 24 | UDP length) -> CRC of the pseudo-header and the
@@ -100,20 +101,9 @@ class DataPacketEncoder:
 
     def _seed(self, key: int, opcode: int, src_port: int, udp_length: int) -> int:
         """The CRC of everything the ICRC covers before BTH byte 8 (see the class doc)."""
-        ip = self._ip
-        bth_start = self._prefix(opcode)[:4]
-        if self._v6:
-            pseudo = V6_PSEUDO.pack(
-                _ONES_8, V6_FIRST_WORD_MASKED, udp_length, _IP_PROTO_UDP, 0xFF, ip.src, ip.dst,
-                src_port, ROCEV2_UDP_PORT, udp_length, 0xFFFF, bth_start, 0xFF,
-            )  # fmt: skip
-        else:
-            pseudo = V4_PSEUDO.pack(
-                _ONES_8, 0x45, 0xFF, _IPV4_HEADER_LEN + udp_length, ip.ip_id, ip.flags_fragment,
-                0xFF, _IP_PROTO_UDP, 0xFFFF, ip.src, ip.dst, src_port, ROCEV2_UDP_PORT,
-                udp_length, 0xFFFF, bth_start, 0xFF,
-            )  # fmt: skip
-        seed = crc32(self._dest_qp.to_bytes(3, "big"), crc32(pseudo))
+        bth_start = self._prefix(opcode)[:_BTH_RESERVED_OFFSET]
+        pseudo = pseudo_header_crc(self._ip, src_port, ROCEV2_UDP_PORT, udp_length, bth_start)
+        seed = crc32(self._dest_qp.to_bytes(3, "big"), pseudo)
         seeds = self._seeds
         if len(seeds) >= MAX_SEEDS:
             seeds.clear()
@@ -166,8 +156,6 @@ class DataPacketEncoder:
         self,
         buffer: memoryview,
         offset: int,
-        tos: int,
-        ttl: int,
         opcode: int,
         psn: int,
         msn: int,
@@ -182,9 +170,8 @@ class DataPacketEncoder:
         retransmit: bool,
         src_port: int,
     ) -> int:
-        """``encode``'s packet as the whole IPv4 packet the runtime would send (IPv4 header
-        with ``tos`` and ``ttl``, UDP header, then ``encode``'s bytes), written at ``offset``
-        of ``buffer``; returns its length. IPv4 paths only (see ``agent.core.send_slots``).
+        """``encode``'s bytes written at ``offset`` of ``buffer`` (a send slot, see
+        ``agent.core.send_slots``); returns their length.
 
         One ``pack_into`` writes every header, the payload is copied once, from the message
         to the buffer: no intermediate ``bytes`` per packet.
@@ -195,30 +182,25 @@ class DataPacketEncoder:
         if retransmit:
             word |= _RTX_WORD
         size = len(payload)
-        ip = self._ip
         udp_length = (_UDP_FIXED if immediate is None else _UDP_FIXED_IMM) + size
         key = (opcode << 40) | (src_port << 24) | udp_length
         seed = self._seeds.get(key)
         if seed is None:
             seed = self._seed(key, opcode, src_port, udp_length)  # also makes the prefix
         if immediate is None:
-            rest_end = offset + _V4_REST_START + _REST.size
-            _V4_HEAD.pack_into(
-                buffer, offset, 0x45, tos, _IPV4_HEADER_LEN + udp_length, ip.ip_id,
-                ip.flags_fragment, ttl, _IP_PROTO_UDP, 0, ip.src, ip.dst, src_port,
-                ROCEV2_UDP_PORT, udp_length, 0, self._prefixes[opcode],
+            rest_end = offset + _HEAD.size
+            _HEAD.pack_into(
+                buffer, offset, self._prefixes[opcode],
                 word, rqmsn, msn, tx_timestamp, 0, va, rkey, dma_length,
             )  # fmt: skip
         else:
-            rest_end = offset + _V4_REST_START + _REST_IMM.size
-            _V4_HEAD_IMM.pack_into(
-                buffer, offset, 0x45, tos, _IPV4_HEADER_LEN + udp_length, ip.ip_id,
-                ip.flags_fragment, ttl, _IP_PROTO_UDP, 0, ip.src, ip.dst, src_port,
-                ROCEV2_UDP_PORT, udp_length, 0, self._prefixes[opcode],
+            rest_end = offset + _HEAD_IMM.size
+            _HEAD_IMM.pack_into(
+                buffer, offset, self._prefixes[opcode],
                 word, rqmsn, msn, tx_timestamp, 0, va, rkey, dma_length, immediate,
             )  # fmt: skip
         end = rest_end + size
         buffer[rest_end:end] = payload
         # The ICRC's per-packet headers and the payload now lie side by side: one crc32.
-        _ICRC.pack_into(buffer, end, crc32(buffer[offset + _V4_REST_START : end], seed))
+        _ICRC.pack_into(buffer, end, crc32(buffer[offset + _BTH_FIXED_LEN : end], seed))
         return end + ICRC_LEN - offset

@@ -59,8 +59,8 @@ class IncomingDatagram:
     """A received UDP datagram to port 4791, as the runtime saw it.
 
     Treat as immutable; not frozen, for speed (one per datagram, see ``agent.core.packets``).
-    Its ``__init__`` is written out rather than generated: mypyc compiles a written one (about
-    35 ns a datagram in the native build) but runs a generated one as Python (about 140).
+    Its ``__init__`` is written out rather than generated: mypyc compiles a written one but runs
+    a generated one as Python, several times slower.
 
     ``dscp`` and ``ecn`` come from the IP TOS / traffic-class byte: the DSCP tells a trimmed
     packet apart (it then has no payload and no ICRC), the ECN bits carry the CE mark that the

@@ -257,8 +257,9 @@ class Endpoint:
         self, now: float, slots: SendSlots | None = None, limit: int | None = None
     ) -> list[OutgoingDatagram]:
         """Every datagram that may leave at ``now``, in order; with ``slots``, data packets on
-        IPv4 paths are written into them (and flushed through their sink when full; the caller
-        flushes the rest) and the list holds the others (see ``agent.core.send_slots``).
+        paths the slots take are written into them (and flushed through their sink when full;
+        the caller flushes the rest) and the list holds the others (see
+        ``agent.core.send_slots``).
 
         ``limit``: at most this many data packets in all; control packets (SACKs, probes,
         answers) always go. A runtime sends in bounded bursts so that it reads the answers in

@@ -5,7 +5,8 @@ Same definition as ``wire.icrc`` (and scapy's ``contrib/roce.py``): CRC-32 over 
 ones, the UDP header with its checksum set to ones, and the MRC packet with BTH byte 4 set to
 ones; stored least-significant byte first. This version packs the pseudo-header straight from
 the context instead of masking a copy of a whole datagram, because it runs twice per packet on
-the data path (once to send, once to check).
+the data path (once to send, once to check); the data path's encoder and decoder cache its CRC
+(``pseudo_header_crc``) as the seed of each packet's ICRC.
 
 The IPv4 header is taken to be the plain 20 bytes (no options), which is what the runtime sends.
 """
@@ -24,13 +25,33 @@ _UDP_HEADER_LEN: Final = 8
 _IPV4_HEADER_LEN: Final = 20
 _BTH_RESERVED_OFFSET: Final = 4
 _ONES_8: Final = b"\xff" * 8
-# pseudo-LRH, IPv4 header (masked), UDP header (checksum masked), BTH bytes 0-4 (4 masked):
-# one pack and two crc32 calls per packet, the ICRC runs on every packet sent and received.
-V4_PSEUDO: Final = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
+# pseudo-LRH, IPv4 header (masked), UDP header (checksum masked), BTH bytes 0-4 (4 masked)
+_V4_PSEUDO: Final = struct.Struct(">8sBBHHHBBH4s4sHHHH4sB")
 # pseudo-LRH, IPv6 header (traffic class, flow label, hop limit masked), UDP header, BTH 0-4
-V6_PSEUDO: Final = struct.Struct(">8sIHBB16s16sHHHH4sB")
-V6_FIRST_WORD_MASKED: Final = 0x6FFFFFFF
+_V6_PSEUDO: Final = struct.Struct(">8sIHBB16s16sHHHH4sB")
+_V6_FIRST_WORD_MASKED: Final = 0x6FFFFFFF
 _ICRC: Final = struct.Struct("<I")
+
+
+def pseudo_header_crc(
+    ip: IpContext, src_port: int, dst_port: int, udp_length: int, bth_start: bytes
+) -> int:
+    """The CRC of everything the ICRC covers before BTH byte 5: the pseudo-LRH, the masked IP
+    and UDP headers of a ``udp_length``-byte UDP datagram, BTH bytes 0-3 (``bth_start``) and
+    the masked byte 4. The one place the pseudo-header is laid out: every ICRC, computed
+    whole or continued from a cached seed, starts here."""
+    if len(ip.src) == 4:
+        pseudo = _V4_PSEUDO.pack(
+            _ONES_8, 0x45, 0xFF, _IPV4_HEADER_LEN + udp_length, ip.ip_id, ip.flags_fragment,
+            0xFF, _IP_PROTO_UDP, 0xFFFF, ip.src, ip.dst, src_port, dst_port, udp_length,
+            0xFFFF, bth_start, 0xFF,
+        )  # fmt: skip
+    else:
+        pseudo = _V6_PSEUDO.pack(
+            _ONES_8, _V6_FIRST_WORD_MASKED, udp_length, _IP_PROTO_UDP, 0xFF, ip.src, ip.dst,
+            src_port, dst_port, udp_length, 0xFFFF, bth_start, 0xFF,
+        )  # fmt: skip
+    return crc32(pseudo)
 
 
 def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: int) -> int:
@@ -45,43 +66,8 @@ def compute_icrc(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port
     if len(view) <= _BTH_RESERVED_OFFSET:
         raise ValueError(f"{len(view)} bytes: an MRC packet starts with a 12-byte BTH")
     bth_start = bytes(view[:_BTH_RESERVED_OFFSET])
-    if len(ip.src) == 4:
-        pseudo = V4_PSEUDO.pack(
-            _ONES_8,
-            0x45,
-            0xFF,
-            _IPV4_HEADER_LEN + udp_length,
-            ip.ip_id,
-            ip.flags_fragment,
-            0xFF,
-            _IP_PROTO_UDP,
-            0xFFFF,
-            ip.src,
-            ip.dst,
-            src_port,
-            dst_port,
-            udp_length,
-            0xFFFF,
-            bth_start,
-            0xFF,
-        )
-    else:
-        pseudo = V6_PSEUDO.pack(
-            _ONES_8,
-            V6_FIRST_WORD_MASKED,
-            udp_length,
-            _IP_PROTO_UDP,
-            0xFF,
-            ip.src,
-            ip.dst,
-            src_port,
-            dst_port,
-            udp_length,
-            0xFFFF,
-            bth_start,
-            0xFF,
-        )
-    return crc32(view[_BTH_RESERVED_OFFSET + 1 :], crc32(pseudo))
+    seed = pseudo_header_crc(ip, src_port, dst_port, udp_length, bth_start)
+    return crc32(view[_BTH_RESERVED_OFFSET + 1 :], seed)
 
 
 def icrc_bytes(mrc: bytes | memoryview, ip: IpContext, src_port: int, dst_port: int) -> bytes:

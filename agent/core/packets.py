@@ -1,11 +1,10 @@
 """The MRC packets the core speaks, as slotted dataclasses (decoded form).
 
 Treat every one as immutable. None is declared frozen: a frozen dataclass's ``__init__`` sets
-each field through ``object.__setattr__``, about four times a plain one's cost, and the core
+each field through ``object.__setattr__``, several times a plain one's cost, and the core
 builds one per packet sent or received (per data packet, SACK, probe and its answer). For the
 same reason each writes out its ``__init__`` (``init=False``): mypyc compiles a written one, but
-runs a dataclass-generated one as Python, ~1.2 us for a ``SackPacket``'s 22 fields against
-~0.1 us (the sender decodes one per SACK; py-spy found the generated ones at ~2 % of its core).
+runs a dataclass-generated one as Python, many times slower (the sender decodes one per SACK).
 
 One class per packet kind; the BTH is flattened into each (``dest_qp``, ``psn``, flags), which keeps
 the data path to one object per packet. ``agent.core.codec`` turns them into bytes and back;
@@ -349,8 +348,8 @@ class EndpointMessage:
     ``more_answers``: further EV-probe answers, ``(seq, value)`` each, that an EV_PROBE
     response carries after its own (one more EPH each on the wire, see ``wire.layers``).
     A receiver answers the probes that arrived together in one response, because each probe
-    answered alone cost its sender a datagram to receive and decode: at 1 % loss a quarter of
-    the datagrams a sender received were probe answers.
+    answered alone cost its sender a datagram to receive and decode, and under loss probe
+    answers were a large share of the datagrams a sender received.
     """
 
     dest_qp: int

@@ -16,6 +16,10 @@ Sends never block: a full socket buffer makes ``send`` return False (``send_many
 where it stopped), and the caller keeps the datagram until the socket is writable again, so
 backpressure never turns into packet loss. ``send_many`` sends a whole batch per system call
 with ``sendmmsg`` where the C library has it (``agent.io.mmsg``).
+
+This module owns the IP and UDP headers and the ``sendmmsg`` layout: the core produces MRC
+datagrams (BTH through ICRC), as objects or written in place into ``make_slots``' slots, whose
+headers ``send_slots`` writes in front of them.
 """
 
 from __future__ import annotations
@@ -28,15 +32,19 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from agent.core.datagram import OutgoingDatagram
-from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots, pack_ipv4_udp_header
+from agent.core.datagram import IpContext, OutgoingDatagram
+from agent.core.send_slots import SendSlots
 from agent.io import mmsg
 from agent.io.linux import IPV6_HDRINCL, SO_SNDBUFFORCE
 
 log = logging.getLogger(__name__)
 
+_IPV4_UDP: Final = struct.Struct(">BBHHHBBH4s4sHHHH")
 _IPV6_UDP: Final = struct.Struct(">IHBB16s16sHHHH")
 _IPV6_PSEUDO: Final = struct.Struct(">16s16sII")
+#: IPv4 header (20, no options) + UDP header (8) in front of each UDP payload sent over IPv4.
+IPV4_UDP_HEADER_LEN: Final = 28
+_IPV4_HEADER_LEN: Final = 20
 _UDP_HEADER_LEN: Final = 8
 _IP_PROTO_UDP: Final = 17
 #: Hop limit / TTL of every packet: Linux's default.
@@ -63,13 +71,40 @@ def sockaddr(address: bytes) -> bytes:
     return _SOCKADDR_IN6.pack(socket.AF_INET6, b"\0\0", b"\0" * 4, address, 0)
 
 
+def pack_ipv4_udp_header(
+    buffer: bytearray | memoryview,
+    offset: int,
+    ip: IpContext,
+    src_port: int,
+    dst_port: int,
+    dscp: int,
+    ecn: int,
+    payload_length: int,
+    ttl: int,
+) -> None:
+    """Write the IPv4 + UDP header (``IPV4_UDP_HEADER_LEN`` bytes) of a UDP datagram with a
+    ``payload_length``-byte payload at ``offset`` of ``buffer``: ID and flags from its
+    ``IpContext``, TOS from its DSCP and ECN, checksums 0 (with ``IP_HDRINCL`` the kernel fills
+    in the IPv4 one; a zero UDP checksum is allowed over IPv4). The one place this header is
+    laid out: every IPv4 packet the agent sends gets it from here."""
+    udp_length = _UDP_HEADER_LEN + payload_length
+    _IPV4_UDP.pack_into(
+        buffer, offset, 0x45, (dscp << 2) | ecn, _IPV4_HEADER_LEN + udp_length, ip.ip_id,
+        ip.flags_fragment, ttl, _IP_PROTO_UDP, 0, ip.src, ip.dst, src_port, dst_port,
+        udp_length, 0,
+    )  # fmt: skip
+
+
 def ipv4_udp_header(datagram: OutgoingDatagram, ttl: int = DEFAULT_TTL) -> bytes:
     """The 28 bytes (IPv4 + UDP) in front of ``datagram.payload``.
 
     The IP checksum is left 0: with ``IP_HDRINCL`` the kernel always fills it in.
     """
     header = bytearray(IPV4_UDP_HEADER_LEN)
-    pack_ipv4_udp_header(header, 0, datagram, ttl)
+    pack_ipv4_udp_header(
+        header, 0, datagram.ip, datagram.src_port, datagram.dst_port, datagram.dscp,
+        datagram.ecn, len(datagram.payload), ttl,
+    )  # fmt: skip
     return bytes(header)
 
 
@@ -134,9 +169,6 @@ class RawSender:
             self._batch = mmsg.SendBatch(slot_size=BATCH_SLOT_BYTES)
         #: The ``sendmmsg`` batch behind ``make_slots``' slots (the core writes into it).
         self._slot_batch: mmsg.SendBatch | None = None
-        #: Its first ``_named_slots`` slots name the destination of ``_named_context``.
-        self._named_context: object = None
-        self._named_slots = 0
 
     @property
     def batched(self) -> bool:
@@ -233,7 +265,10 @@ class RawSender:
                     break
                 offset = count * slot_size
                 if v4:
-                    pack_ipv4_udp_header(buffer, offset, datagram, DEFAULT_TTL)
+                    pack_ipv4_udp_header(
+                        buffer, offset, ip, datagram.src_port, datagram.dst_port,
+                        datagram.dscp, datagram.ecn, size, DEFAULT_TTL,
+                    )  # fmt: skip
                     header_length = IPV4_UDP_HEADER_LEN
                 else:
                     header = ipv6_udp_header(datagram)
@@ -256,58 +291,56 @@ class RawSender:
         return total
 
     def make_slots(self, sink: Callable[[SendSlots], None]) -> SendSlots | None:
-        """Send slots the core writes whole IPv4 data packets into (``agent.core.send_slots``),
-        backed by a ``sendmmsg`` batch of their own; ``sink`` is called when they are to go
-        (and should call ``send_slots``). None without ``sendmmsg`` or an IPv4 socket: the
-        core then hands every datagram over as an object."""
+        """Send slots the core writes MRC datagrams into (``agent.core.send_slots``), backed
+        by a ``sendmmsg`` batch of their own: each slot starts with room for the IPv4 and UDP
+        headers ``send_slots`` writes. ``sink`` is called when they are to go (and should call
+        ``send_slots``). None without ``sendmmsg`` or an IPv4 socket: the core then hands
+        every datagram over as an object."""
         if self._batch is None or self._v4 is None:
             return None
         batch = self._slot_batch = mmsg.SendBatch(slot_size=BATCH_SLOT_BYTES)
-        return SendSlots(
-            batch.buffer, batch.slot_size, batch.slots, batch.iov_view, _IOV_LEN, _IOVEC_SIZE,
-            _IOV_LEN_OFFSET, sink, DEFAULT_TTL,
-        )  # fmt: skip
+        return SendSlots(batch.buffer, batch.slot_size, batch.slots, IPV4_UDP_HEADER_LEN, sink)
 
     def send_slots(self, slots: SendSlots) -> int:
-        """Send slots ``0..slots.count-1`` of ``make_slots``' slots in order; returns the
-        first one the socket buffer could not take (``slots.count`` when it took all). As in
-        ``send_many``, any other failure drops and counts the packet it concerns."""
+        """Send slots ``0..slots.count-1`` of ``make_slots``' slots in order, each behind the
+        IPv4 and UDP headers its envelope describes; returns the first one the socket buffer
+        could not take (``slots.count`` when it took all). As in ``send_many``, any other
+        failure drops and counts the packet it concerns."""
         batch = self._slot_batch
         sock = self._v4
         if batch is None or sock is None:
             raise RuntimeError("send_slots without make_slots")
         count = slots.count
-        contexts = slots.contexts
         if not count:
             return 0
-        first = contexts[0]
-        # One peer over one plane (the common case): every slot already names its address
-        # from an earlier batch, checked with one C-level pass instead of a loop per packet.
-        if (
-            first is not self._named_context
-            or count > self._named_slots
-            or (contexts.count(first) != count)
-        ):
-            names = batch.slot_names
-            set_name = batch.set_name
-            sockaddrs = self._sockaddrs
-            last = None
-            name = b""
-            for slot, ip in enumerate(contexts):
-                if ip is not last:
-                    last = ip
-                    found = sockaddrs.get(ip.dst)
-                    if found is None:
-                        found = sockaddrs[ip.dst] = sockaddr(ip.dst)
-                    name = found
-                if names[slot] is not name:
-                    set_name(slot, name)
-            if last is first and contexts.count(first) == count:
-                if first is not self._named_context:
-                    self._named_context, self._named_slots = first, 0
-                self._named_slots = max(self._named_slots, count)
-            else:
-                self._named_context, self._named_slots = None, 0
+        buffer = batch.buffer
+        slot_size = batch.slot_size
+        iov_view = batch.iov_view
+        names = batch.slot_names
+        sockaddrs = self._sockaddrs
+        envelopes = slots.envelopes
+        last: IpContext | None = None
+        name = b""
+        for slot in range(count):
+            envelope = envelopes[slot]
+            ip = envelope.ip
+            length = envelope.length
+            pack_ipv4_udp_header(
+                buffer, slot * slot_size, ip, envelope.src_port, envelope.dst_port,
+                envelope.dscp, envelope.ecn, length, DEFAULT_TTL,
+            )  # fmt: skip
+            _IOV_LEN.pack_into(
+                iov_view, slot * _IOVEC_SIZE + _IOV_LEN_OFFSET, IPV4_UDP_HEADER_LEN + length
+            )
+            if ip is not last:
+                # One peer over one plane (the common case): one lookup per batch.
+                last = ip
+                found = sockaddrs.get(ip.dst)
+                if found is None:
+                    found = sockaddrs[ip.dst] = sockaddr(ip.dst)
+                name = found
+            if names[slot] is not name:
+                batch.set_name(slot, name)
         return self._flush(batch, sock.fileno(), count, slots.datagram)
 
     def _flush(

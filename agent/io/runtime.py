@@ -14,8 +14,10 @@ One thread, one ``Reactor`` (epoll). Each turn:
    pulled from the core until it drains.
 
 The per-packet path is: ``recvmmsg`` batch -> ``IncomingDatagram`` -> core, and core ->
-``OutgoingDatagram`` -> its slot of a ``sendmmsg`` batch (``agent.io.mmsg``; one
-``recvmsg_into`` / ``sendmsg`` per datagram where the C library lacks them). No scapy, no
+its slot of a ``sendmmsg`` batch (data packets written there in place, see
+``agent.core.send_slots``; control packets as an ``OutgoingDatagram`` copied in), the IP and
+UDP headers put in front by ``agent.io.raw_sender`` (one ``recvmsg_into`` / ``sendmsg`` per
+datagram where the C library lacks the batched calls, see ``agent.io.mmsg``). No scapy, no
 asyncio; each datagram's bytes are copied once into a ``bytes`` when received and once into
 the send batch.
 """
@@ -40,13 +42,10 @@ from agent.io.reactor import READ, WRITE, HasFileno, Reactor
 #: amortise the loop, small enough that SACKs are turned into new data promptly.
 RECEIVE_BATCH: Final = 64
 #: Data packets sent per turn at most: the answers (SACKs, probe answers) that arrive while a
-#: burst is sent are read before the next one. Unbounded, a sender's burst was as large as the
-#: window the last batch of SACKs opened (p90 ~500 packets, up to ~900), so those answers
-#: waited in the socket for the whole burst, each of its packets was stamped with the burst's
-#: start (RTT samples grew with the burst), and EV probes, built before the burst and sent
-#: after it, took twice the data's RTT and failed their timeout (18 % unanswered at 1 % loss).
-#: Paired veth runs found 128 ~6 % slower lossless (more turns, each a poll and a drain) and
-#: 256 or 512 no different from unbounded within the machine's noise: 256, four send batches.
+#: burst is sent are read before the next one. Unbounded, a burst was as large as the window
+#: the last SACKs opened: their answers waited in the socket for the whole burst, RTT samples
+#: grew with it, and EV probes sent after it failed their timeout. Much smaller costs more
+#: turns (each a poll and a drain): 256 is four send batches.
 SEND_BURST: Final = 256
 #: Turns in a row the core's due timers may wait for a socket still holding input (see
 #: ``service``): 16 batches, 1024 datagrams.
@@ -101,8 +100,8 @@ class AgentRuntime:
         self._backlog: deque[OutgoingDatagram] = deque()
         # Data packets written by the core straight into the transport's send buffer, where
         # the transport offers that (``SocketDatagramIO.make_slots``; see
-        # ``agent.core.send_slots``): an optional extra of the transport, looked up by name so
-        # in-memory transports need not have it.
+        # ``agent.core.send_slots``; the transport writes the headers): an optional extra of
+        # the transport, looked up by name so in-memory transports need not have it.
         make_slots = getattr(self.io, "make_slots", None)
         self._send_slots: Callable[[SendSlots], int] | None = getattr(self.io, "send_slots", None)
         self._slots: SendSlots | None = None
@@ -189,8 +188,7 @@ class AgentRuntime:
             # The core's timers act on what it has heard: while a full receive batch says
             # more answers may wait in the socket, they wait a turn (the next poll returns at
             # once), lest a probe be judged lost, a packet given up or resent by the RTO, with
-            # its answer unread. A sender at line rate found input waiting in about a quarter
-            # of the turns where a timer was due. Bounded, so that a flood cannot hold them off.
+            # its answer unread. Bounded, so that a flood cannot hold them off.
             if self._input_waiting and self._timer_deferrals < MAX_TIMER_DEFERRALS:
                 self._timer_deferrals += 1
             else:

@@ -17,8 +17,8 @@ from agent.core import data_encoder as data_encoder_module
 from agent.core.codec import encode
 from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IpContext
+from agent.core.messages import SentPacket
 from agent.core.packets import DataPacket
-from agent.core.sender import SentPacket
 from agent.core.stats import RetransmitCause
 from wire.constants import DATA_OPCODES, IMM_OPCODES
 
@@ -46,11 +46,13 @@ def _record(rec: SentPacket) -> tuple:
 def _sender_state(endpoint: Endpoint) -> tuple:
     sender = endpoint._connections[0x10].sender
     c = sender._counters
+    recovery = sender.recovery
     return (
-        sender._next_psn, sender._una, sender._outstanding, sender._order,
-        sender.bytes_in_flight, sender._last_send, sender._last_progress,
-        c.data_packets_sent, c.data_bytes_sent, sorted(sender._records), list(sender._in_flight),
-        [(m.next_offset, m.unacked, m.segmented, m.last_psn) for m in sender._unconfirmed.values()],
+        sender._next_psn, sender._una, sender._outstanding, recovery.order,
+        sender.bytes_in_flight, recovery.last_send, recovery.last_progress,
+        c.data_packets_sent, c.data_bytes_sent, sorted(sender._records), list(recovery.in_flight),
+        [(m.next_offset, m.unacked, m.segmented, m.last_psn)
+         for m in sender.messages.unconfirmed.values()],
     )  # fmt: skip
 
 
@@ -91,7 +93,7 @@ def test_a_burst_sends_retransmissions_first():
     endpoint = _sender_with_messages(config, [8 * 1024])
     sender = endpoint._connections[0x10].sender
     first = sender.next_transmissions(0.0, 3)
-    sender._declare_lost(first[1], RetransmitCause.SACK_GAP, 0.1, front=False)
+    sender.recovery.declare_lost(first[1], RetransmitCause.SACK_GAP, 0.1, front=False)
     again = sender.next_transmissions(0.2, 3)
     assert [r.psn for r in again] == [first[1].psn, first[2].psn + 1, first[2].psn + 2]
     assert again[0].transmissions == 2
@@ -153,9 +155,10 @@ def test_acknowledging_a_sack_in_one_pass_equals_acknowledging_each_packet_alone
     def state(sender: object) -> tuple:
         s = sender  # type: ignore[assignment]
         return (
-            sorted(s._records), list(s._in_flight), s.bytes_in_flight,
-            s._counters.packets_acked, s._counters.bytes_acked, s._last_rto_spurious,
-            [(m.unacked, m.done) for m in s._unconfirmed.values()], len(s._confirm_heap),
+            sorted(s._records), list(s.recovery.in_flight), s.bytes_in_flight,
+            s._counters.packets_acked, s._counters.bytes_acked, s.recovery.last_rto_spurious,
+            [(m.unacked, m.done) for m in s.messages.unconfirmed.values()],
+            len(s.messages._confirm_heap),
             [(slot.current.value, slot.current.outstanding) for slot in s._ev_set._slots],
         )  # fmt: skip
 

@@ -1,12 +1,12 @@
-"""``SendSlots``: data packets the core writes straight into the runtime's send buffer are
-byte for byte the IP packets the one-datagram-at-a-time path leads to (the raw sender's IPv4
-and UDP header in front of the encoder's UDP payload), in the same order, with the same
-accounting; so the runtime may take either path."""
+"""``SendSlots``: data packets the core writes straight into the runtime's send buffer, behind
+the IPv4 and UDP header the raw sender writes in front of them, are byte for byte the IP
+packets the one-datagram-at-a-time path leads to (the raw sender's IPv4 and UDP header in front
+of the encoder's UDP payload), in the same order, with the same accounting; so the runtime may
+take either path."""
 
 from __future__ import annotations
 
 import os
-import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,13 +14,17 @@ from hypothesis import strategies as st
 from agent.core import ConnectionSpec, Endpoint, MrcConfig, OutgoingDatagram
 from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IpContext
-from agent.core.send_slots import IPV4_UDP_HEADER_LEN, SendSlots
-from agent.io.raw_sender import ipv4_udp_header
+from agent.core.send_slots import SendSlots
+from agent.io.raw_sender import (
+    DEFAULT_TTL,
+    IPV4_UDP_HEADER_LEN,
+    ipv4_udp_header,
+    pack_ipv4_udp_header,
+)
 from tests.unit.agent.agent_strategies import u16, u24, u32
-from wire.constants import DATA_OPCODES, IMM_OPCODES
+from wire.constants import DATA_OPCODES, IMM_OPCODES, ROCEV2_UDP_PORT
 
 A, B, C = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), bytes([10, 1, 0, 2])
-_LENGTH = struct.Struct("=Q")
 SLOT = 1200
 
 
@@ -31,14 +35,19 @@ def _slots(
     kept: list[bytes] = []
 
     def keep(slots: SendSlots) -> None:
+        # The header the raw sender's ``send_slots`` writes into each slot's header room.
         for slot in range(slots.count):
+            e = slots.envelopes[slot]
             start = slot * slots.slot_size
-            kept.append(bytes(slots.buffer[start : start + slots.length(slot)]))
+            pack_ipv4_udp_header(
+                slots.buffer, start, e.ip, e.src_port, e.dst_port, e.dscp, e.ecn, e.length,
+                DEFAULT_TTL,
+            )  # fmt: skip
+            kept.append(bytes(slots.buffer[start : start + IPV4_UDP_HEADER_LEN + e.length]))
         slots.clear()
 
     slots = SendSlots(
-        memoryview(bytearray(capacity * slot_size)), slot_size, capacity,
-        memoryview(bytearray(capacity * 16)), _LENGTH, 16, 8,
+        memoryview(bytearray(capacity * slot_size)), slot_size, capacity, IPV4_UDP_HEADER_LEN,
         sink if sink is not None else keep,  # type: ignore[arg-type]
     )  # fmt: skip
     return slots, kept
@@ -81,9 +90,14 @@ def test_encode_into_writes_the_raw_senders_ip_packet(
     )  # fmt: skip
     buffer = bytearray(b"\xaa" * (2000 + offset * 1300))
     start = offset * 1300
+    # The core writes the MRC datagram behind the header room, the raw sender the header.
     length = DataPacketEncoder(ip, dest_qp).encode_into(
-        memoryview(buffer), start, (dscp << 2) | ecn, 64, *args
+        memoryview(buffer), start + IPV4_UDP_HEADER_LEN, *args
     )
+    pack_ipv4_udp_header(
+        buffer, start, ip, src_port, ROCEV2_UDP_PORT, dscp, ecn, length, DEFAULT_TTL
+    )
+    length += IPV4_UDP_HEADER_LEN
     assert bytes(buffer[start : start + length]) == expected
     assert set(buffer[:start]) <= {0xAA} and set(buffer[start + length :]) <= {0xAA}
 
@@ -166,7 +180,8 @@ def test_an_appended_datagram_is_the_ip_packet_the_plain_path_sends() -> None:
     slots, kept = _slots(4)
     datagram = _control_datagram(B, os.urandom(36))
     assert slots.append(datagram)
-    assert (slots.count, slots.written, slots.planes) == (1, 0, [0])
+    planes = [e.plane for e in slots.envelopes[: slots.count]]
+    assert (slots.count, slots.written, planes) == (1, 0, [0])
     assert slots.datagram(0) == datagram
     slots.flush()
     assert kept == [_wire(datagram)]

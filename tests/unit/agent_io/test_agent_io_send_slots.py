@@ -1,22 +1,23 @@
 """The runtime's in-place send path (``agent.core.send_slots``): data packets the core writes
-into the transport's send slots reach the peer intact and in order, also when the socket
-buffer takes only part of a batch (the rest waits in the backlog, in order, behind anything
-already waiting) and when the kernel rejects one packet (counted, the rest still go)."""
+into the transport's send slots (the transport's headers in front of them) reach the peer
+intact and in order, also when the socket buffer takes only part of a batch (the rest waits
+in the backlog, in order, behind anything already waiting) and when the kernel rejects one
+packet (counted, the rest still go)."""
 
 from __future__ import annotations
 
 import errno
 import os
-import struct
 from collections.abc import Callable
 from pathlib import Path
 
 from agent.core import IpContext, MrcConfig
 from agent.core.data_encoder import DataPacketEncoder
 from agent.core.send_slots import SendSlots
+from agent.io import mmsg
 from agent.io.file_transfer import FileTransfer
 from agent.io.inbound import InboundPolicy, SideChannelServer
-from agent.io.raw_sender import RawSender, sockaddr
+from agent.io.raw_sender import IPV4_UDP_HEADER_LEN, RawSender, ipv4_udp_header, sockaddr
 from agent.io.runtime import AgentRuntime
 from tests.unit.agent_io.memory_link import (
     PLANE_A,
@@ -27,8 +28,7 @@ from tests.unit.agent_io.memory_link import (
 )
 from tests.unit.agent_io.test_agent_io_mmsg import _Calls, _FakeRawSocket
 from tests.unit.agent_io.test_agent_io_transfers import LOCALHOST
-
-_LENGTH = struct.Struct("=Q")
+from wire.constants import ROCEV2_UDP_PORT
 
 
 class SlottedMemoryIO(MemoryDatagramIO):
@@ -46,7 +46,7 @@ class SlottedMemoryIO(MemoryDatagramIO):
         size = 1400
         return SendSlots(
             memoryview(bytearray(self.capacity * size)), size, self.capacity,
-            memoryview(bytearray(self.capacity * 8)), _LENGTH, 8, 0, sink,
+            IPV4_UDP_HEADER_LEN, sink,
         )  # fmt: skip
 
     def send_slots(self, slots: SendSlots) -> int:
@@ -88,14 +88,11 @@ def _filled(slots: SendSlots, count: int) -> SendSlots:
     encoder = DataPacketEncoder(ip, 0x20)
     for slot in range(count):
         length = encoder.encode_into(
-            slots.buffer, slot * slots.slot_size, 0x12, 64, 0x07, slot, 1, 0, 0, 1, 1 << 20,
-            memoryview(bytes([slot]) * 100), None, 0, False, False, 0xC000 + slot,
+            slots.buffer, slot * slots.slot_size + slots.header_room, 0x07, slot, 1, 0, 0, 1,
+            1 << 20, memoryview(bytes([slot]) * 100), None, 0, False, False, 0xC000 + slot,
         )  # fmt: skip
-        slots.length_struct.pack_into(
-            slots.lengths, slot * slots.length_stride + slots.length_offset, length
-        )
-        slots.contexts.append(ip)
-        slots.planes.append(0)
+        # TOS 0x12: DSCP 4, ECN 2.
+        slots.envelopes[slot].fill(ip, 0, 0xC000 + slot, 0, 4, 2, ROCEV2_UDP_PORT, length)
     slots.count = count
     return slots
 
@@ -137,18 +134,16 @@ def test_the_runtime_keeps_refused_slots_in_order_and_queues_later_ones_behind_t
         for _ in range(2):  # the same six packets twice, as if the core had written them
             slots.buffer[: 6 * slots.slot_size] = b"\0" * (6 * slots.slot_size)
             for slot in range(6):
-                start = slot * reference.slot_size
-                packet = reference.buffer[start : start + reference.length(slot)]
-                at = slot * slots.slot_size
+                packet = reference.payload(slot)
+                at = slot * slots.slot_size + slots.header_room
                 slots.buffer[at : at + len(packet)] = packet
-                slots.length_struct.pack_into(
-                    slots.lengths, slot * slots.length_stride + slots.length_offset, len(packet)
+                e = reference.envelopes[slot]
+                slots.envelopes[slot].fill(
+                    e.ip, 0, e.src_port, e.flow_label, e.dscp, e.ecn, e.dst_port, e.length
                 )
-                slots.contexts.append(reference.contexts[slot])
-                slots.planes.append(0)
             slots.count = 6
             slots.flush()
-            assert slots.count == 0 and slots.contexts == []
+            assert slots.count == 0
         expected = [reference.datagram(slot) for slot in range(6)]
         # First flush: three sent, three kept; second: queued whole behind them.
         assert io.slotted == 3
@@ -171,7 +166,27 @@ def test_each_slot_names_its_own_destination_across_batches_to_different_peers()
     ]  # fmt: skip
     for destinations in rounds:
         _filled(slots, len(destinations))
-        slots.contexts[:] = [context[d] for d in destinations]
+        for slot, destination in enumerate(destinations):
+            slots.envelopes[slot].ip = context[destination]
         assert sender.send_slots(slots) == len(destinations)
         assert batch.slot_names[: len(destinations)] == [sockaddr(d) for d in destinations]
         slots.clear()
+
+
+def test_send_slots_writes_the_single_sends_ipv4_header_and_length_for_each_slot() -> None:
+    # The core writes only the MRC datagram and its envelope; the raw sender owns the header
+    # room and the iovec lengths, and must produce what its one-datagram path sends.
+    sender, _calls, slots = _slotted_sender([5])
+    _filled(slots, 5)
+    expected = [slots.datagram(slot) for slot in range(5)]
+    assert sender.send_slots(slots) == 5
+    batch = sender._slot_batch
+    assert batch is not None
+    for slot, datagram in enumerate(expected):
+        packet = ipv4_udp_header(datagram) + datagram.payload
+        length = mmsg.IOV_LEN.unpack_from(
+            batch.iov_view, slot * mmsg.IOVEC_SIZE + mmsg.IOV_LEN_OFFSET
+        )[0]
+        start = slot * batch.slot_size
+        assert length == len(packet)
+        assert bytes(batch.buffer[start : start + length]) == packet
