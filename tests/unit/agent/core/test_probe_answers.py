@@ -13,9 +13,8 @@ from agent.core import MrcConfig
 from agent.core.drops import DropReason
 from agent.core.packets import EndpointMessage
 from agent.core.stats import EvState
+from tests.unit.agent.core.loopback import Flight, Loopback
 from wire.constants import MAX_EV_PROBE_ANSWERS, EpType
-
-from .agent_loopback import Flight, Loopback
 
 
 def _probing(link: Loopback, count: int, allow: bool = False) -> list[int]:

@@ -25,7 +25,7 @@ from agent.core.codec import (
 from agent.core.datagram import IpContext
 from agent.core.drops import DropReason
 from agent.core.packets import DataPacket, EndpointMessage, SackPacket, TrimmedDataHeader
-from tests.unit.agent.agent_strategies import (
+from tests.unit.agent.core.strategies import (
     any_packets,
     data_packets,
     ip_contexts,

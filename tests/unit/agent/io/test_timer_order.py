@@ -13,7 +13,7 @@ from agent.core import IncomingDatagram, MrcConfig
 from agent.core.datagram import IpContext
 from agent.io import runtime as runtime_module
 from agent.io.runtime import RECEIVE_BATCH, AgentRuntime
-from tests.unit.agent_io.memory_link import PLANE_A, PLANE_B, MemoryDatagramIO, memory_link
+from tests.unit.agent.io.memory_link import PLANE_A, PLANE_B, MemoryDatagramIO, memory_link
 
 
 class _Recorder:

@@ -13,8 +13,8 @@ from agent.core import DropReason, IncomingDatagram, IpContext
 from agent.core.codec import encode
 from agent.core.icrc import icrc_bytes
 from agent.core.packets import DataPacket, Packet, SackPacket
-from tests.unit.agent.agent_loopback import Loopback
-from tests.unit.agent.agent_strategies import any_packets
+from tests.unit.agent.core.loopback import Loopback
+from tests.unit.agent.core.strategies import any_packets
 from wire.constants import Opcode
 
 SRC_PORT = 0xC123

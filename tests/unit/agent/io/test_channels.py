@@ -24,7 +24,7 @@ from agent.io.inbound import InboundPolicy, SideChannelServer
 from agent.io.json_lines import MAX_LINE, LineChannel
 from agent.io.reactor import Reactor
 from agent.io.runtime import AgentRuntime
-from tests.unit.agent_io.memory_link import PLANE_A, PLANE_B, memory_link
+from tests.unit.agent.io.memory_link import PLANE_A, PLANE_B, memory_link
 
 
 def test_timers_run_in_deadline_order_and_cancelled_ones_never_run():

@@ -19,15 +19,15 @@ from agent.io.file_transfer import FileTransfer
 from agent.io.inbound import InboundPolicy, SideChannelServer
 from agent.io.raw_sender import IPV4_UDP_HEADER_LEN, RawSender, ipv4_udp_header, sockaddr
 from agent.io.runtime import AgentRuntime
-from tests.unit.agent_io.memory_link import (
+from tests.unit.agent.io.memory_link import (
     PLANE_A,
     PLANE_B,
     MemoryDatagramIO,
     random_loss,
     run_until,
 )
-from tests.unit.agent_io.test_agent_io_mmsg import _Calls, _FakeRawSocket
-from tests.unit.agent_io.test_agent_io_transfers import LOCALHOST
+from tests.unit.agent.io.test_mmsg import _Calls, _FakeRawSocket
+from tests.unit.agent.io.test_transfers import LOCALHOST
 from wire.constants import ROCEV2_UDP_PORT
 
 

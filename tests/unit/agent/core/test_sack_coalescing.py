@@ -33,7 +33,7 @@ from agent.core.packets import (
 )
 from agent.core.receiver import Receiver
 from agent.core.stats import ConnectionCounters
-from tests.unit.agent.agent_loopback import Flight, Loopback
+from tests.unit.agent.core.loopback import Flight, Loopback
 from wire.constants import CC_FLAG_ECN_ECHO, ECN_CE, Opcode, SackSkipMode
 
 DATA = bytes(random.Random(7).randbytes(5000))  # five packets of 1024 bytes, last one shorter

@@ -12,7 +12,7 @@ from agent.core.codec import decode, encode
 from agent.core.data_encoder import DataPacketEncoder
 from agent.core.datagram import IpContext
 from agent.core.packets import DataPacket
-from tests.unit.agent.agent_strategies import ip_contexts, u16, u24, u32
+from tests.unit.agent.core.strategies import ip_contexts, u16, u24, u32
 from wire.constants import DATA_OPCODES, IMM_OPCODES
 
 u64 = st.integers(0, (1 << 64) - 1)

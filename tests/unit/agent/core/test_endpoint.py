@@ -13,7 +13,7 @@ from agent.core import (
     MrcConfig,
     SendQueueFull,
 )
-from tests.unit.agent.agent_loopback import Loopback
+from tests.unit.agent.core.loopback import Loopback
 
 V4_A = bytes([10, 0, 0, 1])
 V4_B = bytes([10, 0, 0, 2])

@@ -21,7 +21,7 @@ from agent.io.raw_sender import (
     ipv4_udp_header,
     pack_ipv4_udp_header,
 )
-from tests.unit.agent.agent_strategies import u16, u24, u32
+from tests.unit.agent.core.strategies import u16, u24, u32
 from wire.constants import DATA_OPCODES, IMM_OPCODES, ROCEV2_UDP_PORT
 
 A, B, C = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), bytes([10, 1, 0, 2])

@@ -29,7 +29,7 @@ from agent.io.inbound import InboundPolicy, SideChannelServer
 from agent.io.json_lines import decode_line, encode_line
 from agent.io.perf_transfer import PerfSample, PerfTransfer
 from agent.io.runtime import AgentRuntime
-from tests.unit.agent_io.memory_link import (
+from tests.unit.agent.io.memory_link import (
     PLANE_A,
     PLANE_B,
     MemoryDatagramIO,

@@ -15,7 +15,7 @@ from agent.core import ConnectionSpec, MrcConfig
 from agent.core.datagram import IpContext, OutgoingDatagram
 from agent.io.endpoints import EndpointPool
 from agent.io.runtime import SEND_BURST, AgentRuntime
-from tests.unit.agent_io.memory_link import PLANE_A, PLANE_B, memory_link
+from tests.unit.agent.io.memory_link import PLANE_A, PLANE_B, memory_link
 
 
 @pytest.fixture

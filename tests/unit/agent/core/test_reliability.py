@@ -22,7 +22,7 @@ from agent.core import (
 )
 from agent.core.codec import trimmed_length
 from agent.core.packets import AckPacket, DataPacket, NackPacket, ReliabilityProbe, SackPacket
-from tests.unit.agent.agent_loopback import ONE_WAY, Flight, Loopback
+from tests.unit.agent.core.loopback import ONE_WAY, Flight, Loopback
 from wire.constants import ECN_CE, DscpClass, EvState
 
 DATA = bytes(random.Random(5).randbytes(5000))  # five packets of 1024 bytes, last one shorter

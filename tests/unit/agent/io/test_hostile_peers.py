@@ -2,7 +2,7 @@
 caller checks: bounded lines, admitted regions, setup slots, ``--allow`` and signed hellos.
 
 Two runtimes in one process over the in-memory datagram link, their side channels real TCP on
-127.0.0.1 (as in ``test_agent_io_transfers``). No root needed.
+127.0.0.1 (as in ``test_transfers``). No root needed.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from agent.io.inbound import InboundPolicy, InboundSession, SideChannelServer
 from agent.io.json_lines import MAX_DEPTH, MAX_LINE, decode_line, encode_line
 from agent.io.perf_transfer import PerfTransfer
 from agent.io.runtime import AgentRuntime
-from tests.unit.agent_io.memory_link import PLANE_A, PLANE_B, memory_link, run_until
+from tests.unit.agent.io.memory_link import PLANE_A, PLANE_B, memory_link, run_until
 
 LOCALHOST = PeerAddress("127.0.0.1", 0)
 SECRET = b"0123456789abcdef-lab-secret"
