@@ -39,11 +39,13 @@ class CountersUnavailable(LookupError):
 
 @dataclass(frozen=True)
 class Forwarded:
-    """Packets one switch forwarded out of each of its ports (port -> packets), and which
-    counters say so (``MEMBER_COUNTERS`` or ``PORT_TX_COUNTERS``)."""
+    """Packets one switch forwarded out of each of its ports (port -> packets), which
+    counters say so (``MEMBER_COUNTERS`` or ``PORT_TX_COUNTERS``), and the bytes of those
+    packets (port -> bytes; None when the snapshot carried no byte counts)."""
 
     packets: dict[int, int]
     source: str
+    byte_counts: dict[int, int] | None = None
 
 
 class Uplink(NamedTuple):
@@ -78,14 +80,20 @@ def forwarded_packets(status: dict[str, Any], switch: str) -> Forwarded:
     if "members" not in uncounted:
         if "members" not in switch_counters:
             raise CountersUnavailable(f"{switch}: counters unavailable (no member counters read)")
-        return Forwarded(_member_packets(status, switch), MEMBER_COUNTERS)
+        packets, byte_counts = _member_packets(status, switch)
+        return Forwarded(packets, MEMBER_COUNTERS, byte_counts)
     if "tx_packets" in uncounted or "ports" not in switch_counters:
         raise CountersUnavailable(
             f"{switch}: counters unavailable ({uncounted['members']}; no port tx counters)"
         )
     ports: dict[str, dict[str, Any]] = switch_counters["ports"]
+    counted_bytes = "tx_bytes" not in uncounted and all("tx_bytes" in c for c in ports.values())
     return Forwarded(
-        {int(port): int(cell["tx_packets"]) for port, cell in ports.items()}, PORT_TX_COUNTERS
+        {int(port): int(cell["tx_packets"]) for port, cell in ports.items()},
+        PORT_TX_COUNTERS,
+        {int(port): int(cell["tx_bytes"]) for port, cell in ports.items()}
+        if counted_bytes
+        else None,
     )
 
 
@@ -99,14 +107,23 @@ def forwarded_between(before: dict[str, Any], after: dict[str, Any], switch: str
             f"{end.source} after)"
         )
     ports = start.packets.keys() | end.packets.keys()
+    byte_counts = None
+    if start.byte_counts is not None and end.byte_counts is not None:
+        byte_counts = {
+            port: end.byte_counts.get(port, 0) - start.byte_counts.get(port, 0) for port in ports
+        }
     return Forwarded(
         {port: end.packets.get(port, 0) - start.packets.get(port, 0) for port in ports},
         end.source,
+        byte_counts,
     )
 
 
-def _member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
-    """Packets per egress port of ``switch``'s next-hop members (member index -> its port)."""
+def _member_packets(
+    status: dict[str, Any], switch: str
+) -> tuple[dict[int, int], dict[int, int] | None]:
+    """Packets and bytes per egress port of ``switch``'s next-hop members (member index ->
+    its port); bytes None when a member's cell carries no byte count."""
     ports = {
         member["member_index"]: member["port"]
         for group in status["groups"].get(switch, [])
@@ -114,11 +131,16 @@ def _member_packets(status: dict[str, Any], switch: str) -> dict[int, int]:
     }
     counted = status["counters"][switch]["members"]
     packets: dict[int, int] = {}
+    byte_counts: dict[int, int] | None = {}
     for index, port in ports.items():
         cell = counted.get(str(index))
         if cell is not None:
             packets[port] = packets.get(port, 0) + int(cell["packets"])
-    return packets
+            if byte_counts is not None and "bytes" in cell:
+                byte_counts[port] = byte_counts.get(port, 0) + int(cell["bytes"])
+            else:
+                byte_counts = None
+    return packets, byte_counts
 
 
 def busiest_uplink(
@@ -158,6 +180,46 @@ def link_loads(topology: Topology, before: dict[str, Any], after: dict[str, Any]
             total += counted.packets.get(end.port, 0)
         loads[str(link.id)] = total
     return LinkLoads(loads, tuple(sorted(sources)))
+
+
+@dataclass(frozen=True)
+class HopLoad:
+    """What one switch forwarded onto one switch-to-switch link, in one direction, between
+    two snapshots: packets, their bytes (None where not counted), and the counters read."""
+
+    link: str
+    source: str
+    packets: int
+    byte_count: int | None
+
+
+def hop_loads(
+    topology: Topology, before: dict[str, Any], after: dict[str, Any]
+) -> dict[str, HopLoad | None]:
+    """Each direction of each switch-to-switch link (``"l1:3->s1"``: out of l1's port 3
+    toward s1) with what its sending switch forwarded onto it between two snapshots; None
+    where that switch's counters could not be read."""
+    forwarded: dict[str, Forwarded | None] = {}
+    loads: dict[str, HopLoad | None] = {}
+    for link in topology.links:
+        for end, far in ((link.a, link.b), (link.b, link.a)):
+            if end.node not in forwarded:
+                try:
+                    forwarded[end.node] = forwarded_between(before, after, end.node)
+                except CountersUnavailable:
+                    forwarded[end.node] = None
+            counted = forwarded[end.node]
+            name = f"{end.node}:{end.port}->{far.node}"
+            if counted is None:
+                loads[name] = None
+                continue
+            loads[name] = HopLoad(
+                str(link.id),
+                counted.source,
+                counted.packets.get(end.port, 0),
+                None if counted.byte_counts is None else counted.byte_counts.get(end.port, 0),
+            )
+    return loads
 
 
 #: The port counters that count the fabric's congestion signals.

@@ -10,6 +10,18 @@ one bring-up. Modes that differ in how the switches are configured (``incast``: 
 trimming on or off) get a bring-up each, in the same run, each on its own topology file: the
 controller programs what a file says, and a fresh network guarantees that nothing of one
 mode's configuration or queues lingers into the other.
+
+Modes take turns going first, seed by seed (ABBA: seed 0 runs the modes in their listed order,
+seed 1 in reverse, seed 2 as seed 0, ...), so that whatever drifts over a run (the machine's
+other load, a hypervisor's steal, a switch's caches) favours neither mode. Consecutive runs
+on the same network share a bring-up: one in all for modes that share a network, seeds + 1
+for two modes that do not (the order ON | OFF OFF | ON ON | ...).
+
+Around every run the runner reads each core's busy time and the switches' counters, and
+records the run's CPU load, each fabric link's utilisation and the verdict on what limited
+it (:mod:`experiments.bottleneck`); before bring-up it finds out what the target can do
+(:mod:`experiments.capabilities`), which ``summarize`` gets so that it makes only the
+comparisons the target supports.
 """
 
 from __future__ import annotations
@@ -17,12 +29,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import shutil
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.app.status_socket import StatusUnavailable
+from experiments.bottleneck import link_utilisation, overall_bottleneck, phrase, run_bottleneck
+from experiments.capabilities import TargetFacts, probe_target_facts
+from experiments.counters import hop_loads
+from experiments.cpu import core_jiffies, core_load, core_times, process_load, process_times
 from experiments.results import MODES, new_result_dir, summary_problems, versions, write_json
 from experiments.topology_variant import Variant, write_variant
 from testbed.session import Testbed
@@ -46,12 +65,15 @@ class Experiment:
     #: The topology changes a mode needs (params, mode -> Variant).
     variant: Callable[[Any, str], Variant]
     run_mode: RunMode
-    summarize: Callable[[dict[str, dict[str, dict[str, Any]]]], dict[str, Any]]
+    #: The figures over every mode and seed, given what the target can do (a comparison the
+    #: target cannot make is reported as not applicable, never as a ratio).
+    summarize: Callable[[dict[str, dict[str, dict[str, Any]]], TargetFacts], dict[str, Any]]
     draw: Callable[[Path, dict[str, Any], dict[str, Any], Any], list[str]]
     text: Callable[[dict[str, Any]], list[str]]
     #: Whether the controller runs LLDP discovery (off where links are slowed: see Testbed).
     discovery: bool = True
-    #: The modes every seed runs in, in this order; summary.json has one entry per mode.
+    #: The modes every seed runs in (in this order on even seeds, reversed on odd ones: see
+    #: :func:`run_order`); summary.json has one entry per mode.
     modes: tuple[str, ...] = MODES
     #: What the experiment needs of the topology (hosts it names, links its flows share):
     #: a ValueError saying what is wrong, raised before anything is brought up.
@@ -89,8 +111,9 @@ def run_experiment(
     params: Any,
     results_root: Path,
 ) -> Path:
-    """Run every seed in every mode (one bring-up per distinct topology variant); write and
-    return the results directory."""
+    """Run every seed in every mode, in counter-balanced order (one bring-up per stretch of
+    consecutive runs on the same topology variant); write and return the results
+    directory."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
@@ -102,15 +125,23 @@ def run_experiment(
     for suffix, (variant, modes) in groups.items():
         path = write_variant(topology_ref, variant, directory, f"topology{suffix}.yaml")
         files.update((mode, path) for mode in modes)
-    runs, series, leftovers = _measure(experiment, groups, files, target, seeds, params, directory)
-    figures = experiment.summarize(runs)
+    facts = probe_target_facts(target)
+    plan = plan_bring_ups(experiment, params, seeds)
+    runs, series, done = _measure(experiment, plan, files, target, params, directory)
+    figures = experiment.summarize(runs, facts)
     transfers = [
         t for seeds_ in runs.values() for r in seeds_.values() for t in r["transfers"].values()
     ]
     first_file = files[experiment.modes[0]]
+    order = seed_orders(experiment.modes, seeds)
+    bottleneck = {
+        mode: overall_bottleneck(run["bottleneck"] for run in runs[mode].values())
+        for mode in experiment.modes
+    }
     summary: dict[str, Any] = {
         "experiment": experiment.name,
         "target": target,
+        "target_facts": facts.to_json(),
         "topology": {
             "ref": topology_ref,
             "name": load_topology(str(first_file)).name,
@@ -119,16 +150,24 @@ def run_experiment(
         },
         "seeds": seeds,
         "modes": list(experiment.modes),
+        "order": {"rule": ORDER_RULE, "per_seed": order},
         "versions": versions(),
         "parameters": dataclasses.asdict(params),
         "runs": runs,
         "figures": figures,
+        "bottleneck": {
+            **bottleneck,
+            "all": overall_bottleneck(
+                run["bottleneck"] for mode in experiment.modes for run in runs[mode].values()
+            ),
+        },
         "invariants": {
             "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
             "all_completed": all(t["completed"] for t in transfers),
         },
         "controller_discovery": experiment.discovery,
-        "teardown": _teardown_sentence(leftovers),
+        "bring_ups": done,
+        "teardown": _teardown_sentence([bring_up["teardown"] for bring_up in done]),
     }
     write_json(directory / "timeseries.json", series)
     summary["pngs"] = experiment.draw(directory, runs, series, params)
@@ -136,8 +175,12 @@ def run_experiment(
     problems = summary_problems(json.loads((directory / "summary.json").read_text()), seeds)
     lines = [
         f"{experiment.name} on {topology_ref} ({target}), {seeds} seed(s); "
-        f"commit {summary['versions']['project_commit']}",
+        f"commit {summary['versions']['project_commit']}, agent "
+        f"{summary['versions']['agent_build']}",
+        f"order: {_order_text(order)} ({len(done)} bring-up(s))",
+        *(f"target lacks: {line}" for line in facts.lacks),
         *experiment.text(figures),
+        *(f"bottleneck, {mode}: {phrase(bottleneck[mode])}" for mode in experiment.modes),
         f"invariants: bytes lost {summary['invariants']['bytes_lost']}, every transfer "
         f"completed: {'yes' if summary['invariants']['all_completed'] else 'NO'}",
         *(f"ILL-FORMED: {problem}" for problem in problems),
@@ -146,36 +189,143 @@ def run_experiment(
     return directory
 
 
+#: How the modes' order is chosen, as summary.json records it beside each seed's order.
+ORDER_RULE = "ABBA: modes in their listed order on even seeds, reversed on odd seeds"
+
+
+def run_order(modes: Sequence[str], seeds: int) -> list[tuple[int, str]]:
+    """Every (seed, mode) in the order they run: ABBA across seeds (see ORDER_RULE), so
+    that over every two seeds each mode goes first once."""
+    return [
+        (seed, mode)
+        for seed in range(seeds)
+        for mode in (modes if seed % 2 == 0 else tuple(reversed(modes)))
+    ]
+
+
+def seed_orders(modes: Sequence[str], seeds: int) -> dict[str, list[str]]:
+    """Each seed's modes in the order they ran (summary.json's ``order.per_seed``)."""
+    orders: dict[str, list[str]] = {}
+    for seed, mode in run_order(modes, seeds):
+        orders.setdefault(str(seed), []).append(mode)
+    return orders
+
+
+@dataclass(frozen=True)
+class BringUp:
+    """One bring-up: the topology variant it runs (its file suffix, see :func:`bring_ups`)
+    and the (seed, mode) runs it serves, in order."""
+
+    suffix: str
+    runs: tuple[tuple[int, str], ...]
+
+
+def plan_bring_ups(experiment: Experiment, params: Any, seeds: int) -> list[BringUp]:
+    """The runs of :func:`run_order`, cut into bring-ups wherever the next run needs
+    another topology variant than the one before it."""
+    suffix_of = {
+        mode: suffix
+        for suffix, (_, modes) in bring_ups(experiment, params).items()
+        for mode in modes
+    }
+    plan: list[BringUp] = []
+    for seed, mode in run_order(experiment.modes, seeds):
+        suffix = suffix_of[mode]
+        if plan and plan[-1].suffix == suffix:
+            plan[-1] = BringUp(suffix, (*plan[-1].runs, (seed, mode)))
+        else:
+            plan.append(BringUp(suffix, ((seed, mode),)))
+    return plan
+
+
 def _measure(
     experiment: Experiment,
-    groups: dict[str, tuple[Variant, list[str]]],
+    plan: list[BringUp],
     files: dict[str, Path],
     target: str,
-    seeds: int,
     params: Any,
     directory: Path,
-) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[str]]:
-    """Bring each group's network up, run its modes for every seed, tear it down; the
-    records and time series per mode and seed, and what each teardown left."""
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Bring each planned network up, run its runs, tear it down; the records and time series
+    per mode and seed, and each bring-up's account (its runs, its controller's event log,
+    what its teardown left)."""
     runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in experiment.modes}
     series: dict[str, dict[str, Any]] = {mode: {} for mode in experiment.modes}
-    leftovers: list[str] = []
-    for suffix, (_, modes) in groups.items():
-        with Testbed.open(str(files[modes[0]]), target, experiment.discovery) as testbed:
-            for seed in range(seeds):
-                for mode in modes:
-                    log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
-                    record, samples = experiment.run_mode(testbed, params, mode, seed)
-                    runs[mode][str(seed)] = record
-                    series[mode][str(seed)] = samples
+    done: list[dict[str, Any]] = []
+    per_suffix = {b.suffix: sum(1 for o in plan if o.suffix == b.suffix) for b in plan}
+    seen: dict[str, int] = {}
+    sequence = 0
+    for bring_up in plan:
+        seen[bring_up.suffix] = seen.get(bring_up.suffix, 0) + 1
+        numbered = f"-{seen[bring_up.suffix]}" if per_suffix[bring_up.suffix] > 1 else ""
+        events_name = f"controller-events{bring_up.suffix}{numbered}.jsonl"
+        topology_file = files[bring_up.runs[0][1]]
+        account: dict[str, Any] = {
+            "topology": topology_file.name,
+            "runs": [f"{seed}/{mode}" for seed, mode in bring_up.runs],
+            "controller_events": None,
+        }
+        with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
+            for seed, mode in bring_up.runs:
+                log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
+                record, samples = measured_run(experiment, testbed, params, mode, seed)
+                record["sequence"] = sequence
+                sequence += 1
+                runs[mode][str(seed)] = record
+                series[mode][str(seed)] = samples
             if testbed.controller is not None and testbed.controller.event_log.is_file():
                 # The run directory goes with the teardown; the controller's account of link
                 # state and failovers stays with the results, for explaining odd figures.
-                shutil.copyfile(
-                    testbed.controller.event_log, directory / f"controller-events{suffix}.jsonl"
-                )
-        leftovers.append(str(testbed.leftovers))  # set by the teardown at the end of the block
-    return runs, series, leftovers
+                shutil.copyfile(testbed.controller.event_log, directory / events_name)
+                account["controller_events"] = events_name
+        account["teardown"] = str(testbed.leftovers)  # set by the teardown ending the block
+        done.append(account)
+    for mode in experiment.modes:  # summary.json lists seeds in order, whatever ran first
+        runs[mode] = dict(sorted(runs[mode].items(), key=lambda item: int(item[0])))
+        series[mode] = dict(sorted(series[mode].items(), key=lambda item: int(item[0])))
+    return runs, series, done
+
+
+def measured_run(
+    experiment: Experiment, testbed: Testbed, params: Any, mode: str, seed: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One run of ``mode`` and ``seed``, with what limited it: each core's load (and how much
+    of it this run's processes took, how much the machine's other processes) and each fabric
+    link direction's utilisation over the run's window, and the verdict (``cpu``,
+    ``link_utilisation``, ``window_s``, ``bottleneck`` in its record)."""
+    before = _status_or_unread(testbed)
+    processes_before, cpu_before = process_times(), core_times()
+    started = time.monotonic()
+    record, samples = experiment.run_mode(testbed, params, mode, seed)
+    window_s = time.monotonic() - started
+    cpu_after, processes_after = core_times(), process_times()
+    cpu = core_load(cpu_before, cpu_after)
+    cpu["processes"] = process_load(
+        processes_before, processes_after, core_jiffies(cpu_before, cpu_after), os.getpid()
+    )
+    after = _status_or_unread(testbed)
+    links = link_utilisation(testbed.topology, hop_loads(testbed.topology, before, after), window_s)
+    record.update(
+        window_s=window_s,
+        cpu=cpu,
+        link_utilisation=links,
+        bottleneck=run_bottleneck(cpu, links),
+    )
+    return record, samples
+
+
+def _status_or_unread(testbed: Testbed) -> dict[str, Any]:
+    """The controller's status, or one in which no switch's counters were read (a status
+    that did not come is no reason to lose the run; its links are recorded as unread)."""
+    try:
+        return testbed.status()
+    except StatusUnavailable as error:
+        log.warning("status for the bottleneck record unavailable: %s", error)
+        return {"counters": {}, "groups": {}}
+
+
+def _order_text(order: Mapping[str, list[str]]) -> str:
+    return "; ".join(f"seed {seed}: {' then '.join(modes)}" for seed, modes in order.items())
 
 
 def bring_ups(experiment: Experiment, params: Any) -> dict[str, tuple[Variant, list[str]]]:

@@ -13,7 +13,9 @@ delivery delay).
 
 Figures: goodput over time with the cut and the restore marked; per mode the bytes lost
 (must be 0), whether the transfer completed, and the time from the cut until goodput is back
-to 90 % of its level before the cut (``metrics.recovery_time``).
+to 90 % of its level before the cut (``metrics.recovery_time``), as mean, min, max and stdev
+over the seeds with each seed's pair beside them: one seed's recovery is one draw, and draws
+of the same build have differed by more than the gap between the modes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments import plots
+from experiments.bottleneck import overall_bottleneck
+from experiments.capabilities import TargetFacts
 from experiments.counters import CountersUnavailable, Uplink, busiest_uplink
 from experiments.experiment import Experiment
 from experiments.metrics import (
@@ -32,6 +36,7 @@ from experiments.metrics import (
     recovery_time,
     transfer_metrics,
 )
+from experiments.stats import describe, seed_pairs, spread
 from experiments.topology_variant import Variant
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
@@ -176,20 +181,29 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
     return record, {name: series}
 
 
-def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
-    """Per mode: bytes lost, all completed, recovery time per seed and its mean."""
+def summarize(runs: dict[str, dict[str, dict]], facts: TargetFacts) -> dict[str, Any]:
+    """Per mode: bytes lost, all completed, recovery time per seed with its mean and spread,
+    goodput likewise, and what limited the runs; each seed's pair of recovery times."""
+    del facts  # a cut and a recovery are measured alike on every target
     figures: dict[str, Any] = {}
     for mode, seeds in runs.items():
-        recoveries = [run.get("recovery_s") for run in seeds.values()]
-        known = [r for r in recoveries if r is not None]
         transfers = [t for run in seeds.values() for t in run["transfers"].values()]
+        recoveries = [run.get("recovery_s") for run in seeds.values()]
         figures[mode] = {
             "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
             "completed": all(t["completed"] for t in transfers),
             "recovery_s": recoveries,
-            "recovery_s_mean": sum(known) / len(known) if known else None,
-            "goodput_bps_mean": sum(t["goodput_bps"] for t in transfers) / len(transfers),
+            **spread("recovery_s", recoveries),
+            **spread("goodput_bps", [t["goodput_bps"] for t in transfers]),
+            "bottleneck": overall_bottleneck(run["bottleneck"] for run in seeds.values()),
         }
+    figures["pairs"] = seed_pairs(
+        runs,
+        {
+            "recovery_s": lambda run: run.get("recovery_s"),
+            "goodput_bps": lambda run: sum(t["goodput_bps"] for t in run["transfers"].values()),
+        },
+    )
     return figures
 
 
@@ -217,17 +231,36 @@ def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]
 
 
 def text(figures: dict[str, Any]) -> list[str]:
-    """summary.txt lines."""
+    """summary.txt lines: per mode the recovery as "mean (min-max) over N seeds", then each
+    seed's pair in the order it ran."""
     lines = []
+    pairs = figures["pairs"]
     for mode, f in figures.items():
-        mean = f["recovery_s_mean"]
+        if mode == "pairs":
+            continue
         completed = "yes" if f["completed"] else "NO"
         lines.append(
-            f"{mode:<7} bytes lost {f['bytes_lost']}, completed {completed}, "
-            f"recovery to 90 % {'never' if mean is None else f'{mean:.2f} s'} (per seed "
-            f"{f['recovery_s']}), mean goodput {f['goodput_bps_mean'] / 1e6:.3f} Mbit/s"
+            f"{mode:<7} back to 90 % after the cut: "
+            f"{describe(f, 'recovery_s', _two_places, len(pairs), 's')}; goodput "
+            f"{describe(f, 'goodput_bps', _mbit, len(pairs), 'Mbit/s')}; bytes lost "
+            f"{f['bytes_lost']}, "
+            f"completed {completed}"
         )
+    for pair in pairs:
+        recovered = ", ".join(
+            f"{mode} {'never' if r is None else f'{_two_places(r)} s'}"
+            for mode, r in pair["recovery_s"].items()
+        )
+        lines.append(f"seed {pair['seed']} ({' then '.join(pair['order'])}): {recovered}")
     return lines
+
+
+def _two_places(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _mbit(bps: float) -> str:
+    return f"{bps / 1e6:.3f}"
 
 
 EXPERIMENT = Experiment(

@@ -22,7 +22,15 @@ completion time (from launching its transfers until the last one finished), per 
 summary gives, per mode, the victim's goodput before and during the incast, its shortfall
 (the bytes it fell short of its level before the incast, over the incast's span: windows of
 different lengths compare by it), the completion time, and the trims and ECN marks the
-switches counted (to show "off" was off; None where the target cannot count them).
+switches counted (to show "off" was off; None where the target cannot count them), each as
+mean and spread over the seeds with each seed's pair beside them.
+
+The on/off comparison is made only where the target has something to switch: on a target
+that neither trims nor marks ECN (a kernel switch on a kernel without RED or codel) both
+fabrics are the same, and the summary says "not applicable" and what the target lacked
+instead of giving a ratio; both modes still run, and their difference is then the run-to-run
+spread of one fabric. Where the target marks ECN but does not trim, the comparison is ECN's
+alone, and says so.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments import plots
+from experiments.bottleneck import overall_bottleneck, phrase
+from experiments.capabilities import TargetFacts
 from experiments.counters import congestion_signals
 from experiments.experiment import Experiment
 from experiments.metrics import (
@@ -46,6 +56,7 @@ from experiments.metrics import (
     window_goodput,
 )
 from experiments.paths import fabric_hops
+from experiments.stats import describe, seed_pairs, spread
 from experiments.topology_variant import HostQueue, Variant
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
@@ -60,6 +71,8 @@ MODES = (MODE_ON, MODE_OFF)
 BASELINE_FROM_S = 1.0
 #: How often the runner looks whether the incast is due or the victim has ended.
 POLL_S = 0.05
+#: What the summary says instead of an on/off ratio on a target with nothing to switch.
+NOT_APPLICABLE = "not applicable: no trimming or ECN on this target/kernel"
 
 
 @dataclass(frozen=True)
@@ -284,49 +297,88 @@ def _record(
     return record, {name: series}
 
 
-def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
-    """Per mode: victim goodput before and during the incast, the incast's completion time,
-    switch trims and ECN marks (means over seeds); and the on/off comparisons."""
+def summarize(runs: dict[str, dict[str, dict]], facts: TargetFacts) -> dict[str, Any]:
+    """Per mode: victim goodput before and during the incast, its shortfall, the incast's
+    completion time (each as mean and spread over seeds), switch trims and ECN marks, what
+    limited the runs; each seed's pair; and the on/off comparisons where the target can make
+    them (:func:`comparison`)."""
     figures: dict[str, Any] = {}
     for mode, seeds in runs.items():
         transfers = [t for run in seeds.values() for t in run["transfers"].values()]
         signals = [run["switch_signals"] for run in seeds.values()]
+
+        def per_seed(key: str, seeds: dict[str, dict] = seeds) -> list[Any]:
+            return [run[key] for run in seeds.values()]
+
         figures[mode] = {
             "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
             "completed": all(t["completed"] for t in transfers),
-            "victim_goodput_bps_before": _mean(
-                [run["victim_goodput_bps_before"] for run in seeds.values()]
-            ),
-            "victim_goodput_bps_during": _mean(
-                [run["victim_goodput_bps_during"] for run in seeds.values()]
-            ),
-            "victim_goodput_bps": _mean([run["victim_goodput_bps"] for run in seeds.values()]),
-            "victim_shortfall_bytes": _mean(
-                [run["victim_shortfall_bytes"] for run in seeds.values()]
-            ),
-            "incast_completion_s": [run["incast_completion_s"] for run in seeds.values()],
-            "incast_completion_s_mean": _mean(
-                [run["incast_completion_s"] for run in seeds.values()]
-            ),
+            **spread("victim_goodput_bps_before", per_seed("victim_goodput_bps_before")),
+            **spread("victim_goodput_bps_during", per_seed("victim_goodput_bps_during")),
+            **spread("victim_goodput_bps", per_seed("victim_goodput_bps")),
+            **spread("victim_shortfall_bytes", per_seed("victim_shortfall_bytes")),
+            "incast_completion_s": per_seed("incast_completion_s"),
+            **spread("incast_completion_s", per_seed("incast_completion_s")),
             "trims": _total([s["trims"] for s in signals]),
             "ecn_marks": _total([s["ecn_marks"] for s in signals]),
+            "bottleneck": overall_bottleneck(run["bottleneck"] for run in seeds.values()),
         }
+    figures["pairs"] = seed_pairs(
+        runs,
+        {
+            "incast_completion_s": lambda run: run["incast_completion_s"],
+            "victim_shortfall_bytes": lambda run: run["victim_shortfall_bytes"],
+        },
+    )
+    verdict = comparison(facts)
+    figures["on_off_comparison"] = verdict
     on, off = figures.get(MODE_ON, {}), figures.get(MODE_OFF, {})
-    figures["victim_during_incast_on_over_off"] = _ratio(
-        on.get("victim_goodput_bps_during"), off.get("victim_goodput_bps_during")
+    applicable = verdict["applicable"]
+    figures["victim_during_incast_on_over_off"] = (
+        _ratio(on.get("victim_goodput_bps_during_mean"), off.get("victim_goodput_bps_during_mean"))
+        if applicable
+        else None
     )
-    figures["victim_shortfall_off_over_on"] = _ratio(
-        off.get("victim_shortfall_bytes"), on.get("victim_shortfall_bytes")
+    figures["victim_shortfall_off_over_on"] = (
+        _ratio(off.get("victim_shortfall_bytes_mean"), on.get("victim_shortfall_bytes_mean"))
+        if applicable
+        else None
     )
-    figures["incast_completion_off_over_on"] = _ratio(
-        off.get("incast_completion_s_mean"), on.get("incast_completion_s_mean")
+    figures["incast_completion_off_over_on"] = (
+        _ratio(off.get("incast_completion_s_mean"), on.get("incast_completion_s_mean"))
+        if applicable
+        else None
     )
     return figures
 
 
-def _mean(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+def comparison(facts: TargetFacts) -> dict[str, Any]:
+    """Whether the on/off comparison means anything on the run's target: ``applicable``,
+    what it compares (``trimming``, ``ECN marking``: what the target can switch on), and what
+    the target lacked (``reason`` says it in words; None when the target does both)."""
+    compares = [
+        name
+        for name, present in (("trimming", facts.trimming), ("ECN marking", facts.ecn_marking))
+        if present
+    ]
+    lacked = [
+        name
+        for name, present in (("trimming", facts.trimming), ("ECN marking", facts.ecn_marking))
+        if not present
+    ]
+    if not compares:
+        reason: str | None = NOT_APPLICABLE
+    elif lacked:
+        reason = f"{' and '.join(compares)} only: no {' or '.join(lacked)} on this target/kernel"
+    else:
+        reason = None
+    return {
+        "applicable": bool(compares),
+        "compares": compares,
+        "lacked": lacked,
+        "reason": reason,
+        "target_lacks": list(facts.lacks),
+    }
 
 
 def _total(values: list[int | None]) -> int | None:
@@ -363,25 +415,46 @@ def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]
 
 
 def text(figures: dict[str, Any]) -> list[str]:
-    """summary.txt lines."""
+    """summary.txt lines: per mode the victim's figures and the incast's completion time as
+    "mean (min-max) over N seeds", each seed's pair, then the on/off comparison, or why it
+    is not made."""
     lines = []
+    pairs = figures["pairs"]
+    seeds = len(pairs)
     for mode in MODES:
         f = figures[mode]
-        shortfall = f["victim_shortfall_bytes"]
         lines.append(
-            f"{mode:<12} victim goodput before {_mbit(f['victim_goodput_bps_before'])}, "
-            f"during the incast {_mbit(f['victim_goodput_bps_during'])} (short of its level by "
-            f"{'-' if shortfall is None else f'{shortfall / 1024:.0f} KiB'}); incast "
-            f"completion {_seconds(f['incast_completion_s_mean'])} (per seed "
-            f"{f['incast_completion_s']}); switch trims {_count(f['trims'])}, ECN marks "
-            f"{_count(f['ecn_marks'])}; bytes lost {f['bytes_lost']}, completed "
-            f"{'yes' if f['completed'] else 'NO'}"
+            f"{mode:<12} victim goodput before "
+            f"{describe(f, 'victim_goodput_bps_before', _mbit, seeds, 'Mbit/s')}, during the "
+            f"incast {describe(f, 'victim_goodput_bps_during', _mbit, seeds, 'Mbit/s')}, short "
+            f"of its level by {describe(f, 'victim_shortfall_bytes', _kib, seeds, 'KiB')}; "
+            f"incast completion {describe(f, 'incast_completion_s', _seconds, seeds, 's')} "
+            f"[{phrase(f['bottleneck'])}]; "
+            f"switch trims {_count(f['trims'])}, ECN marks {_count(f['ecn_marks'])}; bytes lost "
+            f"{f['bytes_lost']}, completed {'yes' if f['completed'] else 'NO'}"
         )
+    for pair in pairs:
+        completions = ", ".join(
+            f"{mode} {'never' if c is None else f'{_seconds(c)} s'}"
+            for mode, c in pair["incast_completion_s"].items()
+        )
+        lines.append(
+            f"seed {pair['seed']} ({' then '.join(pair['order'])}): incast completion {completions}"
+        )
+    verdict = figures["on_off_comparison"]
+    if not verdict["applicable"]:
+        lines.append(
+            f"on / off: {verdict['reason']} (both fabrics are the same here; their difference "
+            "is run-to-run spread)"
+        )
+        return lines
+    qualifier = "" if verdict["reason"] is None else f" ({verdict['reason']})"
     lines.append(
-        "on / off: victim goodput during the incast "
+        f"on / off{qualifier}: victim goodput during the incast "
         f"{_times(figures['victim_during_incast_on_over_off'])}; off / on: victim shortfall "
         f"{_times(figures['victim_shortfall_off_over_on'])}, incast completion time "
-        f"{_times(figures['incast_completion_off_over_on'])} (reported, not asserted)"
+        f"{_times(figures['incast_completion_off_over_on'])} (ratios of the means; reported, "
+        "not asserted)"
     )
     return lines
 
@@ -394,12 +467,16 @@ def _times(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio:.2f}x"
 
 
-def _mbit(bps: float | None) -> str:
-    return "-" if bps is None else f"{bps / 1e6:.3f} Mbit/s"
+def _mbit(bps: float) -> str:
+    return f"{bps / 1e6:.3f}"
 
 
-def _seconds(value: float | None) -> str:
-    return "never" if value is None else f"{value:.2f} s"
+def _kib(count: float) -> str:
+    return f"{count / 1024:.0f}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f}"
 
 
 EXPERIMENT = Experiment(

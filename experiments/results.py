@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent import native
+from experiments.stats import spread_problems
 from hostenv.toolchain import P4C, SIMPLE_SWITCH_GRPC, find_tool, tool_version
 from p4src import artifact
 
@@ -35,6 +37,11 @@ TRANSFER_FIELDS = (
 )
 
 
+#: What the runner records of every run besides the experiment's own figures: what limited
+#: it (see experiments.bottleneck) and where it stood in the run order.
+RUN_RECORDS = ("cpu", "link_utilisation", "window_s", "bottleneck", "sequence")
+
+
 def new_result_dir(root: Path, name: str) -> Path:
     """A fresh ``<root>/<name>-<YYYYmmdd-HHMMSS>`` (a suffix when two start in one second)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -49,12 +56,15 @@ def new_result_dir(root: Path, name: str) -> Path:
 
 
 def versions() -> dict[str, str]:
-    """The project commit (``+dirty`` with local changes), p4c, BMv2 and the kernel."""
+    """The project commit (``+dirty`` with local changes), p4c, BMv2, the kernel, and which
+    build of the agent ran (compiled or pure Python: they differ in CPU per packet, which
+    decides whether a run is CPU-bound)."""
     return {
         "project_commit": _git_commit(),
         "p4c": _tool_version(P4C) or _compiled_with(),
         "bmv2": _tool_version(SIMPLE_SWITCH_GRPC) or "not found",
         "kernel": platform.release(),
+        "agent_build": native.check().label,
     }
 
 
@@ -90,11 +100,23 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
     """What makes ``summary`` ill-formed (empty when it is well-formed)."""
     problems = [
         f"missing {key!r}"
-        for key in ("experiment", "target", "topology", "seeds", "versions", "runs", "figures")
+        for key in (
+            "experiment",
+            "target",
+            "target_facts",
+            "topology",
+            "seeds",
+            "order",
+            "versions",
+            "runs",
+            "figures",
+            "bottleneck",
+        )
         if key not in summary
     ]
     if problems:
         return problems
+    problems.extend(spread_problems(summary["figures"]))
     for key in ("project_commit", "p4c", "bmv2", "kernel"):
         if not summary["versions"].get(key):
             problems.append(f"versions lacks {key!r}")
@@ -104,6 +126,7 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
     unexpected = sorted(set(summary["runs"]) - set(modes))
     if unexpected:
         problems.append(f"runs of modes not listed in 'modes': {unexpected}")
+    problems.extend(_order_problems(summary["order"], modes, seeds))
     for mode in modes:
         runs = summary["runs"].get(mode)
         if not isinstance(runs, dict) or sorted(runs) != [str(s) for s in range(seeds)]:
@@ -111,6 +134,9 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
             continue
         for seed, run in runs.items():
             problems.extend(f"{mode}/{seed}: {problem}" for problem in run.get("problems", []))
+            missing_records = [key for key in RUN_RECORDS if key not in run]
+            if missing_records:
+                problems.append(f"{mode}/{seed} lacks {missing_records}")
             if not run.get("transfers"):
                 problems.append(f"{mode}/{seed} has no transfers")
                 continue
@@ -119,3 +145,15 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
                 if missing:
                     problems.append(f"{mode}/{seed}/{transfer_name} lacks {missing}")
     return problems
+
+
+def _order_problems(order: Any, modes: list[str] | tuple[str, ...], seeds: int) -> list[str]:
+    """What is wrong with summary.json's ``order``: every seed must list every mode once."""
+    per_seed = order.get("per_seed") if isinstance(order, dict) else None
+    if not isinstance(per_seed, dict) or sorted(per_seed) != sorted(str(s) for s in range(seeds)):
+        return [f"order does not give the modes' order for seeds 0..{seeds - 1}"]
+    return [
+        f"order of seed {seed} is {ran}, not each of {list(modes)} once"
+        for seed, ran in per_seed.items()
+        if sorted(ran) != sorted(modes)
+    ]

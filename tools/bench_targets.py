@@ -2,12 +2,22 @@
 
 The question is whether MRC's spraying pays off on the kernel (``linux``) target as it does on
 BMv2: the same permutation workload on ``leaf-spine-4x4``, single path (``--evs 1``) against
-256 EVs, over ``--seeds`` EV / source-port draws, on each available target one after the other,
-so that the targets are compared under the same machine load. The experiment itself
-(:mod:`experiments.spray`) does the work and writes its usual results directory; this tool
-only picks the targets, runs it, and condenses each target's summary into one JSON document:
-aggregate goodput per mode (mean over seeds), the MRC / single-path ratio (mean, min, max,
-stdev), and the invariants (bytes lost, every transfer completed).
+256 EVs, over ``--seeds`` EV / source-port draws, on each available target.
+
+The targets are interleaved, not run one after the other: every seed runs on each target in
+turn before the next seed starts, the first target alternating from seed to seed (seed 0: bmv2
+then linux; seed 1: linux then bmv2; ...: :mod:`tools.counterbalance`), so a drift of the
+machine's load over the run's many minutes weighs on every target alike. Adjacent runs on one
+target (the two of seed 0 and seed 1 on linux, say) share a network bring-up. Within a seed
+the modes alternate too (mrc then single on even seeds, the reverse on odd ones), as
+``make experiment`` does. Each run is the spray experiment's own (:mod:`experiments.spray`'s
+``run_mode``, measured as the runner measures it: CPU, link utilisation, bottleneck), and each
+target's runs are summarized by the experiment's own ``summarize``; this tool writes
+``results/bench-targets-<time>/`` (the topology, each target's summary.json and time series,
+``bench.json``) and condenses each target's summary into one JSON document: aggregate goodput
+per mode, the MRC / single-path ratio (mean, min, max, stdev, per seed), what limited the runs,
+and the invariants (bytes lost, every transfer completed), with every seed's ratio on every
+target side by side in the order they ran.
 
 A target whose tools are missing is reported under ``skipped`` with what it lacks; the exit
 status is 0 unless a target that ran lost bytes or left a transfer incomplete. Target
@@ -19,15 +29,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tools.counterbalance import blocks, interleaved, ordered
+
 REPO = Path(__file__).resolve().parent.parent
 #: The ratio asked of the linux target (and of BMv2).
 TARGET_RATIO = 1.3
 WORKLOAD = "spray"
+ORDER_RULE = (
+    "targets interleaved: each seed runs on every target before the next seed, the targets "
+    "in the listed order on even seeds and reversed on odd ones; within a run the modes "
+    "likewise; adjacent runs on one target share a bring-up"
+)
+
+log = logging.getLogger(__name__)
 
 
 def condense(summary: dict[str, Any], directory: Path) -> dict[str, Any]:
@@ -47,6 +67,7 @@ def condense(summary: dict[str, Any], directory: Path) -> dict[str, Any]:
             "per_seed": figures["goodput_ratio_mrc_over_single"],
         },
         "meets_target": ratio is not None and ratio >= TARGET_RATIO,
+        "bottleneck": figures.get("goodput_ratio_bottleneck"),
         "cpu_busy_fraction_max": {
             mode: figures[mode].get("cpu_busy_fraction_max") for mode in ("mrc", "single")
         },
@@ -55,42 +76,133 @@ def condense(summary: dict[str, Any], directory: Path) -> dict[str, Any]:
     }
 
 
+def seed_table(
+    schedule: list[tuple[int, str]], per_seed: dict[str, list[float | None]]
+) -> list[dict[str, Any]]:
+    """Every seed's MRC / single ratio on every target, with the targets in the order that
+    seed ran them (``per_seed``: target -> ratio by seed number)."""
+    rows: dict[int, dict[str, Any]] = {}
+    for seed, target in schedule:
+        row = rows.setdefault(seed, {"seed": seed, "order": []})
+        row["order"].append(target)
+        ratios = per_seed.get(target, [])
+        row[target] = ratios[seed] if seed < len(ratios) else None
+    return [rows[seed] for seed in sorted(rows)]
+
+
+def invariants(runs: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Bytes lost and whether every transfer completed, over every run of one target."""
+    transfers = [
+        t for seeds in runs.values() for run in seeds.values() for t in run["transfers"].values()
+    ]
+    return {
+        "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
+        "all_completed": all(t["completed"] for t in transfers),
+    }
+
+
 def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> dict[str, Any]:
-    """Run the spray workload on each of ``targets`` that can run here; the condensed JSON."""
-    from experiments.experiment import parse_params, run_experiment
+    """Run the spray workload on each of ``targets`` that can run here, interleaved seed by
+    seed; the condensed JSON."""
+    from experiments.capabilities import probe_target_facts
+    from experiments.experiment import bring_ups, measured_run, parse_params
     from experiments.registry import EXPERIMENTS
+    from experiments.results import new_result_dir, versions, write_json
+    from experiments.topology_variant import write_variant
+    from testbed.session import Testbed
     from testbed.targets import TargetUnavailable, check_target
     from topologies import load_topology
 
     experiment = EXPERIMENTS[WORKLOAD]
-    topology = load_topology(topology_ref or experiment.default_topology)
+    topology_ref = topology_ref or experiment.default_topology
+    topology = load_topology(topology_ref)
+    if experiment.check_topology is not None:
+        experiment.check_topology(topology, parse_params(experiment, {}))
     result: dict[str, Any] = {
         "benchmark": "targets",
         "workload": WORKLOAD,
-        "topology": topology_ref or experiment.default_topology,
+        "topology": topology_ref,
         "seeds": seeds,
         "target_ratio": TARGET_RATIO,
+        "order": {"rule": ORDER_RULE, "per_seed": []},
         "targets": {},
         "skipped": {},
     }
+    available = []
     for name in targets:
         try:
             check_target(name, topology)
         except TargetUnavailable as error:
             result["skipped"][name] = error.problems
             continue
+        available.append(name)
+    if not available:
+        return result
+    params = parse_params(experiment, {})
+    groups = bring_ups(experiment, params)
+    if len(groups) != 1:
+        raise ValueError(f"{WORKLOAD}: modes on different networks; bench-targets needs one")
+    ((variant, _),) = groups.values()
+    directory = new_result_dir(out, "bench-targets")
+    topology_file = write_variant(topology_ref, variant, directory, "topology.yaml")
+    facts = {name: probe_target_facts(name) for name in available}
+    runs: dict[str, dict[str, dict[str, Any]]] = {
+        name: {mode: {} for mode in experiment.modes} for name in available
+    }
+    series: dict[str, dict[str, dict[str, Any]]] = {
+        name: {mode: {} for mode in experiment.modes} for name in available
+    }
+    wall = dict.fromkeys(available, 0.0)
+    bring_up_count = dict.fromkeys(available, 0)
+    schedule = interleaved(available, seeds)
+    sequence = 0
+    for target, block_seeds in blocks(schedule):
         started = time.monotonic()
-        directory = run_experiment(
-            experiment,
-            topology_ref=topology_ref,
-            target=name,
-            seeds=seeds,
-            params=parse_params(experiment, {}),
-            results_root=out,
-        )
-        summary = json.loads((directory / "summary.json").read_text())
-        result["targets"][name] = condense(summary, directory)
-        result["targets"][name]["wall_s"] = round(time.monotonic() - started, 1)
+        bring_up_count[target] += 1
+        with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
+            for seed in block_seeds:
+                modes = ordered(experiment.modes, seed)
+                result["order"]["per_seed"].append({"seed": seed, "target": target, "modes": modes})
+                for mode in modes:
+                    log.info("bench-targets: %s, seed %d, mode %s", target, seed, mode)
+                    record, samples = measured_run(experiment, testbed, params, mode, seed)
+                    record["sequence"] = sequence
+                    sequence += 1
+                    runs[target][mode][str(seed)] = record
+                    series[target][mode][str(seed)] = samples
+        wall[target] += time.monotonic() - started
+    for name in available:
+        for mode in experiment.modes:
+            runs[name][mode] = dict(sorted(runs[name][mode].items(), key=lambda kv: int(kv[0])))
+        summary = {
+            "experiment": WORKLOAD,
+            "target": name,
+            "target_facts": facts[name].to_json(),
+            "topology": {"ref": topology_ref, "file": topology_file.name},
+            "seeds": seeds,
+            "modes": list(experiment.modes),
+            "versions": versions(),
+            "runs": runs[name],
+            "figures": experiment.summarize(runs[name], facts[name]),
+            "invariants": invariants(runs[name]),
+        }
+        target_dir = directory / name
+        target_dir.mkdir()
+        write_json(target_dir / "summary.json", summary)
+        write_json(target_dir / "timeseries.json", series[name])
+        condensed = condense(summary, target_dir)
+        condensed["bring_ups"] = bring_up_count[name]
+        condensed["wall_s"] = round(wall[name], 1)
+        result["targets"][name] = condensed
+    result["per_seed"] = seed_table(
+        schedule,
+        {
+            name: condensed["ratio_mrc_over_single"]["per_seed"]
+            for name, condensed in result["targets"].items()
+        },
+    )
+    result["results"] = str(directory)
+    write_json(directory / "bench.json", result)
     return result
 
 
@@ -114,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         problem = f"unknown targets {unknown}" if unknown else "--seeds must be at least 1"
         print(f"bench-targets: {problem}; targets: {', '.join(TARGETS)}", file=sys.stderr)
         return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    started = time.monotonic()
     result = run(targets, args.seeds, args.topo, args.out)
+    result["wall_s"] = round(time.monotonic() - started, 1)
     text = json.dumps(result, indent=2)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"bench-targets-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(text + "\n")

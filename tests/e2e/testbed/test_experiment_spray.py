@@ -1,9 +1,11 @@
-"""``make experiment NAME=spray``, test-sized (4 flows of the permutation, 128 KiB each), on
-every target whose tools are present: every flow completes without losing a byte in both
-modes, the spine links' loads are read (from member counters on bmv2, from port tx counters
-on linux; a link whose counters a loaded machine failed to read is recorded as unread), and
-the results directory is complete and well-formed. The MRC / single-path goodput ratio is
-reported in the results, never asserted here."""
+"""``make experiment NAME=spray``, test-sized (4 flows of the permutation, 128 KiB each, two
+seeds), on every target whose tools are present: every flow completes without losing a byte
+in both modes, the modes take turns going first (seed 1 runs single path first), the spine
+links' loads are read (from member counters on bmv2, from port tx counters on linux; a link
+whose counters a loaded machine failed to read is recorded as unread), every run records
+what limited it, and the results directory is complete and well-formed. The MRC /
+single-path goodput ratio is reported with its spread, each seed's pair and its verdict
+(CPU-bound or not), never asserted here."""
 
 from __future__ import annotations
 
@@ -11,27 +13,50 @@ from pathlib import Path
 
 import pytest
 
+from experiments.bottleneck import CPU_BOUND
 from experiments.results import MODES
-from tests.e2e.testbed.experiment_run import FORWARDED_COUNTERS, run_experiment
+from tests.e2e.testbed.experiment_run import FORWARDED_COUNTERS, VERDICTS, run_experiment
 from topologies import load_topology
 
 pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("runs_dir")]
 
 FLOWS = 4
+SEEDS = 2
 
 
 def test_spray_loses_nothing_completes_and_writes_well_formed_results(
     leaf_spine_4x4_file: Path, tmp_path: Path, testbed_target: str
 ) -> None:
-    proc, _, summary = run_experiment(
+    proc, directory, summary = run_experiment(
         "spray",
         leaf_spine_4x4_file,
         tmp_path / "results",
         {"flows": str(FLOWS), "flow_bytes": str(128 * 1024)},
         testbed_target,
+        seeds=SEEDS,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert summary["pngs"] == ["flows.png", "links.png"]
+    assert summary["order"]["per_seed"] == {"0": ["mrc", "single"], "1": ["single", "mrc"]}
+    assert len(summary["bring_ups"]) == 1  # both modes share the network
+    figures = summary["figures"]
+    ratios = figures["goodput_ratio_mrc_over_single"]
+    assert len(ratios) == SEEDS and all(r is not None and r > 0 for r in ratios), ratios
+    assert figures["goodput_ratio_min"] == min(ratios)
+    assert figures["goodput_ratio_max"] == max(ratios)
+    assert figures["goodput_ratio_mean"] == pytest.approx(sum(ratios) / SEEDS)
+    assert figures["goodput_ratio_stdev"] is not None
+    assert [pair["order"] for pair in figures["pairs"]] == [["mrc", "single"], ["single", "mrc"]]
+    verdict = figures["goodput_ratio_bottleneck"]
+    assert verdict in VERDICTS
+    (ratio_line,) = [
+        line
+        for line in (directory / "summary.txt").read_text().splitlines()
+        if line.startswith("aggregate goodput MRC / single")
+    ]
+    assert f"over {SEEDS} seeds" in ratio_line
+    assert f"[{verdict}: " in ratio_line
+    assert ("not a link measure" in ratio_line) == (verdict == CPU_BOUND), ratio_line
     topology = load_topology(str(leaf_spine_4x4_file))
     for mode in MODES:
         run = summary["runs"][mode]["0"]

@@ -152,6 +152,35 @@ def test_a_variant_slows_only_fabric_links_and_stays_a_valid_topology(tmp_path: 
     assert topology.settings.lldp.interval_ms == 100
 
 
+def _run_records(transfers: dict[str, Any], sequence: int = 0) -> dict[str, Any]:
+    """A run as the runner records it: the experiment's transfers and the runner's own
+    records of what limited it and where it stood in the order."""
+    return {
+        "transfers": transfers,
+        "cpu": {"cores": {}, "busiest_core": 0.5, "busy_fraction": 0.5},
+        "link_utilisation": {},
+        "window_s": 1.0,
+        "bottleneck": {"verdict": "neither saturated"},
+        "sequence": sequence,
+    }
+
+
+def _summary(runs: dict[str, Any], modes: list[str], seeds: int = 1) -> dict[str, Any]:
+    return {
+        "experiment": "x",
+        "target": "bmv2",
+        "target_facts": {},
+        "topology": {},
+        "seeds": seeds,
+        "modes": modes,
+        "order": {"per_seed": {str(seed): list(modes) for seed in range(seeds)}},
+        "figures": {},
+        "bottleneck": {},
+        "versions": {"project_commit": "c", "p4c": "p", "bmv2": "b", "kernel": "k"},
+        "runs": runs,
+    }
+
+
 def test_a_summary_missing_a_seed_or_a_field_is_ill_formed() -> None:
     transfer = {
         "bytes_sent": 1,
@@ -161,41 +190,28 @@ def test_a_summary_missing_a_seed_or_a_field_is_ill_formed() -> None:
         "goodput_bps": 1.0,
         "retransmits": {},
     }
-    summary: dict[str, Any] = {
-        "experiment": "x",
-        "target": "bmv2",
-        "topology": {},
-        "seeds": 1,
-        "figures": {},
-        "versions": {"project_commit": "c", "p4c": "p", "bmv2": "b", "kernel": "k"},
-        "runs": {"mrc": {"0": {"transfers": {"a->b": transfer}}}, "single": {}},
-    }
+    summary = _summary(
+        {"mrc": {"0": _run_records({"a->b": transfer})}, "single": {}}, ["mrc", "single"]
+    )
     assert summary_problems(summary, seeds=1) == ["runs['single'] does not hold seeds 0..0"]
-    summary["runs"]["single"] = {"0": {"transfers": {"a->b": {"completed": True}}}}
+    summary["runs"]["single"] = {"0": _run_records({"a->b": {"completed": True}})}
     (problem,) = summary_problems(summary, seeds=1)
     assert "single/0/a->b lacks" in problem
+    del summary["order"]
+    assert summary_problems(summary, seeds=1) == ["missing 'order'"]
 
 
 def test_a_summary_holds_exactly_the_modes_it_lists() -> None:
     transfer = {field: 0 for field in TRANSFER_FIELDS}
-    run = {"0": {"transfers": {"a->b": transfer}}}
-    summary: dict[str, Any] = {
-        "experiment": "incast",
-        "target": "bmv2",
-        "topology": {},
-        "seeds": 1,
-        "modes": ["ecn_trim_on", "ecn_trim_off"],
-        "figures": {},
-        "versions": {"project_commit": "c", "p4c": "p", "bmv2": "b", "kernel": "k"},
-        "runs": {"ecn_trim_on": run, "ecn_trim_off": run},
-    }
+    run = {"0": _run_records({"a->b": transfer})}
+    summary = _summary({"ecn_trim_on": run, "ecn_trim_off": run}, ["ecn_trim_on", "ecn_trim_off"])
     assert summary_problems(summary, seeds=1) == []
     summary["runs"] = {"ecn_trim_on": run, "mrc": run}
     assert summary_problems(summary, seeds=1) == [
         "runs of modes not listed in 'modes': ['mrc']",
         "runs['ecn_trim_off'] does not hold seeds 0..0",
     ]
-    summary["runs"] = {"ecn_trim_on": run, "ecn_trim_off": {"0": {"transfers": {}}}}
+    summary["runs"] = {"ecn_trim_on": run, "ecn_trim_off": {"0": _run_records({})}}
     assert summary_problems(summary, seeds=1) == ["ecn_trim_off/0 has no transfers"]
 
 
@@ -407,18 +423,10 @@ def test_counters_a_target_says_it_cannot_count_are_unavailable_never_zero() -> 
 def test_a_run_that_records_problems_makes_the_summary_ill_formed() -> None:
     """A failover run whose link could not be cut measured no failover: it must not pass."""
     transfer = {field: 0 for field in TRANSFER_FIELDS}
-    run = {"0": {"transfers": {"a->b": transfer}, "problems": []}}
-    summary: dict[str, Any] = {
-        "experiment": "failover",
-        "target": "linux",
-        "topology": {},
-        "seeds": 1,
-        "figures": {},
-        "versions": {"project_commit": "c", "p4c": "p", "bmv2": "b", "kernel": "k"},
-        "runs": {"mrc": run, "single": run},
-    }
+    run = {"0": {**_run_records({"a->b": transfer}), "problems": []}}
+    summary = _summary({"mrc": run, "single": run}, ["mrc", "single"])
     assert summary_problems(summary, seeds=1) == []
     summary["runs"]["single"] = {
-        "0": {"transfers": {"a->b": transfer}, "problems": ["no link was cut: counters"]}
+        "0": {**_run_records({"a->b": transfer}), "problems": ["no link was cut: counters"]}
     }
     assert summary_problems(summary, seeds=1) == ["single/0: no link was cut: counters"]

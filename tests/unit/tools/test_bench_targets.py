@@ -47,3 +47,26 @@ def test_lost_bytes_and_incomplete_transfers_are_carried_through() -> None:
 def test_an_unknown_target_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_targets.main(["--targets", "tofino"]) == 2
     assert "unknown targets ['tofino']" in capsys.readouterr().err
+
+
+def test_the_seed_table_puts_every_targets_ratio_beside_the_order_that_seed_ran_them():
+    schedule = [(0, "bmv2"), (0, "linux"), (1, "linux"), (1, "bmv2")]
+    table = bench_targets.seed_table(schedule, {"bmv2": [1.5, 1.6], "linux": [1.4, None]})
+    assert table == [
+        {"seed": 0, "order": ["bmv2", "linux"], "bmv2": 1.5, "linux": 1.4},
+        {"seed": 1, "order": ["linux", "bmv2"], "linux": None, "bmv2": 1.6},
+    ]
+
+
+def test_a_seed_a_target_has_no_ratio_for_reads_as_none():
+    table = bench_targets.seed_table([(0, "linux"), (1, "linux")], {"linux": [1.2]})
+    assert table[1]["linux"] is None
+
+
+def test_invariants_sum_lost_bytes_and_require_every_transfer_complete():
+    ok = {"bytes_lost": 0, "completed": True}
+    lost = {"bytes_lost": 5, "completed": False}
+    runs = {"mrc": {"0": {"transfers": {"a": ok, "b": lost}}}, "single": {"0": {"transfers": {}}}}
+    assert bench_targets.invariants(runs) == {"bytes_lost": 5, "all_completed": False}
+    clean = {"mrc": {"0": {"transfers": {"a": ok}}}}
+    assert bench_targets.invariants(clean) == {"bytes_lost": 0, "all_completed": True}
