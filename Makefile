@@ -11,6 +11,10 @@ P4SRC := p4src
 P4_PROGRAMS := mrc l3_baseline
 # pytest exits 5 when every test was deselected or skipped away: that is not a failure here.
 PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5), not a failure"; rc=0; fi; exit $$rc
+# `make test` collects every suite's skips here (tests/skip_log.py) and ends with their summary;
+# SKIP_LOG=FILE on `make unit`, `make ptf` or `make e2e` records theirs too.
+TEST_SKIP_LOG := build/test-skips.jsonl
+SKIP_ARGS = $(if $(SKIP_LOG),--skip-log $(abspath $(SKIP_LOG)))
 
 .PHONY: help setup native test unit ptf e2e lint build doctor fuzz bench-dataplane bench-agent bench-controller bench-targets shell clean
 
@@ -33,17 +37,20 @@ setup:  ## Install apt packages and the virtualenv (.venv, sees Debian's Mininet
 native:  ## Compile the agent's core and per-packet I/O with mypyc into build/native (after editing agent/)
 	$(PY) -m tools.build_native $(NATIVE_ARGS)
 
-test: unit ptf e2e  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present)
+test:  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present); then each skip reason with its count
+	@mkdir -p $(dir $(TEST_SKIP_LOG)) && rm -f $(TEST_SKIP_LOG)
+	@rc=0; $(MAKE) --no-print-directory unit ptf e2e SKIP_LOG=$(TEST_SKIP_LOG) || rc=$$?; \
+		$(PY) -m tests.skip_log $(TEST_SKIP_LOG); exit $$rc
 
 unit:  ## pytest unit tests (tests needing p4c, BMv2 or root skip with a reason); agent's again in pure Python
-	$(SUDO) $(PY) -m pytest -q tests/unit; $(PYTEST_OK5)
-	$(SUDO) env MRC_AGENT_PURE_PYTHON=1 $(PY) -m pytest -q tests/unit/agent tests/unit/wire; $(PYTEST_OK5)
+	$(SUDO) $(PY) -m pytest -q tests/unit $(SKIP_ARGS); $(PYTEST_OK5)
+	$(SUDO) env MRC_AGENT_PURE_PYTHON=1 $(PY) -m pytest -q tests/unit/agent tests/unit/wire $(SKIP_ARGS); $(PYTEST_OK5)
 
 ptf:  ## PTF data-plane suite against simple_switch_grpc over veths (skips without BMv2/root)
-	$(SUDO) $(PY) -m tests.ptf.runner $(PTF_ARGS)
+	$(SUDO) $(PY) -m tests.ptf.runner $(SKIP_ARGS) $(PTF_ARGS)
 
 e2e:  ## End-to-end: controller on BMv2, Mininet fabrics, agents in namespaces (skip without tools/root)
-	$(SUDO) $(PY) -m pytest -q tests/bmv2 tests/e2e; $(PYTEST_OK5)
+	$(SUDO) $(PY) -m pytest -q tests/bmv2 tests/e2e $(SKIP_ARGS); $(PYTEST_OK5)
 
 lint:  ## ruff, mypy and the import-linter architecture contracts
 	$(VENV)/bin/ruff check .

@@ -2,16 +2,21 @@
 
 Two figures, JSON on stdout (and ``--out FILE``):
 
-1. **core**: datagrams per second through the sans-IO protocol core on the in-process
-   simulated network (``agent.sim.bench``), a context figure with no sockets involved;
+1. **core**: datagrams two sans-IO protocol cores exchange per second on the in-process
+   simulated network (``agent.sim.bench``; each datagram counted once, though one core
+   produced it and the other consumed it), a context figure with no sockets involved;
 2. **veth**: goodput of ``mrc-perf`` between two network namespaces joined by a veth pair (offloads
    off both ends), next to ``iperf3 -u -b 0 -l 1024`` over the same pair in the same run. Each
    process is pinned to one core with ``taskset`` (sender on one core, receiver on another) at nice
    -20 (``--sched``; see ``SCHEDULING`` for why not SCHED_FIFO) so that background work on the
    machine (a compiler, say) takes little from either tool; both tools always get the same
-   treatment. Each repeat runs both tools lossless, then both with ``--loss`` percent random loss on
-   the data path (alternating, so that a drift of the machine's speed weighs on both sides of each
-   ratio alike; figures are medians over the repeats): netem on the sender's veth where the kernel
+   treatment. Each repeat runs both tools lossless and both with ``--loss`` percent random loss on
+   the data path, counter-balanced (``run_order``): which phase comes first alternates from repeat
+   to repeat, and which tool comes first from one phase block to the next (ABBA), so that a drift
+   of the machine's speed weighs on both sides of each ratio alike. The JSON gives the order every
+   run was made in, each repeat's pairs (``paired``: mrc-perf / iperf3 lossless, lossy / lossless
+   for each tool) with their spread (min / median / max), and, as before, the medians over the
+   repeats and the ratios of those medians: netem on the sender's veth where the kernel
    has sch_netem, otherwise an nftables ``numgen random`` drop rule in the receiving namespace (UDP
    only, so the TCP side channel and iperf3's control connection are spared). Each side reaches the
    other through a /32 route with the peer as its on-link gateway, as the testbed's Mininet hosts
@@ -41,7 +46,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +56,7 @@ from agent.native import running_build
 from hostenv.netns import NetnsLab, run, terminate_on_signals
 from hostenv.qdiscs import probe_qdiscs
 from hostenv.toolchain import is_root
+from tools.counterbalance import ordered, paired_summary, spread
 
 REPO = Path(__file__).resolve().parents[1]
 #: nftables table the loss rule lives in (one per namespace, removed with it).
@@ -426,7 +432,7 @@ def mrc_perf(
 
 
 def core_benchmark(messages: int) -> dict[str, Any]:
-    """Datagrams per second through the core on the simulated network."""
+    """Datagrams exchanged per second by two cores on the simulated network (each once)."""
     from agent.sim.bench import run_core_benchmark
 
     return run_core_benchmark(time.perf_counter, messages=messages).as_dict()
@@ -470,8 +476,59 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-#: The veth benchmark's two conditions, run in this order within every repeat.
+#: The veth benchmark's two conditions (``run_order`` says which comes first in a repeat).
 PHASES = ("lossless", "lossy")
+
+
+def run_order(tools: Sequence[str], repeat: int) -> list[tuple[str, list[str]]]:
+    """The runs of repeat ``repeat`` (from 0), in the order they are made: each phase with its
+    tools in order. The phases alternate from repeat to repeat (lossless first on even
+    repeats, lossy first on odd ones) and the tools from one phase block to the next, so
+    over repeats 0 and 1 each phase comes first once and, within each phase, each tool."""
+    return [
+        (phase, ordered(tools, 2 * repeat + block))
+        for block, phase in enumerate(ordered(PHASES, repeat))
+    ]
+
+
+def paired(
+    runs: dict[str, dict[str, list[dict[str, Any]]]], orders: list[list[tuple[str, list[str]]]]
+) -> dict[str, Any]:
+    """Each repeat's pairs and their spread (``tools.counterbalance.paired_summary``), with
+    the order each pair ran in: mrc-perf against iperf3 lossless, and each tool lossy against
+    lossless. ``runs`` as ``per_repeat`` takes them; ``orders`` holds ``run_order`` of every
+    repeat."""
+
+    def goodput(phase: str, tool: str, repeat: int) -> float:
+        return float(runs[phase][tool][repeat]["goodput_bps"])
+
+    def tool_pairs(phase: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "order": [t for t in dict(order)[phase] if t in ("mrc_perf", "iperf3_udp")],
+                "mrc_perf": goodput(phase, "mrc_perf", repeat),
+                "iperf3_udp": goodput(phase, "iperf3_udp", repeat),
+            }
+            for repeat, order in enumerate(orders)
+        ]
+
+    def phase_pairs(tool: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "order": [phase for phase, _ in order],
+                "lossy": goodput("lossy", tool, repeat),
+                "lossless": goodput("lossless", tool, repeat),
+            }
+            for repeat, order in enumerate(orders)
+        ]
+
+    return {
+        "ratio_to_iperf3_lossless": paired_summary(
+            tool_pairs("lossless"), "mrc_perf", "iperf3_udp"
+        ),
+        "loss_retention": paired_summary(phase_pairs("mrc_perf"), "lossy", "lossless"),
+        "iperf3_loss_retention": paired_summary(phase_pairs("iperf3_udp"), "lossy", "lossless"),
+    }
 
 
 def per_repeat(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, list[float]]:
@@ -520,6 +577,8 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
     }
     drops = 0
     retried: list[dict[str, Any]] = []
+    orders: list[list[tuple[str, list[str]]]] = []
+    made: list[dict[str, Any]] = []  # every kept run, in the order it was made
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
         if not args.direct_route:
@@ -531,21 +590,27 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 pair, args.duration, cores, sched, evs=1, cc=args.cc
             ),
         }
-        # Each repeat runs both tools lossless, then both lossy: a drift of the machine's
-        # speed over the benchmark (a shared VM drifts by 10 % within minutes) then weighs on
-        # both sides of the ratio and of the retention alike, not on one phase.
-        for _ in range(args.repeat):
-            for phase in PHASES:
+        # Each repeat runs both tools in both phases, counter-balanced (``run_order``): a
+        # drift of the machine's speed over the benchmark (a shared VM drifts by 10 % within
+        # minutes) then weighs on both sides of the ratio and of the retention alike, not on
+        # whichever side always ran first.
+        for repeat in range(args.repeat):
+            orders.append(run_order(names, repeat))
+            for phase, tools in orders[-1]:
                 if phase == "lossy":
                     apply_loss(pair, args.loss, method)
                 try:
-                    for name in names:
+                    for name in tools:
                         set_aside: list[dict[str, Any]] = []
                         kept = run_unstolen(
                             measures[name], args.steal_limit, STEAL_RETRIES, set_aside
                         )
-                        runs[phase][name].append(kept)
-                        retried.extend({"tool": name, "phase": phase, **r} for r in set_aside)
+                        sequence = len(made)
+                        made.append({"repeat": repeat, "phase": phase, "tool": name})
+                        runs[phase][name].append({"repeat": repeat, "sequence": sequence, **kept})
+                        retried.extend(
+                            {"tool": name, "phase": phase, "repeat": repeat, **r} for r in set_aside
+                        )
                 finally:
                     if phase == "lossy":
                         if method == "nftables":
@@ -555,6 +620,7 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         phase_result: dict[str, Any] = {
             name: {
                 "goodput_bps": _median([r["goodput_bps"] for r in samples]),
+                "spread": spread([float(r["goodput_bps"]) for r in samples]),
                 "runs": samples,
             }
             for name, samples in runs[phase].items()
@@ -576,6 +642,11 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         result["lossy"]["iperf3_udp"]["goodput_bps"], lossless_iperf
     )
     result["per_repeat"] = per_repeat(runs)
+    # The order every run was made in, and each repeat's pairs with their spread: the
+    # headline figures above are ratios of medians; ``paired`` gives the median of the
+    # repeats' own ratios beside them, and by which side ran first.
+    result["run_order"] = made
+    result["paired"] = paired(runs, orders)
     result["steal_limit"] = args.steal_limit
     # Runs measured again because the hypervisor took more than ``steal_limit`` of a core,
     # each with its tool and phase.

@@ -1,7 +1,9 @@
 """Benchmark entry: how many datagrams per second the protocol core gets through.
 
 ``run_core_benchmark`` pushes messages between two endpoints over the simulated network and
-counts every datagram an endpoint processed (received or produced). The simulator never reads a
+counts the datagrams they exchanged, each once (at the endpoint that produced it; the other
+endpoint's core consumed it, so each one counted is one produced and one consumed). The
+simulator never reads a
 clock, so the caller passes one (``time.perf_counter``) and the wall time of the run is taken
 with it; the figure therefore includes the simulator's own overhead and is a lower bound on the
 core's rate, a context figure for ``make bench-agent`` rather than a hardware comparison.
@@ -24,9 +26,12 @@ class CoreBenchResult:
 
     messages: int
     message_bytes: int
+    #: Datagrams the two endpoints sent each other (data and answers), each counted once.
     datagrams: int
     wall_seconds: float
     simulated_seconds: float
+    #: ``datagrams`` per wall-clock second: datagrams exchanged, not endpoint operations
+    #: (each is produced by one core and consumed by the other).
     packets_per_second: float
     simulated_goodput: float
 
@@ -66,9 +71,7 @@ def run_core_benchmark(
     wall = clock() - start
     if not done:
         raise RuntimeError("benchmark transfer did not complete within 60 simulated seconds")
-    datagrams = sum(
-        host.datagrams_in + host.datagrams_out for host in (testbed.sender, testbed.receiver)
-    )
+    datagrams = testbed.sender.datagrams_out + testbed.receiver.datagrams_out
     simulated = testbed.now
     return CoreBenchResult(
         messages=messages,

@@ -9,6 +9,7 @@ IPv6 flow label, BTH opcode). The test then checks them against the MRC rules.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -56,7 +57,10 @@ def summarise(frame: bytes) -> dict[str, object] | None:
 
 
 def capture(ifname: str, seconds: float) -> list[dict[str, object]]:
-    """Every MRC packet seen on ``ifname`` for ``seconds`` or until SIGTERM."""
+    """Every MRC packet seen on ``ifname`` for ``seconds`` or until SIGTERM: what the kernel
+    had captured by then included (read out of the socket before returning), so a transfer
+    that completed before the SIGTERM is in the result whole, however far behind this
+    process was."""
     stop = []
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.append(True))
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -71,12 +75,20 @@ def capture(ifname: str, seconds: float) -> list[dict[str, object]]:
             frame, address = sock.recvfrom(65535)
         except TimeoutError:
             continue
-        fields = summarise(frame)
-        if fields is not None:
-            fields["outgoing"] = address[2] == PACKET_OUTGOING
-            packets.append(fields)
+        _keep(packets, frame, address)
+    sock.setblocking(False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            _keep(packets, *sock.recvfrom(65535))
     sock.close()
     return packets
+
+
+def _keep(packets: list[dict[str, object]], frame: bytes, address: tuple[object, ...]) -> None:
+    fields = summarise(frame)
+    if fields is not None:
+        fields["outgoing"] = address[2] == PACKET_OUTGOING
+        packets.append(fields)
 
 
 if __name__ == "__main__":

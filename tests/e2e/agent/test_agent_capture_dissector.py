@@ -13,19 +13,25 @@ import os
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scapy.layers.inet import UDP
+from scapy.layers.l2 import Ether
 
 from tests.e2e.agent.agent_lab import AGENT, AgentLab
-from wire.constants import Opcode
+from wire.constants import DEFAULT_PAYLOAD, ROCEV2_UDP_PORT, Opcode
 
 REPO = Path(__file__).resolve().parents[3]
 DISSECTOR = REPO / "wire" / "mrc.lua"
 TOOLS = ("tcpdump", "tshark")
+#: The file sent, and the data packets it takes at least (DEFAULT_PAYLOAD bytes a packet).
+FILE_BYTES = 200_000
+DATA_PACKETS = FILE_BYTES // DEFAULT_PAYLOAD
 
 
 def _skip_reason() -> str | None:
@@ -92,6 +98,40 @@ def _capture(lab: AgentLab, pcap: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _captured_opcodes(pcap: Path) -> list[int]:
+    """The BTH opcode of every UDP 4791 frame tcpdump has written so far (``-U``: a packet at
+    a time; a record still being written at the end is left for the next look)."""
+    data = pcap.read_bytes() if pcap.exists() else b""
+    if len(data) < 24:
+        return []
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    opcodes, offset = [], 24
+    while offset + 16 <= len(data):
+        (length,) = struct.unpack_from(f"{order}I", data, offset + 8)
+        frame = data[offset + 16 : offset + 16 + length]
+        if len(frame) < length:
+            break
+        offset += 16 + length
+        packet = Ether(frame)
+        if UDP in packet and packet[UDP].dport == ROCEV2_UDP_PORT:
+            payload = bytes(packet[UDP].payload)
+            if payload:
+                opcodes.append(payload[0])
+    return opcodes
+
+
+def _wait_for_capture(pcap: Path, data_packets: int, deadline_s: float = 30.0) -> None:
+    """Return once the capture holds ``data_packets`` data packets and a SACK (or after
+    ``deadline_s``, generous: the assertions that follow then say what is missing)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        opcodes = _captured_opcodes(pcap)
+        data = sum(1 for op in opcodes if 0xC6 <= op <= 0xCB)
+        if data >= data_packets and Opcode.SACK in opcodes:
+            return
+        time.sleep(0.1)
+
+
 def _decode(pcap: Path, fields: list[str]) -> list[dict[str, list[str]]]:
     command = ["tshark", "-n", "-X", f"lua_script:{DISSECTOR}", "-r", str(pcap), "-T", "json"]
     for field in fields:
@@ -106,7 +146,7 @@ def test_tshark_decodes_every_mrc_header_of_a_real_agent_transfer(lab, tmp_path)
     out_dir = tmp_path / "received"
     lab.serve("rx", "--out-dir", str(out_dir), "--socket", str(tmp_path / "rx.sock"))
     source = tmp_path / "payload.bin"
-    source.write_bytes(os.urandom(200_000))
+    source.write_bytes(os.urandom(FILE_BYTES))
     pcap = tmp_path / "agent.pcap"
     tcpdump = _capture(lab, pcap)
     try:
@@ -114,8 +154,9 @@ def test_tshark_decodes_every_mrc_header_of_a_real_agent_transfer(lab, tmp_path)
             "tx", [*AGENT, "send", str(source), "--to", lab.addresses["rx"], "--no-agent"]
         )
         assert sent.returncode == 0, sent.stderr
+        # tcpdump may still hold the last packets of the transfer: stop it once it wrote them.
+        _wait_for_capture(pcap, DATA_PACKETS)
     finally:
-        time.sleep(0.3)
         tcpdump.send_signal(signal.SIGTERM)
         tcpdump.communicate(timeout=10)
     assert (out_dir / "payload.bin").read_bytes() == source.read_bytes()
@@ -138,7 +179,7 @@ def test_tshark_decodes_every_mrc_header_of_a_real_agent_transfer(lab, tmp_path)
     opcodes = [int(p["mrc.bth.opcode"][0], 0) for p in packets]
     data = [p for p, op in zip(packets, opcodes, strict=True) if 0xC6 <= op <= 0xCB]
     sacks = [p for p, op in zip(packets, opcodes, strict=True) if op == Opcode.SACK]
-    assert len(data) >= 200_000 // 1024, "every data packet decoded"
+    assert len(data) >= DATA_PACKETS, "every data packet decoded"
     assert all("mrc.reth.va" in p and "mrc.meth.msn" in p for p in data)
     assert all(int(p["mrc.reth.rkey"][0], 0) != 0 for p in data), "R_Key shown"
     assert sacks and all("mrc.seth.cum_ack_psn" in p for p in sacks)

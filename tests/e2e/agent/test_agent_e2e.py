@@ -128,7 +128,7 @@ def test_data_leaves_with_id_0_df_trimmable_dscp_ect0_and_many_ev_ports(lab, tmp
     packets = _sniffed(lab, "rx", _send_command(lab, source, "--no-agent"))
     data = [p for p in packets if not p["outgoing"] and 0xC6 <= p["opcode"] <= 0xCB]
     control = [p for p in packets if p["outgoing"] and p["opcode"] in (0xD1, 0xDC, 0xDD)]
-    assert len(data) >= 1_000_000 // 1024 // 2  # a busy sniffer may miss some; enough to judge
+    assert len(data) >= 1_000_000 // 1024  # every data packet (the sniffer drains its socket)
     assert control
     for packet in data:
         assert packet["ip_id"] == 0 and packet["df"] is True

@@ -6,6 +6,8 @@ target it programs."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +17,6 @@ import pytest
 from testbed.controller_run import controller_command
 from testbed.targets import (
     TargetUnavailable,
-    bmv2_tool_problems,
     check_target,
     choose_target,
     default_target,
@@ -25,6 +26,8 @@ from topologies import load_topology
 
 REPO = Path(__file__).resolve().parents[3]
 NO_QDISC = {"pfifo": True, "tbf": True, "htb": True, "red": False, "codel": False}
+#: The compiled program the bmv2 target loads.
+P4_ARTIFACTS = ("mrc.json", "mrc.p4info.txtpb")
 
 
 def _problems_of(name: str) -> list[str]:
@@ -94,8 +97,21 @@ def test_auto_takes_bmv2_where_its_tools_are_present() -> None:
     )
 
 
+def _bmv2_usable_here() -> bool:
+    """BMv2's toolchain looked up directly, not through ``testbed.targets``: the switch (where
+    ``SIMPLE_SWITCH_GRPC`` says, else on PATH) built with Thrift, its CLI, the compiled
+    program."""
+    switch = shutil.which(os.environ.get("SIMPLE_SWITCH_GRPC") or "simple_switch_grpc")
+    cli = shutil.which(os.environ.get("SIMPLE_SWITCH_CLI") or "simple_switch_CLI")
+    if switch is None or cli is None:
+        return False
+    usage = subprocess.run([switch, "--help"], capture_output=True, text=True, timeout=10)
+    built = all((REPO / "p4src" / "build" / name).is_file() for name in P4_ARTIFACTS)
+    return "--thrift-port" in usage.stdout + usage.stderr and built
+
+
 def test_auto_follows_this_machine() -> None:
-    expected = "linux" if bmv2_tool_problems() else "bmv2"
+    expected = "bmv2" if _bmv2_usable_here() else "linux"
     assert default_target().target.name == expected
 
 

@@ -102,10 +102,15 @@ class SameEvAlwaysSameMember(EcmpTest):
 
 class WatchPortSteersAroundADownMember(EcmpTest):
     """The host-side end of a member's veth goes down: BMv2 reads its port as down (carrier
-    lost) within its 200 ms poll and stops choosing that member, without the controller.
+    lost, on its 200 ms poll) and stops choosing that member, without the controller; once the
+    link is back, it chooses the member again.
 
     The cut member is the runner's unwatched port (PTF's capture thread dies when its own
-    interface goes down), so its share is read from the switch's tx counter."""
+    interface goes down), so its share is read from the switch's tx counter. After each change
+    the test sprays until the switch has caught up (at most ``CATCH_UP_S``, generous: a loaded
+    machine may poll late), then checks one whole spray."""
+
+    CATCH_UP_S = 15.0
 
     def setUp(self) -> None:
         MrcPtfTest.setUp(self)
@@ -114,10 +119,17 @@ class WatchPortSteersAroundADownMember(EcmpTest):
         self.add_route(f"{DST_V4}/32", 1)
 
     def set_link(self, up: bool) -> None:
+        """Set the cut member's link, then spray until the switch uses that member (``up``) or
+        not (down), failing after ``CATCH_UP_S``."""
         subprocess.run(
             ["ip", "link", "set", f"h{self.cut_port}", "up" if up else "down"], check=True
         )
-        time.sleep(3 * BMV2_LINK_POLL_S + 0.2)
+        deadline = time.monotonic() + self.CATCH_UP_S
+        time.sleep(BMV2_LINK_POLL_S)  # one poll: the earliest the switch can know
+        while (self.send_and_count()[1] > 0) != up:
+            if time.monotonic() > deadline:
+                state = "up" if up else "down"
+                self.fail(f"the switch did not follow the link {state} in {self.CATCH_UP_S} s")
 
     def send_and_count(self) -> tuple[Counter[int], int]:
         """Per-port arrivals on the watched members, and what left on the cut port."""

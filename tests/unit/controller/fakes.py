@@ -1,4 +1,10 @@
-"""Fakes for the southbound and running-controller tests: a clock, an event sink, a fabric.
+"""Fakes for the southbound and running-controller tests: a clock, an event loop on that
+clock, an event sink, a fabric.
+
+``run_on_clock`` runs a coroutine on an event loop whose time is a ``FakeClock``: a timer (an
+``asyncio.sleep``, a ``call_later``) fires when the clock reaches it, and when every task waits
+for a timer the clock jumps to the earliest one at once. What happens, and in which order,
+depends only on the timers' deadlines, never on how busy the machine is.
 
 ``FakeFabric`` is a southbound without switches: ``program()`` records what it was asked,
 ``send_frames()`` carries each probe across the topology's links (unless the test cut the link
@@ -8,11 +14,13 @@ packet-out / LLDP punt would.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
-from collections.abc import Sequence
+import selectors
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.app.eventlog import EventLog
 from controller.intent.model import SwitchIntent
@@ -43,6 +51,46 @@ class FakeClock:
         self.now += seconds
 
 
+T = TypeVar("T")
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """A selector that never sleeps on a timer: where the loop would wait ``timeout`` seconds
+    for its next timer, it polls and, with nothing ready, advances the clock by ``timeout``
+    (``timeout`` None, no timer pending: it waits for real input as usual)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = super().select(None if timeout is None else 0)
+        if not ready and timeout is not None and timeout > 0:
+            self._clock.advance(timeout)
+        return ready
+
+
+class _FakeClockLoop(asyncio.SelectorEventLoop):
+    """An event loop whose ``time()`` is ``clock`` (see the module docs)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(_JumpingSelector(clock))
+        self._fake_clock = clock
+
+    def time(self) -> float:
+        return self._fake_clock.monotonic()
+
+
+def run_on_clock(clock: FakeClock, main: Callable[[], Awaitable[T]]) -> T:
+    """``asyncio.run(main())`` with every timer on ``clock`` (see the module docs)."""
+
+    async def wrapped() -> T:
+        return await main()
+
+    with asyncio.Runner(loop_factory=lambda: _FakeClockLoop(clock)) as runner:
+        return runner.run(wrapped())
+
+
 class EventSink:
     """An EventLog writing to memory, with the events parsed back."""
 
@@ -70,6 +118,8 @@ class FakeFabric:
     #: Ports whose cable goes elsewhere than the topology says (None: nowhere).
     rewired: dict[Endpoint, Endpoint | None] = field(default_factory=dict)
     fail_next: dict[str, str] = field(default_factory=dict)
+    #: Switches whose every program fails, with this error, until the test removes them.
+    failing: dict[str, str] = field(default_factory=dict)
     unreachable: set[str] = field(default_factory=set)
 
     async def run(self, events: SouthboundEvents) -> None:
@@ -77,7 +127,7 @@ class FakeFabric:
 
     async def program(self, intent: SwitchIntent, *, read_back: bool = False) -> ProgramResult:
         self.programs.append((intent.switch, read_back))
-        error = self.fail_next.pop(intent.switch, None)
+        error = self.fail_next.pop(intent.switch, None) or self.failing.get(intent.switch)
         if error is not None:
             return ProgramResult(intent.switch, read_back=read_back, error=error)
         self.intents[intent.switch] = intent

@@ -60,8 +60,9 @@ def test_probes_do_not_multiply_the_load_of_a_slow_path_nor_retire_every_ev():
     assert good >= 128, f"only {good} of 256 slots GOOD after a lossless transfer"
 
 
-def test_a_peer_heard_with_an_rtt_of_seconds_is_given_several_rtos_of_silence_not_3_s():
-    long_path = LinkConfig(rate=None, delay=1.0)  # 2 s round trips
+def test_a_peer_heard_with_an_rtt_of_seconds_is_given_four_rtos_of_silence_not_3_s():
+    round_trip = 2.0
+    long_path = LinkConfig(rate=None, delay=round_trip / 2)
     testbed = build_pair([[long_path] * 4], seed=4, region_size=1 << 22)
     rng = random.Random(4)
     for _ in range(32):
@@ -70,11 +71,16 @@ def test_a_peer_heard_with_an_rtt_of_seconds_is_given_several_rtos_of_silence_no
     for path in testbed.paths[0]:
         testbed.network.fail_at(cut_at, path)
     testbed.run(until=cut_at)
-    srtt = testbed.sender.endpoint.connection_stats(testbed.send_qp).srtt
-    assert srtt is not None and srtt > 1.5
+    at_cut = testbed.sender.endpoint.connection_stats(testbed.send_qp)
+    assert at_cut.srtt is not None and at_cut.srtt > 1.5
+    rto = at_cut.rto  # nothing is heard after the cut: no new sample changes it
+    assert rto >= at_cut.srtt
     testbed.run(until=cut_at + 60.0, stop=lambda: bool(testbed.failed()))
     failed = testbed.failed()
     assert failed and "peer unreachable" in failed[0].reason
-    # Four RTOs of a 2 s RTT (8 s and more from the last answer heard, which left the peer
-    # up to a round trip before the cut), where a fixed 3 s gave up within 3 s of the cut.
-    assert testbed.now - cut_at >= 4 * srtt - 2 * srtt > MrcConfig().peer_timeout
+    assert f"nothing heard for {4 * rto:.3g} s" in failed[0].reason
+    # Four RTOs of silence counted from the last answer heard, which arrived at most one round
+    # trip before the cut: the connection fails between 4 RTOs less a round trip and 4 RTOs
+    # after the cut (here about 6 to 8 s), where a fixed 3 s gave up within 3 s of it.
+    assert 4 * rto - round_trip <= testbed.now - cut_at <= 4 * rto
+    assert 4 * rto - round_trip > MrcConfig().peer_timeout

@@ -47,6 +47,7 @@ def test_every_message_arrives_exactly_once_and_intact_under_loss_reordering_dup
     assert testbed.run_until_acked(limit=5.0)
     _assert_exactly_once(testbed)
     immediates = {e.msn: e.immediate for _t, e in testbed.received()}
+    assert len(immediates) == len(sizes)
     assert all(immediates[msn] == (msn if msn % 2 else None) for msn in immediates)
 
 

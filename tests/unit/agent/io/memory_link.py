@@ -5,6 +5,12 @@ Each end is a ``DatagramIO``: what one end sends arrives at the other as the
 DSCP and ECN), and a socketpair byte wakes the receiving runtime's selector. ``drop`` lets a
 test lose datagrams on purpose. The side channel and control socket stay real (TCP on
 127.0.0.1, Unix sockets), so everything above the datagram layer runs as in production.
+
+``run_until`` turns the runtimes on the real clock. A test whose outcome depends on time (that
+no RTO fires, say: the core's minimum RTO is 1 ms, less than a busy machine can stall a
+process) gives its runtimes a ``SteppedClock`` and turns them with ``run_in_steps``: each round
+of turns is a fixed step of that clock, so the core sees the same times however loaded the
+machine is.
 """
 
 from __future__ import annotations
@@ -102,6 +108,43 @@ def random_loss(rate: float, seed: int) -> Callable[[OutgoingDatagram], bool]:
     """A ``drop`` function losing ``rate`` of the datagrams, reproducibly."""
     rng = random.Random(seed)
     return lambda _datagram: rng.random() < rate
+
+
+class SteppedClock:
+    """A monotonic clock (an ``AgentRuntime``'s ``clock=``) that moves only by ``advance``."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def run_in_steps(
+    runtimes: list[AgentRuntime],
+    clock: SteppedClock,
+    done: Callable[[], bool],
+    step: float = 10e-6,
+    hang_guard_s: float = 120.0,
+) -> int:
+    """Turn every runtime (none waiting) in rounds, each round ``step`` seconds of ``clock``,
+    until ``done()``; returns the rounds it took. ``hang_guard_s`` of real time only stops a
+    test that would never finish: it is no part of what the test checks."""
+    deadline = time.monotonic() + hang_guard_s
+    for runtime in runtimes:
+        runtime.service()
+    rounds = 0
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not done after {rounds} rounds ({hang_guard_s} s)")
+        clock.advance(step)
+        for runtime in runtimes:
+            runtime.turn(max_wait=0.0)
+        rounds += 1
+    return rounds
 
 
 def run_until(

@@ -24,7 +24,7 @@ from agent.io.inbound import InboundPolicy, SideChannelServer
 from agent.io.json_lines import MAX_LINE, LineChannel
 from agent.io.reactor import Reactor
 from agent.io.runtime import AgentRuntime
-from tests.unit.agent.io.memory_link import PLANE_A, PLANE_B, memory_link
+from tests.unit.agent.io.memory_link import PLANE_A, PLANE_B, SteppedClock, memory_link
 
 
 def test_timers_run_in_deadline_order_and_cancelled_ones_never_run():
@@ -189,15 +189,24 @@ def test_a_qp_number_is_never_handed_out_twice_while_reserved():
 
 class _Agents:
     """A serving runtime (side channel + control socket + out dir) and a sink peer, their
-    loops on a background thread."""
+    loops on a background thread. Both run on a stepped clock, ``STEP`` s a round of turns,
+    so that a perf run's samples and end fall where its duration and interval say, however
+    long the machine keeps the thread waiting."""
+
+    STEP = 100e-6
 
     def __init__(self, tmp_path: Path) -> None:
         link_a, link_b = memory_link()
         self.out_dir = tmp_path / "out"
         self.out_dir.mkdir()
         self.socket_path = str(tmp_path / "agent.sock")
-        self.local = AgentRuntime([PLANE_A], MrcConfig(), datagram_io=link_a, seed=3)
-        self.remote = AgentRuntime([PLANE_B], MrcConfig(), datagram_io=link_b, seed=4)
+        self.clock = SteppedClock()
+        self.local = AgentRuntime(
+            [PLANE_A], MrcConfig(), datagram_io=link_a, seed=3, clock=self.clock
+        )
+        self.remote = AgentRuntime(
+            [PLANE_B], MrcConfig(), datagram_io=link_b, seed=4, clock=self.clock
+        )
         self.control = ControlServer(self.local, self.socket_path)
         side = SideChannelServer(
             self.remote, PeerAddress("127.0.0.1", 0), InboundPolicy(self.out_dir)
@@ -209,8 +218,9 @@ class _Agents:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.local.turn(max_wait=0.002)
-            self.remote.turn(max_wait=0.002)
+            self.clock.advance(self.STEP)
+            self.local.turn(max_wait=0.0)
+            self.remote.turn(max_wait=0.0)
 
     def close(self) -> None:
         self._stop.set()
@@ -250,7 +260,8 @@ def test_a_control_client_gets_perf_progress_then_the_result(agents):
             on_progress=progress.append,
         )
     assert result["evs"] == 4
-    assert len(progress) >= 2 and "goodput_bps" in progress[0]
+    assert [round(line["elapsed_s"], 3) for line in progress] == [0.1, 0.2]
+    assert all(line["goodput_bps"] > 0 for line in progress)
 
 
 def test_status_lists_planes_and_counters(agents):

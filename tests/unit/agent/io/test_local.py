@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +26,8 @@ from agent.io.addresses import PeerAddress, parse_peer, parse_planes
 from agent.io.config_overrides import with_overrides
 from agent.io.errors import UsageError
 from agent.io.out_dir import check_file_name, prepare_out_dir, write_atomically
+
+REPO = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.parametrize(
@@ -85,14 +93,61 @@ def test_an_out_dir_that_is_a_file_is_refused(tmp_path):
         prepare_out_dir(str(file))
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")
-def test_an_unwritable_out_dir_is_refused(tmp_path):
-    tmp_path.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
-        with pytest.raises(UsageError, match="not writable"):
-            prepare_out_dir(str(tmp_path))
-    finally:
-        tmp_path.chmod(stat.S_IRWXU)
+#: Run ``prepare_out_dir(argv[1])`` and print the UsageError it raises (or "accepted").
+_PREPARE = """
+import sys
+from agent.io.errors import UsageError
+from agent.io.out_dir import prepare_out_dir
+try:
+    prepare_out_dir(sys.argv[1])
+except UsageError as error:
+    print(error)
+else:
+    print("accepted")
+"""
+
+
+def _prepare_as_unprivileged_user(directory: Path) -> str:
+    """What ``prepare_out_dir`` says of ``directory`` to a user without root's override of
+    file permissions: this user where it is not root, else ``nobody`` (``setpriv`` drops root
+    in the child only; `make unit` runs as root)."""
+    drop: list[str] = []
+    if os.geteuid() == 0:
+        drop = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+    result = subprocess.run(
+        [*drop, sys.executable, "-c", _PREPARE, str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    return result.stdout.strip()
+
+
+@pytest.fixture
+def shared_directory() -> Iterator[Path]:
+    """A directory any user can enter (outside pytest's private tmp_path), removed after."""
+    directory = Path(tempfile.mkdtemp(prefix="mrc-out-dir-"))
+    directory.chmod(0o755)
+    yield directory
+    directory.chmod(stat.S_IRWXU)
+    shutil.rmtree(directory)
+
+
+def test_an_out_dir_its_user_cannot_write_is_refused(shared_directory: Path) -> None:
+    unwritable = shared_directory / "read-only"
+    unwritable.mkdir()
+    unwritable.chmod(0o555)  # nobody, owner included, may write (root aside)
+    assert _prepare_as_unprivileged_user(unwritable) == f"--out-dir {unwritable} is not writable"
+
+
+def test_the_same_user_is_given_a_writable_out_dir(shared_directory: Path) -> None:
+    writable = shared_directory / "open"
+    writable.mkdir()
+    writable.chmod(0o777)
+    assert _prepare_as_unprivileged_user(writable) == "accepted"
 
 
 def test_overrides_replace_only_what_is_given():

@@ -10,7 +10,8 @@ import hashlib
 import os
 import re
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,10 @@ from tests.unit.agent.io.memory_link import (
     PLANE_A,
     PLANE_B,
     MemoryDatagramIO,
+    SteppedClock,
     memory_link,
     random_loss,
+    run_in_steps,
     run_until,
 )
 
@@ -44,10 +47,19 @@ LOCALHOST = PeerAddress("127.0.0.1", 0)
 class Pair:
     """A client runtime, a server runtime with a side channel, and the link between them."""
 
-    def __init__(self, out_dir: Path | None, max_region: int = 1 << 24) -> None:
+    def __init__(
+        self,
+        out_dir: Path | None,
+        max_region: int = 1 << 24,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.link_a, self.link_b = memory_link()
-        self.client = AgentRuntime([PLANE_A], MrcConfig(), datagram_io=self.link_a, seed=1)
-        self.server = AgentRuntime([PLANE_B], MrcConfig(), datagram_io=self.link_b, seed=2)
+        self.client = AgentRuntime(
+            [PLANE_A], MrcConfig(), datagram_io=self.link_a, seed=1, clock=clock
+        )
+        self.server = AgentRuntime(
+            [PLANE_B], MrcConfig(), datagram_io=self.link_b, seed=2, clock=clock
+        )
         self.side = SideChannelServer(self.server, LOCALHOST, InboundPolicy(out_dir, max_region))
         self.peer = PeerAddress("127.0.0.1", self.side.address.port)
 
@@ -170,20 +182,29 @@ def test_perf_with_one_ev_uses_its_own_endpoint_and_a_single_path(pair):
     assert len(pair.client.pool.endpoints) == 2
 
 
-def test_perf_for_a_duration_reports_interval_samples(pair):
+def test_perf_for_a_duration_reports_interval_samples(tmp_path):
+    # On the real clock a stall of 0.1 s would push the second sample past the end of the
+    # run; on a stepped clock the samples fall at 0.1 s and 0.2 s, the end at 0.3 s.
+    clock = SteppedClock()
+    pair = Pair(tmp_path / "out", clock=clock)
     samples: list[PerfSample] = []
-    transfer = PerfTransfer(
-        pair.client,
-        pair.peer,
-        message_size=4096,
-        duration=0.3,
-        interval=0.1,
-        on_progress=samples.append,
-    )
-    pair.run(transfer)
+    try:
+        transfer = PerfTransfer(
+            pair.client,
+            pair.peer,
+            message_size=4096,
+            duration=0.3,
+            interval=0.1,
+            on_progress=samples.append,
+        )
+        transfer.start()
+        run_in_steps([pair.client, pair.server], clock, lambda: transfer.finished, step=100e-6)
+    finally:
+        pair.close()
     assert transfer.error is None
     assert transfer.result is not None
-    assert len(samples) >= 2
+    assert [round(sample.elapsed, 3) for sample in samples] == [0.1, 0.2]
+    assert all(sample.interval_bytes > 0 for sample in samples)
     assert len(transfer.result["intervals"]) == len(samples)
     assert samples[-1].total_bytes <= transfer.result["bytes"]
 
@@ -297,17 +318,20 @@ class _RefusingIO(MemoryDatagramIO):
 
 
 def test_datagrams_a_full_socket_refuses_wait_in_order_and_none_is_lost(tmp_path):
+    # "None is lost" is read off the retransmit count, which a spurious RTO would spoil on a
+    # busy machine: both runtimes run on a stepped clock, 10 us a round.
+    clock = SteppedClock()
     refusing, other = _RefusingIO(), MemoryDatagramIO()
     refusing.peer, other.peer = other, refusing
-    client = AgentRuntime([PLANE_A], MrcConfig(), datagram_io=refusing, seed=5)
-    server = AgentRuntime([PLANE_B], MrcConfig(), datagram_io=other, seed=6)
+    client = AgentRuntime([PLANE_A], MrcConfig(), datagram_io=refusing, seed=5, clock=clock)
+    server = AgentRuntime([PLANE_B], MrcConfig(), datagram_io=other, seed=6, clock=clock)
     (tmp_path / "out").mkdir()
     side = SideChannelServer(server, LOCALHOST, InboundPolicy(tmp_path / "out"))
     try:
         data = os.urandom(150_000)
         transfer = FileTransfer(client, PeerAddress("127.0.0.1", side.address.port), data, "bp.bin")
         transfer.start()
-        run_until([client, server], lambda: transfer.finished)
+        run_in_steps([client, server], clock, lambda: transfer.finished)
         assert transfer.error is None
         assert (tmp_path / "out" / "bp.bin").read_bytes() == data
         assert refusing.refusals > 10

@@ -1,5 +1,6 @@
 """The benchmark: the core figure runs a real transfer and reports consistent figures; the
-veth figure's per-core CPU share is read right from /proc/stat."""
+veth figure's per-core CPU share is read right from /proc/stat, its runs are counter-balanced
+(phases and tools alternate which goes first) and each repeat's pairs are reported."""
 
 from __future__ import annotations
 
@@ -9,16 +10,26 @@ from typing import Any
 import pytest
 
 from agent.sim import run_core_benchmark
-from tools.bench_agent import busy_share, per_repeat, read_cpu_times, run_unstolen, steal_share
+from tools.bench_agent import (
+    busy_share,
+    paired,
+    per_repeat,
+    read_cpu_times,
+    run_order,
+    run_unstolen,
+    steal_share,
+)
 
 
 def test_benchmark_counts_datagrams_and_uses_the_callers_clock():
     ticks = itertools.count()
     result = run_core_benchmark(lambda: float(next(ticks)), messages=4, message_bytes=8192)
     assert result.wall_seconds == 1.0  # exactly one clock reading before and one after
-    # 4 x 8 data packets, each answered by a SACK, plus 4 completion ACKs, seen on both ends
-    assert result.datagrams >= 2 * (32 + 32 + 4)
-    assert result.packets_per_second == result.datagrams
+    # Each datagram counted once: 4 x 8 data packets, and answers to them, at least one per
+    # message and at most a SACK per data packet plus a completion ACK per message.
+    data_packets = 4 * 8192 // 1024
+    assert data_packets + 4 <= result.datagrams <= data_packets + data_packets + 4
+    assert result.packets_per_second == result.datagrams  # over the one second of the clock
     assert result.simulated_seconds > 0
     assert result.as_dict()["messages"] == 4
 
@@ -106,3 +117,45 @@ def test_retries_are_bounded_and_the_last_run_is_kept_whatever_its_steal():
     kept = run_unstolen(lambda: next(runs), limit=0.05, retries=2, retried=retried)
     assert kept == _stolen(0.1)
     assert retried == [_stolen(0.3), _stolen(0.2)]
+
+
+TOOLS = ["iperf3_udp", "mrc_perf"]
+
+
+def test_phases_alternate_from_repeat_to_repeat_and_tools_from_block_to_block():
+    assert [run_order(TOOLS, repeat) for repeat in range(3)] == [
+        [("lossless", ["iperf3_udp", "mrc_perf"]), ("lossy", ["mrc_perf", "iperf3_udp"])],
+        [("lossy", ["iperf3_udp", "mrc_perf"]), ("lossless", ["mrc_perf", "iperf3_udp"])],
+        [("lossless", ["iperf3_udp", "mrc_perf"]), ("lossy", ["mrc_perf", "iperf3_udp"])],
+    ]
+
+
+def test_over_two_repeats_each_side_of_every_comparison_goes_first_once():
+    orders = [run_order(TOOLS, repeat) for repeat in range(2)]
+    phase_first = [order[0][0] for order in orders]
+    assert sorted(phase_first) == ["lossless", "lossy"]
+    for phase in ("lossless", "lossy"):
+        tool_first = [dict(order)[phase][0] for order in orders]
+        assert sorted(tool_first) == TOOLS
+
+
+def test_each_repeats_pairs_carry_their_order_and_ratio_with_the_spread():
+    orders = [run_order(TOOLS, repeat) for repeat in range(2)]
+    runs = {
+        "lossless": {"iperf3_udp": _runs(2.0, 4.0), "mrc_perf": _runs(1.0, 3.0)},
+        "lossy": {"iperf3_udp": _runs(1.0, 2.0), "mrc_perf": _runs(0.5, 2.4)},
+    }
+    figures = paired(runs, orders)
+    lossless = figures["ratio_to_iperf3_lossless"]
+    assert [(pair["order"], pair["ratio"]) for pair in lossless["pairs"]] == [
+        (["iperf3_udp", "mrc_perf"], 0.5),
+        (["mrc_perf", "iperf3_udp"], 0.75),
+    ]
+    assert (lossless["ratio"]["min"], lossless["ratio"]["max"]) == (0.5, 0.75)
+    assert lossless["ratio"]["median"] == 0.625
+    retention = figures["loss_retention"]
+    assert [(pair["order"], pair["ratio"]) for pair in retention["pairs"]] == [
+        (["lossless", "lossy"], 0.5),
+        (["lossy", "lossless"], 0.8),
+    ]
+    assert [pair["ratio"] for pair in figures["iperf3_loss_retention"]["pairs"]] == [0.5, 0.5]

@@ -123,6 +123,7 @@ def test_not_ect_packets_are_never_marked():
         packet.ecn = ECN_NOT_ECT
         link.send(packet)
     scheduler.run()
+    assert len(arrivals) == 10  # all arrived, through the queue that marks ECT ones
     assert all(p.ecn == ECN_NOT_ECT for _, p in arrivals)
 
 

@@ -15,7 +15,7 @@ from controller.app.programmer import RetryPolicy
 from controller.app.status import collect_status, format_status
 from controller.intent import compute_intent
 from controller.southbound.interface import SwitchRole
-from tests.unit.controller.fakes import FakeClock, FakeFabric
+from tests.unit.controller.fakes import FakeClock, FakeFabric, run_on_clock
 from topologies import Endpoint
 
 TICK = 0.010
@@ -223,10 +223,10 @@ def test_a_failed_program_is_logged_and_retried_with_a_read_back(scenario):
 
     async def body():
         task = await scenario.start()
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the retry policy's first delay is 0.01 s
         task.cancel()
 
-    run(body)
+    run_on_clock(scenario.clock, body)
     l1_calls = [call for call in scenario.fake.programs if call[0] == "l1"]
     assert l1_calls == [("l1", True), ("l1", True)]
     failed = [e for e in scenario.sink.named("program") if not e["ok"]]
@@ -260,7 +260,9 @@ def test_status_shows_links_groups_counters_and_the_last_failover(scenario):
 
 
 def test_a_neighbour_still_being_reconciled_does_not_flap_its_links(scenario):
-    scenario.fake.fail_next["s1"] = "UNKNOWN: slow switch"
+    # Every program of s1 fails (each retry too, however soon it comes): s1 stays primary and
+    # not in service for the whole test.
+    scenario.fake.failing["s1"] = "UNKNOWN: slow switch"
 
     async def body():
         task = await scenario.start()

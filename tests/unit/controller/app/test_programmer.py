@@ -1,13 +1,20 @@
 """The per-switch programmer: requests coalesce, writes never overlap, failures are retried with
-a read-back, a switch that is not ours is left alone, and waiters learn the applied generation."""
+a read-back, a switch that is not ours is left alone, and waiters learn the applied generation.
+
+Every test runs on a fake clock (``run_on_clock``): a write that takes 20 ms, a retry after
+10 ms and the test's own pauses happen in the order of their deadlines, however loaded the
+machine is.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from controller.app.programmer import RetryPolicy, SwitchProgrammer
 from controller.intent import compute_intent
 from controller.southbound.interface import ProgramResult
+from tests.unit.controller.fakes import FakeClock, run_on_clock
 from topologies import load_topology
 
 INTENT = compute_intent(load_topology("leaf-spine")).switch("l1")
@@ -41,12 +48,17 @@ class Harness:
         return ProgramResult(intent.switch, read_back=read_back, error=error, ours=ours)
 
 
-async def _with_worker(harness: Harness, body) -> None:
-    task = asyncio.create_task(harness.programmer.run())
-    try:
-        await body()
-    finally:
-        task.cancel()
+def _with_worker(harness: Harness, body: Callable[[], Awaitable[None]]) -> None:
+    """Run ``body`` beside the harness's programmer, on a fake clock."""
+
+    async def main() -> None:
+        task = asyncio.create_task(harness.programmer.run())
+        try:
+            await body()
+        finally:
+            task.cancel()
+
+    run_on_clock(FakeClock(), main)
 
 
 def test_requests_during_a_write_coalesce_into_one_more_write_with_the_latest_intent():
@@ -54,13 +66,14 @@ def test_requests_during_a_write_coalesce_into_one_more_write_with_the_latest_in
 
     async def body():
         harness.programmer.request()
-        await asyncio.sleep(0.005)  # first write under way
+        await asyncio.sleep(0.005)
+        assert harness.running == 1  # the first write is under way
         for generation in (1, 2, 3):
             harness.generation = generation
             harness.programmer.request()
         await asyncio.sleep(0.1)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     assert [generation for generation, _ in harness.calls] == [0, 3]
     assert harness.max_running == 1
 
@@ -71,11 +84,12 @@ def test_a_read_back_request_is_kept_when_merged_with_plain_ones():
     async def body():
         harness.programmer.request()
         await asyncio.sleep(0.005)
+        assert harness.running == 1  # the first write is under way
         harness.programmer.request(read_back=True)
         harness.programmer.request()
         await asyncio.sleep(0.1)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     assert [read_back for _, read_back in harness.calls] == [False, True]
 
 
@@ -86,7 +100,7 @@ def test_a_failed_write_is_retried_with_a_read_back_until_it_succeeds():
         harness.programmer.request()
         await asyncio.sleep(0.2)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     assert harness.calls == [(0, False), (0, True), (0, True)]
     assert [result.ok for result, _ in harness.results] == [False, False, True]
     assert harness.programmer.applied_generation == 0
@@ -99,7 +113,7 @@ def test_a_switch_that_is_not_ours_is_not_retried():
         harness.programmer.request()
         await asyncio.sleep(0.1)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     assert len(harness.calls) == 1
     assert harness.programmer.applied_generation == -1
 
@@ -120,7 +134,7 @@ def test_an_exception_from_the_southbound_becomes_a_failed_result_and_the_worker
         harness.programmer.request()
         await asyncio.sleep(0.1)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     first, second = (result for result, _ in harness.results)
     assert "internal" in (first.error or "") and second.ok
 
@@ -139,7 +153,7 @@ def test_waiters_learn_when_the_switch_holds_their_generation_or_a_newer_one():
         harness.programmer.request()
         await asyncio.wait_for(asyncio.gather(*waiters), 1.0)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     assert sorted(woke) == [1, 2]
 
 
@@ -148,11 +162,12 @@ def test_reset_forgets_the_applied_generation_and_cancels_a_pending_retry():
 
     async def body():
         harness.programmer.request()
-        await asyncio.sleep(0.003)
+        await asyncio.sleep(0.003)  # failed at once; its retry is due 10 ms after the failure
+        assert len(harness.calls) == 1
         harness.programmer.reset()
         await asyncio.sleep(0.05)
 
-    asyncio.run(_with_worker(harness, body))
+    _with_worker(harness, body)
     assert len(harness.calls) == 1
 
 

@@ -67,6 +67,7 @@ def test_a_down_host_link_removes_that_hosts_routes_but_keeps_the_leaf_prefix(
     intent = compute_intent(leaf_spine, {link_between(leaf_spine, "h3", "l2")})
     h3 = leaf_spine.host("h3").nics[0]
     l1 = intent.switch("l1")
+    assert any(route.prefix.prefixlen == 32 for route in l1.routes_v4)  # other hosts' remain
     assert all(
         route.prefix.prefixlen != 32 or h3.ipv4.ip not in route.prefix for route in l1.routes_v4
     )

@@ -39,6 +39,7 @@ def test_a_leaf_hashes_over_the_two_spines_of_its_own_plane(two_plane):
 def test_a_plane_zero_switch_has_no_route_into_plane_one(two_plane):
     p0l1 = compute_intent(two_plane).switch("p0l1")
     assert p0l1.lookup(two_plane.host("h3").nics[1].ipv4.ip) is None
+    assert p0l1.routes_v4
     assert all(not r.prefix.overlaps(IPv4Network("10.1.0.0/16")) for r in p0l1.routes_v4)
 
 

@@ -103,6 +103,7 @@ def test_deletes_leave_the_held_state_except_the_undeletable_default_entry():
     plan = plan_writes(DESIRED, RecordSet())
     outcome = _run(plan, Recorder())
     assert outcome.ok
+    assert outcome.applied
     assert all(u.operation is Operation.DELETE for u in outcome.applied)
     defaults = [r for r in DESIRED.values() if getattr(r, "is_default", False)]
     assert outcome.held_after(DESIRED) == RecordSet(defaults)
