@@ -67,6 +67,16 @@ def _signal_handled_in_a_side_thread(signum: int) -> None:
     side.join()
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Python's own SIGINT handler for the test: a process started in the background by a
+    shell inherits SIGINT ignored, and then no KeyboardInterrupt would ever come."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_a_ctrl_c_pending_while_waiting_for_input_interrupts_the_wait(
     pipe: tuple[int, int],
 ) -> None:
