@@ -98,12 +98,16 @@ class NetnsLab:
 
 @contextlib.contextmanager
 def terminate_on_signals() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into KeyboardInterrupt, so `with` blocks unwind and clean up."""
+    """Turn SIGINT/SIGTERM/SIGHUP into KeyboardInterrupt, so `with` blocks unwind and clean up.
+
+    SIGINT is set too because a process started from a script's background job inherits it
+    ignored, and Python then never raises KeyboardInterrupt: Ctrl-C would leave a run up."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, handler) for s in signals}
     try:
         yield
     finally:
