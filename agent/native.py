@@ -37,7 +37,8 @@ from pathlib import Path
 from types import ModuleType
 
 #: The modules ``make native`` compiles: the sans-IO core whole (every module but the package
-#: ``__init__`` files, which only re-export), and the runtime's per-datagram path (event loop,
+#: ``__init__`` files, which only re-export), the RoCE baseline's whole (so that MRC and RoCE
+#: are compared at the same per-packet cost), and the runtime's per-datagram path (event loop,
 #: batched receive and send). Left out: ``agent.io.mmsg`` (ctypes structures,
 #: which mypyc cannot compile; its work is the system call anyway), the control plane (side
 #: channel, transfers, control socket: per message, not per packet), the CLI and the simulator.
@@ -67,6 +68,14 @@ COMPILED_MODULES: tuple[str, ...] = (
     "agent.core.send_slots",
     "agent.core.sender",
     "agent.core.stats",
+    "agent.roce.codec",
+    "agent.roce.config",
+    "agent.roce.dcqcn",
+    "agent.roce.endpoint",
+    "agent.roce.packets",
+    "agent.roce.qp",
+    "agent.roce.requester",
+    "agent.roce.responder",
     "agent.io.datagram_io",
     "agent.io.raw_sender",
     "agent.io.reactor",

@@ -1,7 +1,9 @@
 """Wire-format constants of MRC over RoCEv2, as the whole testbed uses them.
 
 These numbers are the contract between the host agent, the P4 program (``p4src/include/defines.p4``
-mirrors them) and the tests. They follow OCP MRC 1.0 as ``docs/protocol.md`` describes it; where
+mirrors them) and the tests; the standard RoCEv2 numbers the RoCE baseline uses (``RoceOpcode``,
+``RoceDscp``) live here too, next to MRC's, since agents, switches and dissectors tell the two
+apart by them. They follow OCP MRC 1.0 as ``docs/protocol.md`` describes it; where
 the specification leaves a choice open, the choice is made here and documented.
 """
 
@@ -43,6 +45,54 @@ DATA_OPCODES: Final = frozenset(
 )
 IMM_OPCODES: Final = frozenset({Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM})
 
+#: MRC's opcodes all lie in InfiniBand's manufacturer-specific range 0xC0-0xFF; every opcode
+#: below it is a standard one (RoCE's RC, UC, UD and CNP). An agent or a dissector tells the
+#: two transports apart by this one comparison on the first byte of the BTH.
+MRC_OPCODE_MIN: Final = 0xC0
+
+
+class RoceOpcode(IntEnum):
+    """Standard RoCEv2 BTH opcodes of the RoCE baseline (IBTA Vol. 1, RC; Annex A17 for CNP).
+
+    The reliable-connection (RC) transport's opcodes are 0x00-0x1F; the RoCE baseline speaks
+    only RDMA WRITE, with and without immediate, and their acknowledgement, as MRC does.
+    """
+
+    RC_RDMA_WRITE_FIRST = 0x06
+    RC_RDMA_WRITE_MIDDLE = 0x07
+    RC_RDMA_WRITE_LAST = 0x08
+    RC_RDMA_WRITE_LAST_IMM = 0x09
+    RC_RDMA_WRITE_ONLY = 0x0A
+    RC_RDMA_WRITE_ONLY_IMM = 0x0B
+    RC_ACKNOWLEDGE = 0x11
+    #: Congestion Notification Packet: BTH, 16 reserved bytes, ICRC (RoCEv2, Annex A17).
+    CNP = 0x81
+
+
+ROCE_DATA_OPCODES: Final = frozenset(
+    {
+        RoceOpcode.RC_RDMA_WRITE_FIRST,
+        RoceOpcode.RC_RDMA_WRITE_MIDDLE,
+        RoceOpcode.RC_RDMA_WRITE_LAST,
+        RoceOpcode.RC_RDMA_WRITE_LAST_IMM,
+        RoceOpcode.RC_RDMA_WRITE_ONLY,
+        RoceOpcode.RC_RDMA_WRITE_ONLY_IMM,
+    }
+)
+#: RoCE data opcodes with a RETH: only the first packet of a write (or its only one) says where
+#: the message goes; MIDDLE and LAST packets follow it at the responder's running address.
+ROCE_RETH_OPCODES: Final = frozenset(
+    {
+        RoceOpcode.RC_RDMA_WRITE_FIRST,
+        RoceOpcode.RC_RDMA_WRITE_ONLY,
+        RoceOpcode.RC_RDMA_WRITE_ONLY_IMM,
+    }
+)
+#: RoCE data opcodes with an ImmDt: the last packet of a write with immediate (or its only one).
+ROCE_IMM_OPCODES: Final = frozenset(
+    {RoceOpcode.RC_RDMA_WRITE_LAST_IMM, RoceOpcode.RC_RDMA_WRITE_ONLY_IMM}
+)
+
 
 class NackReason(IntEnum):
     """NETH reason codes."""
@@ -68,6 +118,25 @@ class AethSyndrome(IntEnum):
     NAK_INVALID_REQUEST = 0x61
     NAK_REMOTE_ACCESS_ERROR = 0x62
     NAK_REMOTE_OPERATIONAL_ERROR = 0x63
+
+
+#: AETH credit field of an ACK whose responder does no end-to-end flow control (0b11111,
+#: "invalid credit count"): RDMA writes consume no receive WQEs, so there is no credit to give.
+AETH_CREDIT_INVALID: Final = 0x1F
+
+
+class RoceDscp(IntEnum):
+    """Default DSCP values of the RoCE baseline's three traffic classes.
+
+    Data 26 and CNP 48 are common NIC defaults for RoCEv2 (its lossless class and the CNP's
+    high priority); ACK/NAK travel in a class of their own, 28, so a switch can count them
+    apart from data and queue them as configured. Clear of MRC's six classes, so a fabric
+    carrying both tells them apart by DSCP alone, as it does MRC's classes.
+    """
+
+    DATA = 26
+    ACK = 28
+    CNP = 48
 
 
 class EvState(IntEnum):
@@ -129,12 +198,21 @@ CC_STATE_LEN: Final = 8
 NETH_LEN: Final = 20
 EPH_LEN: Final = 8
 ICRC_LEN: Final = 4
+#: The reserved bytes of a RoCEv2 CNP, between its BTH and its ICRC.
+CNP_RESERVED_LEN: Final = 16
 
 #: BTH second-to-last byte flag bits (A, R, RTX, TS, then 4 reserved bits).
 BTH_FLAG_ACKREQ: Final = 0x80
 BTH_FLAG_R: Final = 0x40
 BTH_FLAG_RTX: Final = 0x20
 BTH_FLAG_TS: Final = 0x10
+
+#: BTH byte 4 in RoCE: FECN and BECN (forward / backward explicit congestion notification);
+#: a CNP sets BECN. MRC leaves the byte reserved; the ICRC masks it either way.
+BTH_FECN: Final = 0x80
+BTH_BECN: Final = 0x40
+#: BTH byte 8 in RoCE: AckReq, then 7 reserved bits.
+BTH_ROCE_ACKREQ: Final = 0x80
 
 #: SETH / NETH ``cc_flags`` bit 0: the packet being answered arrived CE-marked (the ECN echo
 #: travels here, the testbed's choice: the notes do not say where it goes).

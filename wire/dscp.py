@@ -1,9 +1,15 @@
-"""The DSCP value of each MRC traffic class: the one type agents, switches and topologies share.
+"""The DSCP value of each traffic class: the one type agents, switches and topologies share.
 
-Switches classify MRC packets by DSCP alone (never by opcode), so the agents that mark packets
-and the switches that queue, trim and re-mark them must agree on all six values. A topology's
-``settings.dscp`` is parsed into a ``DscpMap``, programmed into the switches and handed to every
-agent (``mrc-agent serve --dscp``); the defaults are ``DscpClass``'s.
+Switches classify by DSCP alone (never by opcode), so the agents that mark packets and the
+switches that queue, trim and re-mark them must agree on every value: MRC's six classes and the
+standard RoCEv2 baseline's three (data, ACK/NAK, CNP). A topology's ``settings.dscp`` is parsed
+into a ``DscpMap``, programmed into the switches and handed to every agent (``mrc-agent serve
+--dscp``); the defaults are ``DscpClass``'s and ``RoceDscp``'s.
+
+What a switch does with each class (``p4src/include/control/``): MRC data is ECN-marked and
+trimmed, trimmed headers and MRC control ride the high-priority queue; RoCE data is ECN-marked
+and never trimmed (a full queue drops it at the tail), RoCE ACK/NAKs share the normal queue with
+data and are never marked, and CNPs ride the high-priority queue.
 """
 
 from __future__ import annotations
@@ -11,12 +17,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from wire.constants import DscpClass
+from wire.constants import DscpClass, RoceDscp
+
+#: A traffic class, named by the enum member whose value is its default DSCP.
+TrafficClass = DscpClass | RoceDscp
+
+
+def class_key(traffic_class: TrafficClass) -> str:
+    """The name of a class as ``DscpMap`` fields, topology keys and ``--dscp`` spell it
+    (``trimmable``, ``control``, ``roce_data``, ...)."""
+    prefix = "roce_" if isinstance(traffic_class, RoceDscp) else ""
+    return prefix + traffic_class.name.lower()
 
 
 @dataclass(frozen=True, slots=True)
 class DscpMap:
-    """DSCP value of each MRC traffic class; six distinct values in 0-63 (``ValueError``)."""
+    """DSCP value of each traffic class (MRC's six, then RoCE's three); distinct values in 0-63
+    (``ValueError``)."""
 
     trimmable: int = int(DscpClass.TRIMMABLE)
     trimmable_retx: int = int(DscpClass.TRIMMABLE_RETX)
@@ -24,6 +41,9 @@ class DscpMap:
     trimmed: int = int(DscpClass.TRIMMED)
     trimmed_lasthop: int = int(DscpClass.TRIMMED_LASTHOP)
     control: int = int(DscpClass.CONTROL)
+    roce_data: int = int(RoceDscp.DATA)
+    roce_ack: int = int(RoceDscp.ACK)
+    roce_cnp: int = int(RoceDscp.CNP)
 
     def __post_init__(self) -> None:
         values = self.values()
@@ -38,16 +58,18 @@ class DscpMap:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The six class names, as fields, topology keys and ``--dscp`` keys spell them."""
+        """The class names, as fields, topology keys and ``--dscp`` keys spell them."""
         return tuple(field.name for field in fields(cls))
 
     def values(self) -> dict[str, int]:
         """Each class name with its value."""
         return {name: getattr(self, name) for name in self.names()}
 
-    def by_class(self) -> dict[DscpClass, int]:
-        """Each class (named by its :class:`DscpClass` member) with its configured value."""
-        return {member: getattr(self, member.name.lower()) for member in DscpClass}
+    def by_class(self) -> dict[TrafficClass, int]:
+        """Each class (named by its :class:`DscpClass` or :class:`RoceDscp` member) with its
+        configured value."""
+        members: tuple[TrafficClass, ...] = (*DscpClass, *RoceDscp)
+        return {member: getattr(self, class_key(member)) for member in members}
 
     def replace(self, changes: Mapping[str, int]) -> DscpMap:
         """These values with some classes changed (``ValueError`` naming an unknown class)."""

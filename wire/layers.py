@@ -2,6 +2,21 @@
 
 Importing this module makes scapy dissect every UDP datagram to port 4791 as MRC, with the
 extension headers chosen by the BTH opcode, and makes scapy compute the ICRC when it builds one.
+A datagram whose opcode is a standard one (below ``MRC_OPCODE_MIN``, 0xC0: the RoCE baseline's
+RDMA WRITEs, ACKs, NAKs and CNPs) dissects as standard RoCEv2 instead, with scapy's own
+``scapy.contrib.roce`` layers (``BTH``, ``AETH``, ``CNPPadding``) and the two that module lacks,
+``RoceRETH`` and ``RoceImmDt``::
+
+    opcode                      RoCEv2 headers after contrib's BTH
+    0x06 / 0x0A  WRITE FIRST / ONLY      RoceRETH, payload
+    0x0B         WRITE ONLY with imm.    RoceRETH, RoceImmDt, payload
+    0x07 / 0x08  WRITE MIDDLE / LAST     payload
+    0x09         WRITE LAST with imm.    RoceImmDt, payload
+    0x11         ACKNOWLEDGE             AETH (ACK, or NAK by its syndrome)
+    0x81         CNP                     CNPPadding (16 reserved bytes)
+
+(contrib's BTH holds the ICRC as its trailing field, as MrcBTH does; its payload keeps the
+pad bytes the BTH's pad count announces.)
 
 Packet layout (all big-endian; ``docs/protocol.md``)::
 
@@ -71,7 +86,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scapy.contrib.roce import AETH
+from scapy.contrib.roce import AETH, BTH, CNPPadding
 from scapy.fields import (
     BitEnumField,
     BitField,
@@ -96,17 +111,23 @@ from wire.constants import (
     DATA_OPCODES,
     ICRC_LEN,
     IMM_OPCODES,
+    MRC_OPCODE_MIN,
+    ROCE_IMM_OPCODES,
+    ROCE_RETH_OPCODES,
     ROCEV2_UDP_PORT,
     DscpClass,
     EpType,
     NackReason,
     Opcode,
+    RoceOpcode,
     SackSkipMode,
 )
 from wire.icrc import compute_icrc, icrc_from_bytes, icrc_to_bytes
 
 __all__ = [
     "AETH",
+    "BTH",
+    "CNPPadding",
     "MrcBTH",
     "MrcCCState",
     "MrcEPH",
@@ -116,6 +137,8 @@ __all__ = [
     "MrcRETH",
     "MrcSETH",
     "MrcTSETH",
+    "RoceImmDt",
+    "RoceRETH",
     "carries_icrc",
     "icrc_matches",
     "is_trimmed",
@@ -192,6 +215,13 @@ class MrcBTH(Packet):
         BitField("psn", 0, 24),
         ConditionalField(FCSField("icrc", None, fmt="<I"), carries_icrc),
     ]
+
+    @classmethod
+    def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
+        """Dissect a standard opcode (the RoCE baseline's) as scapy's RoCEv2 ``BTH``."""
+        if _pkt and _pkt[0] < MRC_OPCODE_MIN:
+            return BTH
+        return cls
 
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:
         """Fill in the TS flag (when unset) and the ICRC (when unset and the packet has one)."""
@@ -328,19 +358,54 @@ class MrcEPH(Packet):
     ]
 
 
+class RoceRETH(Packet):
+    """RoCEv2 RDMA Extended Transport Header, on a write's FIRST or ONLY packet only: where
+    the whole message goes and how long it is (scapy's contrib module has none)."""
+
+    name = "RoCE RETH"
+    fields_desc = [
+        XLongField("va", 0),
+        XIntField("rkey", 0),
+        IntField("dma_length", 0),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        """The immediate follows on WRITE ONLY with immediate, the payload otherwise."""
+        bth = _enclosing(self, (BTH,))
+        if bth is not None and bth.opcode in ROCE_IMM_OPCODES:
+            return RoceImmDt
+        return Packet.guess_payload_class(self, payload)
+
+
+class RoceImmDt(Packet):
+    """RoCEv2 immediate data of WRITE LAST / ONLY with immediate."""
+
+    name = "RoCE ImmDt"
+    fields_desc = [XIntField("imm", 0)]
+
+
 def icrc_matches(packet: Packet) -> bool:
     """Whether the ICRC an MRC packet carries is the one its bytes call for.
 
-    Works on what the fields say now (a dissected packet, possibly edited, or a built one).
-    Raises ``ValueError`` when the packet has no ICRC to check: not MRC over IP/UDP, or trimmed
-    (a receiver recognises a trimmed packet by its DSCP and skips the check).
+    Works on what the fields say now (a dissected packet, possibly edited, or a built one), and
+    on a standard RoCEv2 packet (scapy's contrib ``BTH``) alike: one ICRC for both.
+    Raises ``ValueError`` when the packet has no ICRC to check: not MRC or RoCE over IP/UDP, or
+    trimmed (a receiver recognises a trimmed packet by its DSCP and skips the check).
     """
     bth = packet.getlayer(MrcBTH)
+    carried: int | None
     if bth is None:
-        raise ValueError("not an MRC packet: no MRC BTH layer")
-    if not carries_icrc(bth):
-        raise ValueError("a trimmed packet has no ICRC (its DSCP marks it trimmed)")
-    carried = bth.icrc
+        bth = packet.getlayer(BTH)
+        if bth is None:
+            raise ValueError("not an MRC or RoCEv2 packet: no BTH layer")
+        # contrib's BTH reads the (least-significant-byte-first) ICRC as a big-endian number
+        carried = (
+            None if bth.icrc is None else int.from_bytes(bth.icrc.to_bytes(4, "big"), "little")
+        )
+    else:
+        if not carries_icrc(bth):
+            raise ValueError("a trimmed packet has no ICRC (its DSCP marks it trimmed)")
+        carried = bth.icrc
     mrc_bytes = _bytes_without_padding(bth)
     if carried is None:
         carried = icrc_from_bytes(mrc_bytes[-ICRC_LEN:])
@@ -412,6 +477,15 @@ def _bind_mrc_to_rocev2_port() -> None:
     bind_top_down(UDP, MrcBTH, dport=ROCEV2_UDP_PORT)
 
 
+def _bind_roce_headers() -> None:
+    """Scapy's RoCEv2 BTH -> RETH / ImmDt by opcode (contrib binds AETH and the CNP itself)."""
+    only = RoceOpcode.RC_RDMA_WRITE_ONLY  # bound last: ``BTH()/RoceRETH()`` builds an ONLY
+    for opcode in [*sorted(ROCE_RETH_OPCODES - {only}), only]:
+        bind_layers(BTH, RoceRETH, opcode=int(opcode))
+    for opcode in ROCE_IMM_OPCODES - ROCE_RETH_OPCODES:
+        bind_layers(BTH, RoceImmDt, opcode=int(opcode))
+
+
 def _bind_extension_headers() -> None:
     """BTH -> extension header by opcode; then the fixed successors.
 
@@ -431,3 +505,4 @@ def _bind_extension_headers() -> None:
 
 _bind_mrc_to_rocev2_port()
 _bind_extension_headers()
+_bind_roce_headers()

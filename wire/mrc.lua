@@ -12,6 +12,9 @@ packet to the dissector of its *lower* port first: an MRC packet's source port i
 value (EV), which can be any port, 53 included, and then DNS, not RRoCE, claims the payload.
 The post-dissector finds the UDP header whose destination port is the MRC port itself and
 decodes the whole MRC payload from there, whoever dissected it before.
+Standard opcodes (below 0xC0, MRC_OPCODE_MIN in wire/constants.py: the RoCE baseline's RDMA
+WRITEs, ACKs, NAKs and CNPs) are not MRC's: the post-dissector leaves them to the InfiniBand
+dissector, which decodes them in full (RETH, AETH, CNP).
 
 Layout (all big-endian; wire/layers.py documents every field choice):
   BTH (12) | by opcode:
@@ -48,6 +51,9 @@ local nack_reason_names = {
 }
 local ep_type_names = { [1] = "EV_PROBE", [2] = "PORT_STATUS" }
 local skip_mode_names = { [0] = "NONE", [1] = "SKIP_ONCE", [2] = "ALWAYS_SKIP" }
+
+-- Every MRC opcode is in InfiniBand's manufacturer-specific range; below it, standard RoCE.
+local MRC_OPCODE_MIN = 0xC0
 
 local LEN = { BTH = 12, METH = 4, TSETH = 4, RETH = 16, IMM = 4, AETH = 4, SETH = 28,
               CC_STATE = 8, NETH = 20, EPH = 8, ICRC = 4, UDP = 8 }
@@ -415,6 +421,9 @@ function mrc.dissector(tvb, pinfo, tree)
     if udp_off < 0 or udp_off + LEN.UDP > src:len() then return end
     local udp_len = src(udp_off + 4, 2):uint()
     local stop = math.max(math.min(udp_off + udp_len, src:len()), udp_off + LEN.UDP)
+    if stop > udp_off + LEN.UDP and src(udp_off + LEN.UDP, 1):uint() < MRC_OPCODE_MIN then
+        return  -- a standard RoCEv2 packet: the InfiniBand dissector's
+    end
     local ip = enclosing_ip(src, udp_off)
     local ev = src(udp_off, 2):uint() * 65536 + (ip ~= nil and ip.flow_label or 0)
     dissect_mrc(src, udp_off + LEN.UDP, stop, ip, ev, pinfo, tree)

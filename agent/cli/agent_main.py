@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agent.api.service import ApiService
 from agent.cli.common import (
     EXIT_CODES_EPILOG,
     add_config_options,
@@ -24,6 +25,7 @@ from agent.cli.common import (
     add_receive_options,
     add_secret_option,
     add_socket_option,
+    add_transport_options,
     add_verbosity_options,
     config_from_args,
     configure_logging,
@@ -32,7 +34,9 @@ from agent.cli.common import (
     planes_from_args,
     run_command,
     side_channel_secret,
+    transport_from_args,
 )
+from agent.cli.ctl import add_ctl_parser
 from agent.cli.report import send_report
 from agent.io.addresses import format_address, parse_peer
 from agent.io.control_client import connect_to_agent
@@ -49,6 +53,8 @@ from agent.io.inbound import SideChannelServer
 from agent.io.out_dir import check_file_name, prepare_out_dir
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
+from agent.io.transport import Transport
+from agent.roce import RoceConfig
 
 PROG = "mrc-agent"
 
@@ -69,6 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_socket_option(serve)
     serve.add_argument(
         "--no-socket", action="store_true", help="do not open a control socket for local clients"
+    )
+    serve.add_argument(
+        "--socket-mode",
+        type=lambda text: int(text, 8),
+        default=0o600,
+        metavar="OCTAL",
+        help="the control socket's mode (default 600; 666 lets every user's applications use "
+        "the host API, the rest stays root's and the agent user's)",
     )
     serve.add_argument("--out-dir", metavar="DIR", help="store every completed incoming file here")
     add_config_options(serve)
@@ -98,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_plane_option(send, "only without a running agent (default: the route to the peer)")
     add_config_options(send)
+    add_transport_options(send)
     add_secret_option(send)
     send.add_argument("--json", action="store_true", help="print the result as JSON")
     add_verbosity_options(send)
@@ -107,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_socket_option(status)
     add_verbosity_options(status)
     status.set_defaults(handler=status_command)
+    add_ctl_parser(commands)
     return parser
 
 
@@ -122,7 +138,7 @@ def serve_command(args: argparse.Namespace) -> int:
         socket_path = None
         if not args.no_socket:
             socket_path = args.socket or default_socket_path()
-            ControlServer(runtime, socket_path)
+            ApiService(runtime).install(ControlServer(runtime, socket_path, args.socket_mode))
         try:
             print(
                 f"{PROG}: ready: planes {', '.join(format_address(p) for p in planes)}; "
@@ -145,6 +161,7 @@ def send_command(args: argparse.Namespace) -> int:
     name = check_file_name(args.name or path.name)
     peer = parse_peer(args.to, SIDE_CHANNEL_PORT)
     check_file_for_sending(args.file)
+    transport, roce = transport_from_args(args)
     result: dict[str, Any] | None = None
     if not args.no_agent:
         client = connect_to_agent(args.socket or default_socket_path())
@@ -169,11 +186,17 @@ def send_command(args: argparse.Namespace) -> int:
             with client:
                 logging.getLogger(__name__).info("sending through the agent at %s", client.path)
                 result = client.request(
-                    SendRequest(str(path.resolve()), args.to, name, args.message_size)
-                )
+                    SendRequest(
+                        str(path.resolve()), args.to, name, args.message_size,
+                        transport=args.transport, roce_timeout=args.roce_timeout,
+                        roce_retry_cnt=args.roce_retry_cnt,
+                    )
+                )  # fmt: skip
     if result is None:
         data = read_file_for_sending(args.file)
-        result = _send_with_own_endpoint(args, peer_host=peer.host, data=data, name=name)
+        result = _send_with_own_endpoint(
+            args, peer_host=peer.host, data=data, name=name, transport=transport, roce=roce
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -182,7 +205,12 @@ def send_command(args: argparse.Namespace) -> int:
 
 
 def _send_with_own_endpoint(
-    args: argparse.Namespace, peer_host: str, data: bytes, name: str
+    args: argparse.Namespace,
+    peer_host: str,
+    data: bytes,
+    name: str,
+    transport: Transport,
+    roce: RoceConfig | None,
 ) -> dict[str, Any]:
     planes = planes_from_args(args.plane, peer_host)
     runtime = AgentRuntime(
@@ -195,6 +223,8 @@ def _send_with_own_endpoint(
             data,
             name,
             message_size=args.message_size,
+            transport=transport,
+            roce=roce,
         )
         transfer.start()
         runtime.run(lambda: transfer.finished)

@@ -33,6 +33,16 @@ from agent.io.errors import AgentError, ExitCode, UsageError
 from agent.io.inbound import InboundPolicy
 from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
+from agent.io.transport import (
+    TRANSPORTS,
+    Transport,
+    check_transport_options,
+    mrc_config_for,
+    parse_transport,
+    roce_config_for,
+)
+from agent.roce import RoceConfig
+from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
 from hostenv.netns import terminate_on_signals
 from wire.dscp import DscpMap
 
@@ -42,7 +52,8 @@ _EXIT_CODE_MEANINGS = {
     ExitCode.USAGE: "bad arguments",
     ExitCode.PORT_IN_USE: "UDP 4791, the side-channel port or the control socket is in use",
     ExitCode.PEER_UNREACHABLE: "peer (or local agent) unreachable",
-    ExitCode.TRANSFER_FAILED: "transfer failed or refused by the receiver",
+    ExitCode.TRANSFER_FAILED: "transfer failed or refused by the receiver (a RoCE QP that "
+    "used up its retries included)",
     ExitCode.PERMISSION_DENIED: "permission denied (raw sockets need root)",
     ExitCode.PROTOCOL_ERROR: "side-channel or control protocol error",
     ExitCode.OVER_LIMIT: "the receiver refused: over one of its limits (memory, setups, disk)",
@@ -124,6 +135,64 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         help=f"DSCP value of MRC traffic classes, as the fabric's switches classify them "
         f"(default {DscpMap().option()})",
     )
+
+
+def add_transport_options(parser: argparse.ArgumentParser) -> None:
+    """``--transport`` and the RoCE QP's verbs settings (``agent.io.transport``)."""
+    parser.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        help="mrc (default): MRC over its EVs; single: MRC on one EV (--evs 1); roce: a "
+        "standard RoCEv2 RC QP on one path (go-back-N, local ACK timeout, DCQCN)",
+    )
+    parser.add_argument(
+        "--roce-timeout",
+        type=_bounded_int(0, MAX_TIMEOUT_EXPONENT),
+        metavar="N",
+        help="RoCE local ACK timeout as verbs encodes it: 4.096 us x 2^N (default 14, 67 ms; "
+        "0: none)",
+    )
+    parser.add_argument(
+        "--roce-retry-cnt",
+        type=_bounded_int(0, MAX_RETRY_CNT),
+        metavar="N",
+        help="RoCE retries before the QP fails and the transfer with it, exit 5 (default 7)",
+    )
+
+
+def _bounded_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low}-{high}, got {value}")
+        return value
+
+    return parse
+
+
+def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceConfig | None]:
+    """The transport the options ask for and, for RoCE, the QP's settings (``UsageError``
+    for options that do not go together)."""
+    transport = parse_transport(args.transport)
+    check_transport_options(
+        transport,
+        evs=args.evs,
+        cc=args.cc,
+        roce_timeout=args.roce_timeout,
+        roce_retry_cnt=args.roce_retry_cnt,
+    )
+    if transport is not Transport.ROCE:
+        return transport, None
+    roce = roce_config_for(
+        args.dscp or DscpMap(),
+        timeout=args.roce_timeout,
+        retry_cnt=args.roce_retry_cnt,
+        pmtu=args.payload,
+    )
+    return transport, roce
 
 
 def _dscp_option(text: str) -> DscpMap:
@@ -237,10 +306,12 @@ def inbound_from_args(
 
 
 def config_from_args(args: argparse.Namespace) -> MrcConfig:
-    """The core configuration the options ask for."""
-    return with_overrides(
+    """The core configuration the options ask for (on one EV for ``--transport single``)."""
+    config = with_overrides(
         MrcConfig(), evs=args.evs, cc=args.cc, payload=args.payload, dscp=args.dscp
     )
+    transport = getattr(args, "transport", None)
+    return mrc_config_for(parse_transport(transport), config) if transport else config
 
 
 def planes_from_args(planes: list[str], peer_host: str | None) -> tuple[bytes, ...]:

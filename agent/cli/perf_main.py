@@ -3,7 +3,8 @@
 Client: ``mrc-perf --to HOST[:PORT] [--bytes N] [--duration S] [--evs K] [--cc NAME] [--json]``
 writes into the peer's sink as fast as the connection allows and reports goodput (bytes the
 receiver confirmed), retransmits by cause, trims, ECN, RTT, window and the per-EV table.
-``--evs 1`` is the single-path (RoCE-like) baseline. It runs through the host's agent when one
+``--transport single`` (``--evs 1``) is MRC on one path; ``--transport roce`` a standard
+RoCEv2 RC QP (``agent.roce``), the baseline MRC replaces. It runs through the host's agent when one
 is running (``--evs``/``--cc`` then apply to this connection only), otherwise on an endpoint of
 its own. Server: ``mrc-perf --server --plane ADDR`` (or any ``mrc-agent serve``).
 """
@@ -23,6 +24,7 @@ from agent.cli.common import (
     add_plane_option,
     add_receive_options,
     add_socket_option,
+    add_transport_options,
     add_verbosity_options,
     config_from_args,
     configure_logging,
@@ -32,6 +34,7 @@ from agent.cli.common import (
     positive_float,
     run_command,
     side_channel_secret,
+    transport_from_args,
 )
 from agent.cli.report import format_rate, perf_report, progress_line
 from agent.core import MrcConfig
@@ -49,6 +52,8 @@ from agent.io.perf_transfer import (
 )
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
+from agent.io.transport import Transport
+from agent.roce import RoceConfig
 
 PROG = "mrc-perf"
 
@@ -91,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between progress samples (default 1)",
     )
     add_config_options(parser)
+    add_transport_options(parser)
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument(
         "--ev-table", action="store_true", help="list every EV even when there are many"
@@ -131,6 +137,7 @@ def run_server(args: argparse.Namespace) -> int:
 def run_client(args: argparse.Namespace) -> int:
     """Measure, print the report, exit 0."""
     peer = parse_peer(args.to, SIDE_CHANNEL_PORT)
+    transport, roce = transport_from_args(args)
     live = sys.stdout.isatty() and not args.json
 
     def show(sample: dict[str, Any]) -> None:
@@ -159,12 +166,17 @@ def run_client(args: argparse.Namespace) -> int:
                         cc=args.cc,
                         message_size=args.message_size,
                         interval=args.interval,
+                        transport=args.transport,
+                        roce_timeout=args.roce_timeout,
+                        roce_retry_cnt=args.roce_retry_cnt,
                     ),
                     on_progress=show,
                 )
     if result is None:
         planes = planes_from_args(args.plane, peer.host)
-        result = measure(planes, config_from_args(args), args, lambda s: show(s.to_json()))
+        result = measure(
+            planes, config_from_args(args), args, lambda s: show(s.to_json()), transport, roce
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -177,6 +189,8 @@ def measure(
     config: MrcConfig,
     args: argparse.Namespace,
     on_progress: Callable[[PerfSample], None],
+    transport: Transport = Transport.MRC,
+    roce: RoceConfig | None = None,
 ) -> dict[str, Any]:
     """One measurement on an endpoint of this process's own."""
     runtime = AgentRuntime(planes, config, side_channel_secret=side_channel_secret(args))
@@ -189,6 +203,8 @@ def measure(
             total_bytes=args.bytes,
             interval=args.interval,
             on_progress=on_progress,
+            transport=transport,
+            roce=roce,
         )
         transfer.start()
         runtime.run(lambda: transfer.finished)

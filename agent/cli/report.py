@@ -75,6 +75,17 @@ def connection_lines(connection: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def roce_line(roce: Mapping[str, Any]) -> str:
+    """A RoCE QP's RC and DCQCN state in one line."""
+    return (
+        f"roce        {roce['state']}, source port {roce['source_port']}; go-back-N "
+        f"{roce['go_backs']}x (NAKs {roce['naks_received']}, timeouts after "
+        f"{format_seconds(roce['local_ack_timeout_s'])}), retries {roce['retries']} of "
+        f"{roce['retry_cnt']}; CNPs {roce['cnps_received']}, rate "
+        f"{format_rate(roce['rate_bps'])} ({roce['dcqcn_stage']}, alpha {roce['alpha']:.3f})"
+    )
+
+
 def ev_table(evs: list[Mapping[str, Any]]) -> list[str]:
     """Every EV of the set: plane, value, source port, state, home or stand-in, uses, losses."""
     lines = [f"{'plane':>5}  {'ev':>10}  {'sport':>5}  {'state':<11}  {'slot':<8}  uses  losses"]
@@ -89,15 +100,18 @@ def ev_table(evs: list[Mapping[str, Any]]) -> list[str]:
 def perf_report(result: Mapping[str, Any], full_ev_table: bool) -> str:
     """The summary ``mrc-perf`` prints at the end."""
     lines = [
-        f"peer        {result['peer']}: {result['evs']} EVs over {result['planes']} plane(s), "
-        f"cc {result['cc']}, {result['message_size']}-byte messages, "
-        f"agent {result.get('agent_build', 'unknown build')}",
+        f"peer        {result['peer']}: {result.get('transport', 'mrc')}, {result['evs']} EVs "
+        f"over {result['planes']} plane(s), cc {result['cc']}, {result['message_size']}-byte "
+        f"messages, agent {result.get('agent_build', 'unknown build')}",
         f"goodput     {format_rate(result['goodput_bps'])} ({format_bytes(result['bytes'])} "
         f"confirmed in {result['seconds']:.2f} s, {result['messages']} messages)",
     ]
     connection = result.get("connection")
     if connection is not None:
         lines.extend(connection_lines(connection))
+    roce = result.get("roce")
+    if roce is not None:
+        lines.append(roce_line(roce))
     receiver = result.get("receiver") or {}
     if receiver:
         rconn = receiver.get("connection") or {}

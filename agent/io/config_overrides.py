@@ -19,7 +19,7 @@ CONGESTION_CONTROLS = ("nscc", "dcqcn", "fixed")
 
 
 def parse_dscp(text: str) -> DscpMap:
-    """``--dscp control=48,trimmable=10,...``: the default values with the named classes
+    """``--dscp control=40,trimmable=10,...``: the default values with the named classes
     changed; ``UsageError`` for an unknown class, a value out of 0-63 or two equal values."""
     changes: dict[str, int] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):

@@ -7,10 +7,12 @@ send several requests and match the replies by id.
 Requests::
 
     {"id": 1, "op": "send", "path": "/abs/file", "to": "HOST[:PORT]",
-     "name": "file"?, "message_size": 1048576?}
+     "name": "file"?, "message_size": 1048576?, "transport": "mrc"?, "roce_timeout": 14?,
+     "roce_retry_cnt": 7?}
     {"id": 2, "op": "perf", "to": "HOST[:PORT]", "bytes": N?, "duration": S?,
-     "evs": K?, "cc": "nscc"?, "message_size": 65536?, "interval": 1.0?}
-    {"id": 3, "op": "status"}
+     "evs": K?, "cc": "nscc"?, "message_size": 65536?, "interval": 1.0?, "transport": "mrc"?,
+     "roce_timeout": 14?, "roce_retry_cnt": 7?}
+    {"id": 3, "op": "status", "evs": true?}
 
 Replies (zero or more ``progress`` lines, then exactly one final line)::
 
@@ -38,6 +40,7 @@ from agent.io.fields import (
     get_str,
 )
 from agent.io.json_lines import Message
+from agent.io.transport import TRANSPORTS
 
 _MAX_BYTES = (1 << 62) - 1
 _MAX_MESSAGE = 0xFFFFFFFF
@@ -52,14 +55,22 @@ class SendRequest:
     to: str
     name: str | None = None
     message_size: int | None = None
+    #: ``--transport`` and the RoCE QP's verbs settings (see ``agent.io.transport``).
+    transport: str | None = None
+    roce_timeout: int | None = None
+    roce_retry_cnt: int | None = None
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
         message: Message = {"id": request_id, "op": "send", "path": self.path, "to": self.to}
-        if self.name is not None:
-            message["name"] = self.name
-        if self.message_size is not None:
-            message["message_size"] = self.message_size
+        optional = {
+            "name": self.name,
+            "message_size": self.message_size,
+            "transport": self.transport,
+            "roce_timeout": self.roce_timeout,
+            "roce_retry_cnt": self.roce_retry_cnt,
+        }
+        message.update({key: value for key, value in optional.items() if value is not None})
         return message
 
 
@@ -74,6 +85,9 @@ class PerfRequest:
     cc: str | None = None
     message_size: int | None = None
     interval: float | None = None
+    transport: str | None = None
+    roce_timeout: int | None = None
+    roce_retry_cnt: int | None = None
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
@@ -85,6 +99,9 @@ class PerfRequest:
             "cc": self.cc,
             "message_size": self.message_size,
             "interval": self.interval,
+            "transport": self.transport,
+            "roce_timeout": self.roce_timeout,
+            "roce_retry_cnt": self.roce_retry_cnt,
         }
         message.update({key: value for key, value in optional.items() if value is not None})
         return message
@@ -92,11 +109,16 @@ class PerfRequest:
 
 @dataclass(frozen=True, slots=True)
 class StatusRequest:
-    """The agent's planes, connections and counters."""
+    """The agent's planes, connections and counters; ``evs``: each connection's EV table too."""
+
+    evs: bool = False
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
-        return {"id": request_id, "op": "status"}
+        message: Message = {"id": request_id, "op": "status"}
+        if self.evs:
+            message["evs"] = True
+        return message
 
 
 Request = SendRequest | PerfRequest | StatusRequest
@@ -119,6 +141,7 @@ def parse_request(message: Message) -> Request:
             to=get_str(message, "to", 300),
             name=get_optional_str(message, "name", 255),
             message_size=get_optional_int(message, "message_size", 1, _MAX_MESSAGE),
+            **_transport_fields(message),
         )
     if op == "perf":
         return PerfRequest(
@@ -129,10 +152,26 @@ def parse_request(message: Message) -> Request:
             cc=get_optional_str(message, "cc", 32),
             message_size=get_optional_int(message, "message_size", 1, _MAX_MESSAGE),
             interval=get_optional_number(message, "interval", 1e-3, 3600.0),
+            **_transport_fields(message),
         )
     if op == "status":
-        return StatusRequest()
+        evs = message.get("evs", False)
+        if not isinstance(evs, bool):
+            raise ProtocolError(f"'evs' must be true or false, got {evs!r}")
+        return StatusRequest(evs=evs)
     raise ProtocolError(f"unknown op {op!r}: expected send, perf or status")
+
+
+def _transport_fields(message: Message) -> dict[str, Any]:
+    """``transport``, ``roce_timeout`` and ``roce_retry_cnt``, checked (ranges: verbs')."""
+    transport = get_optional_str(message, "transport", 16)
+    if transport is not None and transport not in TRANSPORTS:
+        raise ProtocolError(f"unknown transport {transport!r}: expected {', '.join(TRANSPORTS)}")
+    return {
+        "transport": transport,
+        "roce_timeout": get_optional_int(message, "roce_timeout", 0, 31),
+        "roce_retry_cnt": get_optional_int(message, "roce_retry_cnt", 0, 7),
+    }
 
 
 def ok_reply(request: int, result: dict[str, Any]) -> Message:

@@ -23,6 +23,8 @@ from agent.io.out_dir import check_file_name
 from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Commit, Committed, Purpose, SideMessage
+from agent.io.transport import Transport
+from agent.roce import RoceConfig
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,8 @@ class FileTransfer(OutboundTransfer):
         message_size: int = DEFAULT_FILE_MESSAGE_SIZE,
         config: MrcConfig | None = None,
         stall_timeout: float = STALL_TIMEOUT,
+        transport: Transport = Transport.MRC,
+        roce: RoceConfig | None = None,
     ) -> None:
         if message_size < 1:
             raise UsageError(f"message size must be positive, got {message_size}")
@@ -90,6 +94,8 @@ class FileTransfer(OutboundTransfer):
             name=check_file_name(name),
             config=config,
             stall_timeout=stall_timeout,
+            transport=transport,
+            roce=roce,
         )
         self._data = memoryview(data)
         self.sha256 = hashlib.sha256(data).hexdigest()

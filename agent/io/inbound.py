@@ -9,6 +9,8 @@ peer asks: only if every byte of the region arrived and its digest matches, and 
 file is flushed and renamed into place, so the sender's exit status reflects what is on disk.
 A sink is simply counted. When the TCP connection ends, for any reason, the MRC connection is
 closed, the region released and a part file removed: a vanished peer leaves nothing behind.
+A hello that asks for ``transport: roce`` gets a RoCE RC QP (``agent.roce``) and a region on
+the runtime's RoCE endpoint instead; everything else is the same.
 
 Callers are checked first (``agent.io.caller_check``): an address outside ``--allow`` is
 refused at accept, and with a secret every hello must carry a valid HMAC.
@@ -28,6 +30,7 @@ from typing import Any
 
 from agent.core import (
     ConnectionSpec,
+    Endpoint,
     Event,
     MemoryRegion,
     MessageReceived,
@@ -69,7 +72,9 @@ from agent.io.side_channel import (
     parse_side_message,
     peer_plane_addresses,
 )
-from agent.io.stats_json import connection_stats_to_json
+from agent.io.stats_json import connection_stats_to_json, roce_stats_to_json
+from agent.io.transport import roce_config_for
+from agent.roce import RoceEndpoint, RoceQpSpec
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +262,8 @@ class InboundSession:
         self.hello: Hello | None = None
         self.qp: int | None = None
         self.region: MemoryRegion | None = None
+        #: Where the region is registered: the MRC endpoint's memory or the RoCE one's.
+        self._region_owner: Endpoint | RoceEndpoint | None = None
         self.grant: Grant | None = None
         self.part: PartFile | None = None
         self.bytes_received = 0
@@ -324,21 +331,27 @@ class InboundSession:
         if self._hello_timer is not None:
             self._hello_timer.cancel()
             self._hello_timer = None
-        endpoint = runtime.pool.default
+        pool = runtime.pool
+        endpoint: Endpoint | RoceEndpoint = pool.roce if hello.transport == "roce" else pool.default
         self.region = endpoint.register_memory(buffer)
-        qp = runtime.pool.allocate_qp(endpoint)
+        self._region_owner = endpoint
+        qp = pool.allocate_qp(endpoint)
         psn = secrets.randbelow(_U24 + 1)
         try:
-            runtime.pool.connect(
-                endpoint,
-                ConnectionSpec(
-                    local_qp=qp,
-                    remote_qp=hello.qp,
-                    remote_addresses=remote,
-                    send_psn=psn,
-                    receive_psn=hello.psn,
-                ),
-            )
+            if isinstance(endpoint, RoceEndpoint):
+                config = roce_config_for(pool.default.config.dscp)
+                pool.connect_roce(RoceQpSpec(qp, hello.qp, remote[0], psn, hello.psn, config))
+            else:
+                pool.connect(
+                    endpoint,
+                    ConnectionSpec(
+                        local_qp=qp,
+                        remote_qp=hello.qp,
+                        remote_addresses=remote,
+                        send_psn=psn,
+                        receive_psn=hello.psn,
+                    ),
+                )
         except ValueError as exc:
             runtime.pool.release_qp(qp)
             raise ProtocolError(f"cannot open the connection: {exc}") from None
@@ -353,11 +366,15 @@ class InboundSession:
                 rkey=self.region.rkey,
                 va=self.region.va,
                 length=hello.length,
+                transport=hello.transport,
             ).to_json()
         )
         self._end_setup()
         what = f"file {hello.name!r}" if hello.purpose is Purpose.FILE else "perf sink"
-        log.info("%s: %s, %d bytes, qp %#x <- %#x", self.peer, what, hello.length, qp, hello.qp)
+        log.info(
+            "%s: %s over %s, %d bytes, qp %#x <- %#x",
+            self.peer, what, hello.transport, hello.length, qp, hello.qp,
+        )  # fmt: skip
 
     def _commit(self, commit: Commit) -> None:
         hello, part = self.hello, self.part
@@ -401,6 +418,8 @@ class InboundSession:
         if self.qp is not None:
             stats = self.runtime.pool.connection_stats(self.qp)
             result["connection"] = connection_stats_to_json(stats, with_evs=False)
+            if isinstance(self._region_owner, RoceEndpoint):
+                result["roce"] = roce_stats_to_json(self._region_owner.roce_stats(self.qp))
         return result
 
     # --- MRC events -----------------------------------------------------------------------
@@ -425,7 +444,8 @@ class InboundSession:
     def _release_region(self) -> None:
         """Withdraw the region from the core (later writes to it are refused)."""
         if self.region is not None:
-            self.runtime.pool.default.memory.deregister(self.region.rkey)
+            assert self._region_owner is not None
+            self._region_owner.memory.deregister(self.region.rkey)
             self.region = None
 
     def end(self, reason: str | None) -> None:

@@ -8,6 +8,10 @@ write and when they are done. A transfer ends in ``result`` (a JSON-ready dict) 
 
 It runs inside an ``AgentRuntime``: the host's agent (for requests arriving on the control
 socket) or one a command started for itself. Either way the loop calls in; nothing blocks.
+
+The connection is MRC's, or with ``transport=Transport.ROCE`` a RoCE RC QP (``agent.roce``):
+the same handshake, writes and events, on the runtime's RoCE endpoint. A RoCE QP that uses up
+its retries fails the transfer with the QP's own error, as a training job sees it.
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ from agent.io.side_channel import (
     parse_side_message,
     peer_plane_addresses,
 )
-from agent.io.stats_json import connection_stats_to_json, ev_state_counts
+from agent.io.stats_json import connection_stats_to_json, ev_state_counts, roce_stats_to_json
+from agent.io.transport import Transport, roce_config_for
+from agent.roce import RoceConfig, RoceEndpoint, RoceQpSpec
 
 log = logging.getLogger(__name__)
 
@@ -123,14 +129,29 @@ class OutboundTransfer(ABC):
         connect_timeout: float = CONNECT_TIMEOUT,
         reply_timeout: float = REPLY_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
+        transport: Transport = Transport.MRC,
+        roce: RoceConfig | None = None,
     ) -> None:
         self.runtime = runtime
         self.peer = peer
         self.length = length
         self.message_size = message_size
         self.name = name
-        self.endpoint: Endpoint = runtime.pool.endpoint_for(config)
-        self.config = self.endpoint.config
+        self.transport = transport
+        mrc_endpoint = runtime.pool.endpoint_for(
+            config if transport is not Transport.ROCE else None
+        )
+        self.config = mrc_endpoint.config
+        #: The RoCE QP's settings (``transport`` ROCE only).
+        self.roce: RoceConfig | None = None
+        self.endpoint: Endpoint | RoceEndpoint = mrc_endpoint
+        if transport is Transport.ROCE:
+            self.roce = roce or roce_config_for(self.config.dscp)
+            self.endpoint = runtime.pool.roce
+            # The QP's own retries decide when it has failed; the stall watch only backs them.
+            timeout = self.roce.local_ack_timeout
+            if timeout is not None:
+                stall_timeout = max(stall_timeout, 2 * (self.roce.retry_cnt + 1) * timeout)
         self._connect_timeout = connect_timeout
         self._reply_timeout = reply_timeout
         self._stall_timeout = stall_timeout
@@ -157,6 +178,14 @@ class OutboundTransfer(ABC):
                 math.ceil(self.config.max_window / message_size) + 1,
             ),
         )
+        if self.roce is not None:
+            self.max_outstanding = max(
+                2,
+                min(
+                    self.roce.send_queue_depth,
+                    math.ceil(self.roce.max_outstanding * self.roce.pmtu / message_size) + 1,
+                ),
+            )
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -208,6 +237,7 @@ class OutboundTransfer(ABC):
             purpose=self.purpose,
             length=self.length,
             name=self.name,
+            transport=self.transport.on_wire,
         )
         secret = self.runtime.side_channel_secret
         message = hello.to_json()
@@ -275,24 +305,40 @@ class OutboundTransfer(ABC):
                 ProtocolError(f"peer offered {welcome.length} bytes of region, {self.length} asked")
             )
             return
+        if welcome.transport != self.transport.on_wire:
+            self._fail(
+                ProtocolError(
+                    f"peer {self.peer} set up a {welcome.transport} connection, not the "
+                    f"{self.transport.on_wire} one asked for (an agent without --transport "
+                    f"{self.transport.on_wire}?)"
+                )
+            )
+            return
         self.welcome = welcome
-        spec = ConnectionSpec(
-            local_qp=self.qp,
-            remote_qp=welcome.qp,
-            remote_addresses=remote,
-            send_psn=self._psn,
-            receive_psn=welcome.psn,
-        )
         try:
-            self.runtime.pool.connect(self.endpoint, spec)
+            if self.roce is not None:
+                self.runtime.pool.connect_roce(
+                    RoceQpSpec(self.qp, welcome.qp, remote[0], self._psn, welcome.psn, self.roce)
+                )
+            else:
+                assert isinstance(self.endpoint, Endpoint)
+                spec = ConnectionSpec(
+                    local_qp=self.qp,
+                    remote_qp=welcome.qp,
+                    remote_addresses=remote,
+                    send_psn=self._psn,
+                    receive_psn=welcome.psn,
+                )
+                self.runtime.pool.connect(self.endpoint, spec)
         except ValueError as exc:
             self._fail(ProtocolError(f"cannot open the connection {self.peer} offered: {exc}"))
             return
         self._connected = True
         self.runtime.on_events(self.qp, self._on_event)
         log.info(
-            "connected to %s: qp %#x -> %#x, %d plane(s), %d-byte region",
+            "connected to %s (%s): qp %#x -> %#x, %d plane(s), %d-byte region",
             self.peer,
+            self.transport.value,
             self.qp,
             welcome.qp,
             len(remote),
@@ -399,7 +445,10 @@ class OutboundTransfer(ABC):
         if self._connected:
             self.stats = self.runtime.pool.connection_stats(self.qp)
             if result is not None:
+                result["transport"] = self.transport.value
                 result["connection"] = connection_stats_to_json(self.stats)
+                if self.roce is not None:
+                    result["roce"] = roce_stats_to_json(self.runtime.pool.roce.roce_stats(self.qp))
             self.runtime.on_events(self.qp, None)
             self.runtime.pool.close(self.qp)
             self._connected = False

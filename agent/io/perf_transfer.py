@@ -26,7 +26,9 @@ from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.reactor import Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Bye, Farewell, Purpose, SideMessage
+from agent.io.transport import Transport
 from agent.native import running_build
+from agent.roce import RoceConfig
 
 #: ib_write_bw's default message size.
 DEFAULT_PERF_MESSAGE_SIZE = 1 << 16
@@ -84,6 +86,8 @@ class PerfTransfer(OutboundTransfer):
         interval: float = DEFAULT_INTERVAL,
         on_progress: Callable[[PerfSample], None] | None = None,
         stall_timeout: float = STALL_TIMEOUT,
+        transport: Transport = Transport.MRC,
+        roce: RoceConfig | None = None,
     ) -> None:
         if message_size < 1:
             raise UsageError(f"message size must be positive, got {message_size}")
@@ -100,6 +104,8 @@ class PerfTransfer(OutboundTransfer):
             message_size=message_size,
             config=config,
             stall_timeout=stall_timeout,
+            transport=transport,
+            roce=roce,
         )
         self.duration = duration if duration is not None or total_bytes else DEFAULT_DURATION
         self.total_bytes = total_bytes
@@ -199,8 +205,8 @@ class PerfTransfer(OutboundTransfer):
                 "message_size": self.message_size,
                 "seconds": seconds,
                 "goodput_bps": self.bytes_acked * 8 / seconds,
-                "evs": self.config.ev_set_size,
-                "cc": self.config.congestion_control,
+                "evs": 1 if self.roce is not None else self.config.ev_set_size,
+                "cc": "roce-dcqcn" if self.roce is not None else self.config.congestion_control,
                 "planes": len(self.runtime.local_addresses),
                 "agent_build": running_build(),
                 "intervals": [sample.to_json() for sample in self.samples],

@@ -8,8 +8,9 @@ receiver frees the memory it registered, so nothing outlives a crashed peer.
 Exchange (JSON lines, see ``agent.io.json_lines``; client = the side that sends data)::
 
     client -> server  {"type": "hello", "v": 1, "qp", "psn", "planes": [addr, ...],
-                       "purpose": "file" | "sink", "length", "name"?}
-    server -> client  {"type": "welcome", "v": 1, "qp", "psn", "planes", "rkey", "va", "length"}
+                       "purpose": "file" | "sink", "length", "name"?, "transport"?}
+    server -> client  {"type": "welcome", "v": 1, "qp", "psn", "planes", "rkey", "va", "length",
+                       "transport"}
                   or  {"type": "error", "code", "message"}
     ... MRC traffic on UDP 4791: the client writes into [va, va + length) with rkey ...
     file:  client -> server {"type": "commit", "sha256"}       once every write was ACKed
@@ -21,6 +22,11 @@ Exchange (JSON lines, see ``agent.io.json_lines``; client = the side that sends 
 A ``file`` transfer asks for a region of the file's size and ends with the receiver's digest of
 what it wrote to disk; a ``sink`` (mrc-perf) asks for one message's worth of region that every
 write overwrites, as ib_write_bw does.
+
+``transport`` says which QP the receiver sets up: ``mrc`` (the default when absent) or ``roce``,
+a standard RoCEv2 RC QP (``agent.roce``); the welcome repeats it, so a sender whose peer did
+not set up what it asked for stops before sending a packet. Either way the QP numbers, PSNs
+and region exchanged are the same.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from agent.io.fields import (
     get_str_list,
 )
 from agent.io.json_lines import Message
+from agent.io.transport import WIRE_TRANSPORTS
 
 #: Default TCP port of the side channel: perftest's (ib_write_bw and friends).
 SIDE_CHANNEL_PORT = 18515
@@ -72,6 +79,8 @@ class Hello:
     purpose: Purpose
     length: int
     name: str | None = None
+    #: ``mrc`` or ``roce`` (``agent.io.transport.Transport.on_wire``).
+    transport: str = "mrc"
 
     def to_json(self) -> Message:
         """The wire form."""
@@ -83,6 +92,7 @@ class Hello:
             "planes": list(self.planes),
             "purpose": self.purpose.value,
             "length": self.length,
+            "transport": self.transport,
         }
         if self.name is not None:
             message["name"] = self.name
@@ -99,6 +109,8 @@ class Welcome:
     rkey: int
     va: int
     length: int
+    #: The transport of the QP the server set up (the hello's).
+    transport: str = "mrc"
 
     def to_json(self) -> Message:
         """The wire form."""
@@ -111,6 +123,7 @@ class Welcome:
             "rkey": self.rkey,
             "va": self.va,
             "length": self.length,
+            "transport": self.transport,
         }
 
 
@@ -198,6 +211,7 @@ def parse_side_message(message: Message) -> SideMessage:
             purpose=purpose,
             length=get_int(message, "length", 1, _U32),
             name=name,
+            transport=_get_transport(message),
         )
     if kind == "welcome":
         _check_version(message)
@@ -208,6 +222,7 @@ def parse_side_message(message: Message) -> SideMessage:
             rkey=get_int(message, "rkey", 0, _U32),
             va=get_int(message, "va", 0, _U64),
             length=get_int(message, "length", 1, _U32),
+            transport=_get_transport(message),
         )
     if kind == "commit":
         return Commit(sha256=_get_digest(message))
@@ -238,6 +253,17 @@ def _check_version(message: Message) -> None:
             f"side-channel version {version!r} is not supported (this agent speaks "
             f"{PROTOCOL_VERSION})"
         )
+
+
+def _get_transport(message: Message) -> str:
+    transport = get_optional_str(message, "transport", 16)
+    if transport is None:
+        return "mrc"
+    if transport not in WIRE_TRANSPORTS:
+        raise ProtocolError(
+            f"unknown transport {transport!r}: this agent speaks {', '.join(WIRE_TRANSPORTS)}"
+        )
+    return transport
 
 
 def _get_digest(message: Message) -> str:

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from agent.core import ConnectionStats, EvReport, RetransmitCause
+from agent.roce import RoceStats
 
 
 def ev_report_to_json(ev: EvReport) -> dict[str, Any]:
-    """One EV: plane, value, state name, whether it is the slot's home EV, uses, losses."""
+    """One EV: plane, value, state name, whether it is the slot's home EV, uses, losses, trims
+    and ECN echoes."""
     return {
         "plane": ev.plane,
         "ev": ev.ev,
@@ -23,6 +25,8 @@ def ev_report_to_json(ev: EvReport) -> dict[str, Any]:
         "home": ev.home,
         "uses": ev.uses,
         "losses": ev.losses,
+        "trims": ev.trims,
+        "ecn_echoes": ev.ecn_echoes,
     }
 
 
@@ -85,3 +89,29 @@ def ev_state_counts(evs: tuple[EvReport, ...]) -> dict[str, int]:
     for ev in evs:
         counts[ev.state.name] = counts.get(ev.state.name, 0) + 1
     return counts
+
+
+def roce_stats_to_json(stats: RoceStats) -> dict[str, Any]:
+    """A RoCE QP's RC and DCQCN state (rates in bits per second, as everywhere in reports)."""
+    return {
+        "qp": stats.qp,
+        "state": stats.state,
+        "error": stats.error,
+        "source_port": stats.src_port,
+        "local_ack_timeout_s": stats.local_ack_timeout,
+        "retry_cnt": stats.retry_cnt,
+        "retries": stats.retries,
+        "go_backs": stats.go_backs,
+        "naks_received": stats.naks_received,
+        "naks_sent": stats.naks_sent,
+        "acks_received": stats.acks_received,
+        "acks_sent": stats.acks_sent,
+        "duplicate_acks": stats.duplicate_acks,
+        "out_of_sequence": stats.out_of_sequence,
+        "cnps_received": stats.cnps_received,
+        "cnps_sent": stats.cnps_sent,
+        "rate_bps": stats.rate * 8,
+        "target_rate_bps": stats.target_rate * 8,
+        "alpha": stats.alpha,
+        "dcqcn_stage": stats.stage,
+    }

@@ -137,8 +137,8 @@ def test_ethernet_padding_after_a_short_packet_does_not_spoil_the_check(envelope
     assert icrc_matches(padded)
 
 
-def test_checking_a_packet_without_an_mrc_bth_is_a_clear_error():
-    with pytest.raises(ValueError, match="no MRC BTH"):
+def test_checking_a_packet_without_a_bth_is_a_clear_error():
+    with pytest.raises(ValueError, match="no BTH layer"):
         icrc_matches(Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC) / IP() / UDP(dport=53))
 
 

@@ -188,15 +188,17 @@ def test_binding_another_layer_to_port_4791_later_does_not_take_mrc_dissection_a
 
 
 def test_unknown_opcode_leaves_the_rest_of_the_packet_as_raw_bytes():
+    # an opcode of MRC's range MRC does not define (standard opcodes are RoCE's, see
+    # test_wire_roce_layers.py)
     frame = (
         Ether(src=DEFAULT_SRC_MAC, dst=DEFAULT_DST_MAC)
         / IP()
         / UDP(sport=1000)
-        / MrcBTH(opcode=0x42)
+        / MrcBTH(opcode=0xF0)
         / Raw(b"\xaa" * 6)
     )
     dissected = Ether(bytes(frame))
-    assert dissected[MrcBTH].opcode == 0x42
+    assert dissected[MrcBTH].opcode == 0xF0
     assert dissected[Raw].load == b"\xaa" * 6
 
 

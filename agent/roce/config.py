@@ -1,0 +1,150 @@
+"""Every tunable of the RoCE baseline, with its default and why.
+
+The baseline stands for a RoCEv2 NIC running one reliable connection (RC) per QP, so its
+defaults are a NIC's where verbs or the DCQCN paper give one (``timeout`` 14, ``retry_cnt`` 7,
+the CNP interval of 50 us, DCQCN's g, K and F), and the testbed's where a software agent on
+veth pairs and BMv2 needs its own (rates, the outstanding-packet cap, ACK coalescing). Times are
+float seconds, rates bytes per second, sizes bytes, as in ``agent.core.config``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from wire.constants import DEFAULT_PAYLOAD
+from wire.dscp import DscpMap
+
+#: Path MTUs InfiniBand defines (verbs ``IBV_MTU_256`` .. ``IBV_MTU_4096``): a RoCE payload
+#: per packet is one of these, every packet but a message's last carries exactly that much.
+PATH_MTUS: Final = (256, 512, 1024, 2048, 4096)
+#: Unit of the verbs ``timeout`` exponent: the local ACK timeout is 4.096 us x 2**timeout.
+LOCAL_ACK_TIMEOUT_UNIT: Final = 4.096e-6
+#: Largest ``timeout`` exponent (a 5-bit field; 0 means no timeout at all).
+MAX_TIMEOUT_EXPONENT: Final = 31
+#: Largest ``retry_cnt`` (a 3-bit field).
+MAX_RETRY_CNT: Final = 7
+
+
+@dataclass(frozen=True, slots=True)
+class DcqcnParams:
+    """DCQCN as the NIC runs it (Zhu et al., "Congestion Control for Large-Scale RDMA
+    Deployments", SIGCOMM 2015), in the paper's names.
+
+    The reaction point (RP, the sender) keeps a current rate R_C and a target rate R_T. A CNP
+    sets R_T = R_C, cuts R_C by alpha/2 and raises alpha; without CNPs alpha decays every K and
+    the rate climbs back in stages counted by a timer (period T) and a byte counter (every B
+    bytes sent): fast recovery (R_C halves its distance to R_T) until either count reaches F,
+    then additive increase (R_T += R_AI), then, once both have passed F, hyper increase
+    (R_T += i x R_HAI). The notification point (NP, the receiver) sends at most one CNP per
+    QP every N.
+    """
+
+    #: The rate a QP starts at and never exceeds (the NIC port's): 10 Gbit/s, above what one
+    #: software agent sends, so the rate limits a QP only once CNPs brought it down.
+    line_rate: float = 1.25e9
+    #: Floor of R_C: 10 Mbit/s, so a cut-down QP still makes progress.
+    min_rate: float = 1.25e6
+    #: g, alpha's EWMA gain: the paper's 1/256.
+    g: float = 1.0 / 256
+    #: K, alpha's update period without CNPs: the paper's 55 us (longer than N, as it must be).
+    alpha_timer: float = 55e-6
+    #: T, the rate-increase timer: 55 us, so recovery takes some hundreds of microseconds,
+    #: a few round trips of the testbed.
+    rate_timer: float = 55e-6
+    #: B, the rate-increase byte counter: 1 MiB, a second, slower clock at the testbed's
+    #: gigabit rates (the paper's 10 MB is sized for 40 Gbit/s).
+    byte_counter: int = 1 << 20
+    #: F, the stage count at which fast recovery ends: the paper's 5.
+    fast_recovery_steps: int = 5
+    #: R_AI, the additive-increase step of R_T: 40 Mbit/s.
+    additive_increase: float = 5e6
+    #: R_HAI, the hyper-increase step of R_T: ten times R_AI.
+    hyper_increase: float = 5e7
+    #: N, the NP's CNP interval: at most one CNP per QP per 50 us, as the paper and NICs do.
+    cnp_interval: float = 50e-6
+
+    def __post_init__(self) -> None:
+        _positive("line_rate", self.line_rate)
+        _positive("min_rate", self.min_rate)
+        if self.min_rate > self.line_rate:
+            raise ValueError("min_rate must not exceed line_rate")
+        if not 0 < self.g <= 1:
+            raise ValueError(f"g must be in (0, 1], got {self.g}")
+        _positive("alpha_timer", self.alpha_timer)
+        _positive("rate_timer", self.rate_timer)
+        _positive("byte_counter", self.byte_counter)
+        if self.fast_recovery_steps < 0:
+            raise ValueError("fast_recovery_steps must be >= 0")
+        _positive("additive_increase", self.additive_increase)
+        _positive("hyper_increase", self.hyper_increase)
+        _positive("cnp_interval", self.cnp_interval)
+
+
+@dataclass(frozen=True, slots=True)
+class RoceConfig:
+    """Configuration of one RoCE QP (verbs sets these per QP, ``ibv_modify_qp`` to RTS)."""
+
+    #: Path MTU: RDMA payload per packet, 1024 as for MRC (a 1500-byte frame's usual PMTU).
+    pmtu: int = DEFAULT_PAYLOAD
+    #: Verbs ``timeout``: the local ACK timeout is 4.096 us x 2**timeout, 14 -> 67.1 ms, the
+    #: usual value; 0 disables the timer (the QP then waits for ever).
+    timeout: int = 14
+    #: Verbs ``retry_cnt``: retries (after a local ACK timeout or a sequence-error NAK) before
+    #: the QP enters the error state and its work requests fail; 7, the usual and the most.
+    retry_cnt: int = MAX_RETRY_CNT
+    #: The responder acknowledges after this many packets even inside a message (it also
+    #: acknowledges every message's last packet, which carries AckReq): 16 returns several
+    #: ACKs per 64 KiB message, so a long write frees its requester's window as it goes.
+    ack_every: int = 16
+    #: Most packets sent and not yet acknowledged (the testbed's bound on what go-back-N may
+    #: have to resend; a NIC's is its scheduler's): 256 packets, 256 KiB, a few times the
+    #: testbed's bandwidth-delay product.
+    max_outstanding: int = 256
+    #: Most work requests posted and not completed (the send queue's depth, ``max_send_wr``).
+    send_queue_depth: int = 1024
+    #: How far the pacer lets a QP catch up after the event loop was busy elsewhere: a NIC
+    #: spaces every packet, a software loop sends in turns, and without slack a QP paced at
+    #: line rate would send one packet per turn.
+    pacing_slack: float = 100e-6
+    #: UDP source ports a QP's one fixed port is drawn from: RoCEv2's entropy range.
+    src_port_min: int = 0xC000
+    src_port_max: int = 0xFFFF
+    #: DSCP values: RoCE data, ACKs and NAKs, and CNPs take ``roce_data``, ``roce_ack`` and
+    #: ``roce_cnp``, the classes the fabric's switches are programmed with.
+    dscp: DscpMap = field(default_factory=DscpMap)
+    dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
+
+    def __post_init__(self) -> None:
+        if self.pmtu not in PATH_MTUS:
+            raise ValueError(
+                f"a RoCE path MTU is one of {', '.join(map(str, PATH_MTUS))}, got {self.pmtu}"
+            )
+        if not 0 <= self.timeout <= MAX_TIMEOUT_EXPONENT:
+            raise ValueError(
+                f"timeout is an exponent in 0-{MAX_TIMEOUT_EXPONENT} (0: none), got {self.timeout}"
+            )
+        if not 0 <= self.retry_cnt <= MAX_RETRY_CNT:
+            raise ValueError(f"retry_cnt must be in 0-{MAX_RETRY_CNT}, got {self.retry_cnt}")
+        if self.ack_every < 1:
+            raise ValueError(f"ack_every must be >= 1, got {self.ack_every}")
+        if not 1 <= self.max_outstanding < 1 << 22:
+            raise ValueError(f"max_outstanding must be in 1-{(1 << 22) - 1}")
+        if self.send_queue_depth < 1:
+            raise ValueError(f"send_queue_depth must be >= 1, got {self.send_queue_depth}")
+        if self.pacing_slack < 0:
+            raise ValueError("pacing_slack must be >= 0")
+        if not 1 <= self.src_port_min <= self.src_port_max <= 0xFFFF:
+            raise ValueError("source ports must satisfy 1 <= min <= max <= 65535")
+
+    @property
+    def local_ack_timeout(self) -> float | None:
+        """Seconds without an acknowledgement before the requester retries (None: never)."""
+        if self.timeout == 0:
+            return None
+        return LOCAL_ACK_TIMEOUT_UNIT * (1 << self.timeout)
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
