@@ -52,7 +52,7 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
                 drop(DROP_PARSER_BAD_IPV4);
             } else if (std_meta.parser_error == error.BadIpv6Header) {
                 drop(DROP_PARSER_BAD_IPV6);
-            } else if (std_meta.parser_error == error.UnknownMrcOpcode) {
+            } else if (std_meta.parser_error == error.UnknownOpcode) {
                 drop(DROP_PARSER_BAD_OPCODE);
             } else {
                 drop(DROP_PARSER_OTHER);

@@ -10,6 +10,10 @@ On the ``linux`` target the controller is told so (``--target linux``) and where
 namespaces are (``--netns-prefix <prefix>``: switch ``s1`` is ``<prefix>-s1``); it then needs
 no P4 program and no gRPC, and learns link state from netlink carrier events rather than
 LLDP. On ``bmv2`` the command line is the one it always was.
+
+``routing`` is the controller's routing policy (``static``, ``reactive``, ``converge[:SECONDS]``:
+``controller.intent.policy``), checked here so that a bad one fails before anything starts;
+None leaves the controller's default (``reactive``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.app.status_socket import request_status
+from controller.intent.policy import RoutingPolicy
 from testbed.processes import ManagedProcess, ProcessFailed
 
 #: Seconds the controller gets to push the pipeline and the intent to every switch.
@@ -50,11 +55,14 @@ class ControllerRun:
         prefix: str,
         discovery: bool = True,
         target: str = "bmv2",
+        routing: str | None = None,
     ) -> None:
         self.socket = run_dir / f"{prefix}-controller.sock"
         self.event_log = run_dir / f"{prefix}-controller.jsonl"
+        #: The routing policy the controller runs (its default when none was asked for).
+        self.routing = RoutingPolicy() if routing is None else RoutingPolicy.parse(routing)
         self.command = controller_command(
-            topology_ref, self.socket, self.event_log, prefix, discovery, target
+            topology_ref, self.socket, self.event_log, prefix, discovery, target, routing
         )
         self.process = ManagedProcess(
             "mrc-controller", self.command, run_dir / f"{prefix}-controller.out"
@@ -104,13 +112,16 @@ def controller_command(
     prefix: str,
     discovery: bool = True,
     target: str = "bmv2",
+    routing: str | None = None,
 ) -> list[str]:
     """The controller's command line for one run (``discovery=False``: ``--no-discovery``,
-    links as the topology lists them)."""
+    links as the topology lists them; ``routing``: ``--routing``, checked, ValueError if bad)."""
     command = [sys.executable, "-m", "controller.cli", "run", topology_ref]
     if target == "linux":
         command += ["--target", "linux", "--netns-prefix", prefix]
     command += ["--socket", str(socket), "--event-log", str(event_log)]
     if not discovery:
         command.append("--no-discovery")
+    if routing is not None:
+        command += ["--routing", str(RoutingPolicy.parse(routing))]
     return command

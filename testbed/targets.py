@@ -170,6 +170,8 @@ def differences(target: str, qdiscs: Mapping[str, bool] | None) -> list[str]:
         return []
     return [
         "no packet trimming: MRC recovers lost packets by SACK and timeout",
+        "no DSCP classes or high-priority queue: MRC control, trimmed headers and RoCE CNPs "
+        "queue with data (the kernel forwards RoCE and MRC alike, by address)",
         "no per-member counters: per-interface rx/tx/drop counters instead",
         ecn_difference(qdiscs),
         "no switch restart: a kernel switch has no process to kill (`restart` is refused)",

@@ -20,6 +20,7 @@ keys optional)::
     miss_limit: 3                # default: the topology's settings.lldp.miss_limit
     probe_host_ports: true       # probe host-facing ports too (finds miswired links)
     queues: true                 # set queue depth and rate (Thrift on bmv2, tbf on linux)
+    routing: reactive            # static | reactive | converge[:SECONDS] (docs/routing.md)
     max_batch: 1000              # updates per P4Runtime write request
     status_socket: /tmp/mrc-controller.sock
     event_log: null              # a file for the JSON-lines event log; null: stdout
@@ -40,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from controller.intent.policy import RoutingPolicy
 from controller.southbound import p4_program
 from controller.southbound.writer import DEFAULT_MAX_BATCH
 from topologies import bounded_yaml
@@ -90,6 +92,7 @@ class ControllerConfig:
     miss_limit: int | None = None
     probe_host_ports: bool = True
     queues: bool = True
+    routing: RoutingPolicy = field(default_factory=RoutingPolicy)
     max_batch: int = DEFAULT_MAX_BATCH
     status_socket: Path = DEFAULT_STATUS_SOCKET
     event_log: Path | None = None
@@ -107,6 +110,8 @@ class ControllerConfig:
         changes = {key: value for key, value in overrides.items() if value is not None}
         if "target" in changes:
             changes["target"] = parse_target(changes["target"], "command line")
+        if "routing" in changes:
+            changes["routing"] = parse_routing(changes["routing"], "command line")
         config = replace(self, **changes)
         config.validate("command line")
         return config
@@ -170,6 +175,21 @@ def parse_target(value: object, source: str) -> Target:
     raise ConfigError(f"{source}: target must be one of {', '.join(valid)}, not {value!r}")
 
 
+def parse_routing(value: object, source: str) -> RoutingPolicy:
+    """``value`` (a policy, or its text: ``static``, ``reactive``, ``converge[:SECONDS]``) as a
+    :class:`RoutingPolicy`, or a ConfigError saying what is valid."""
+    if isinstance(value, RoutingPolicy):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{source}: routing must be static, reactive or converge[:SECONDS], not {value!r}"
+        )
+    try:
+        return RoutingPolicy.parse(value)
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
 _TOP_KEYS = {
     "target",
     "netns_prefix",
@@ -183,6 +203,7 @@ _TOP_KEYS = {
     "miss_limit",
     "probe_host_ports",
     "queues",
+    "routing",
     "max_batch",
     "status_socket",
     "event_log",
@@ -206,6 +227,7 @@ def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfi
     values["miss_limit"] = reader.optional_integer("miss_limit")
     values["probe_host_ports"] = reader.boolean("probe_host_ports", default.probe_host_ports)
     values["queues"] = reader.boolean("queues", default.queues)
+    values["routing"] = parse_routing(document.get("routing", str(default.routing)), source)
     values["max_batch"] = reader.integer("max_batch", default.max_batch)
     values["status_socket"] = reader.path("status_socket") or default.status_socket
     values["event_log"] = reader.path("event_log")

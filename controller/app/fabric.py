@@ -10,9 +10,13 @@ It ties the pieces together and owns the decisions:
 * on a target that reports its ports' carrier (the linux southbound's ``port_status``), links
   are watched by carrier instead of probes (:mod:`controller.app.carrier`), with the same
   link events, recomputation and failover records;
-* on a link change the whole fabric's intent is recomputed and only the switches whose intent
-  changed are programmed, each with only its difference; the time from the first lost probe to
-  the last acknowledged write is recorded as the failover;
+* on a link change the intent is recomputed as the routing policy says
+  (:mod:`controller.intent.policy`): ``reactive`` recomputes the whole fabric at once, ``static``
+  only prunes each switch's own dead next hops, ``converge:SECONDS`` prunes at once and
+  recomputes the fabric SECONDS later; only the switches whose intent changed are programmed,
+  each with only its difference; the time from the first lost probe to the last acknowledged
+  write is recorded as the failover (one record per phase: ``reactive``, ``local``,
+  ``converged``);
 * every event goes to the structured event log, and no switch-side error ends the loop.
 
 A switch only sends and takes probes while in service. Probes toward a neighbour that is
@@ -41,7 +45,14 @@ from controller.app.failover import Failover
 from controller.app.liveness import LinkChange, LinkMonitor, LinkState, LinkStatus
 from controller.app.lldp import ForeignLldp, Probe, ProbeDecodeError, decode_probe, encode_probe
 from controller.app.programmer import IntentSource, RetryPolicy, SwitchProgrammer
-from controller.intent import FabricIntent, compute_intent, diff_intents
+from controller.intent import (
+    FabricIntent,
+    RoutingMode,
+    RoutingPolicy,
+    compute_intent,
+    diff_intents,
+    prune_dead_next_hops,
+)
 from controller.intent.model import SwitchIntent
 from controller.southbound.interface import ProgramResult, Southbound, SwitchRole
 from topologies.model import Endpoint, LinkId, Topology
@@ -146,6 +157,8 @@ class FabricController:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     #: Identifies this controller instance's probes (another instance's are ignored).
     nonce: int = field(default_factory=lambda: secrets.randbits(32))
+    #: When link changes reach the switches beyond the link's two ends.
+    routing: RoutingPolicy = field(default_factory=RoutingPolicy)
     views: dict[str, SwitchView] = field(init=False)
     intent: FabricIntent = field(init=False)
     generation: int = field(init=False, default=0)
@@ -159,6 +172,14 @@ class FabricController:
         self.views = {switch.name: SwitchView() for switch in self.topology.switches}
         self.intent = compute_intent(self.topology)
         self._down: set[LinkId] = set()
+        #: The down links the fabric-wide computation knows of, and its result (before each
+        #: switch prunes its own dead next hops): never any under ``static``.
+        self._routed_down: frozenset[LinkId] = frozenset()
+        self._routed: FabricIntent = self.intent
+        self._routed_key: frozenset[LinkId] = frozenset()
+        #: Link changes so far, and the newest one a ``converge`` recomputation has applied.
+        self._changes_seen = 0
+        self._changes_converged = 0
         self._monitor = LinkMonitor(
             self.topology.links,
             self.discovery.miss_limit,
@@ -200,6 +221,7 @@ class FabricController:
             link_evidence=str(self.discovery.evidence),
             probe_interval_ms=round(self.discovery.interval_s * 1000, 3),
             miss_limit=self.discovery.miss_limit,
+            routing=str(self.routing),
             nonce=self.nonce,
         )
         workers: list[Coroutine[Any, Any, None]] = [
@@ -232,8 +254,17 @@ class FabricController:
         return self._monitor.status()
 
     def down_links(self) -> frozenset[LinkId]:
-        """The links the current intent routes around."""
+        """The links that are down (each switch prunes its own next hops over them)."""
         return frozenset(self._down)
+
+    def routed_down_links(self) -> frozenset[LinkId]:
+        """The down links the fabric-wide routes avoid: all of them under ``reactive``, none
+        under ``static``, those of the policy's delay ago under ``converge``."""
+        return self._routed_down
+
+    def pending_convergences(self) -> int:
+        """Link changes whose ``converge`` recomputation is still to come."""
+        return self._changes_seen - self._changes_converged
 
     # -- southbound events ---------------------------------------------------------------------
     def switch_connected(self, switch: str, role: SwitchRole) -> None:
@@ -431,7 +462,47 @@ class FabricController:
                 link=str(change.link),
                 since_ms=round((detected_at - change.since) * 1000, 3),
             )
-        new_intent = compute_intent(self.topology, self._down)
+        downs = [c.since for c in changes if c.state is LinkState.DOWN]
+        started_at = min(downs) if downs else max(c.since for c in changes)
+        trigger = tuple(f"{change.link} {change.state}" for change in changes)
+        mode = self.routing.mode
+        if mode is RoutingMode.REACTIVE:
+            self._routed_down = frozenset(self._down)
+        elif mode is RoutingMode.CONVERGE:
+            self._changes_seen += 1
+            self._spawn(
+                self._converge_later(
+                    self._changes_seen, frozenset(self._down), trigger, started_at, detected_at
+                )
+            )
+        phase = "reactive" if mode is RoutingMode.REACTIVE else "local"
+        self._reprogram(trigger, started_at, detected_at, phase)
+
+    async def _converge_later(
+        self,
+        sequence: int,
+        down: frozenset[LinkId],
+        trigger: tuple[str, ...],
+        started_at: float,
+        detected_at: float,
+    ) -> None:
+        """After the policy's delay, let the fabric-wide routes see the link state ``down`` as
+        it was after change ``sequence``, unless a later change was applied already."""
+        await asyncio.sleep(self.routing.delay_s)
+        if sequence <= self._changes_converged:
+            return
+        self._changes_converged = sequence
+        self._routed_down = down
+        self._reprogram(trigger, started_at, detected_at, "converged")
+
+    def _reprogram(
+        self, trigger: tuple[str, ...], started_at: float, detected_at: float, phase: str
+    ) -> None:
+        """The intent for the current routed and live link state; program what changed."""
+        if self._routed_down != self._routed_key:
+            self._routed = compute_intent(self.topology, self._routed_down)
+            self._routed_key = self._routed_down
+        new_intent = prune_dead_next_hops(self._routed, self.topology, self._down)
         changed = tuple(
             intent.switch
             for intent in new_intent.switches
@@ -443,17 +514,17 @@ class FabricController:
         self.log.emit(
             "intent_changed",
             generation=self.generation,
+            phase=phase,
+            routing=str(self.routing),
             switches=list(changed),
             changes=diff.change_count,
             down_links=sorted(str(link) for link in self._down),
+            routed_down_links=sorted(str(link) for link in self._routed_down),
         )
         for name in changed:
             self._programmers[name].request()
         targets = tuple(name for name in changed if self.views[name].in_service)
-        downs = [c.since for c in changes if c.state is LinkState.DOWN]
-        started_at = min(downs) if downs else max(c.since for c in changes)
-        trigger = tuple(f"{change.link} {change.state}" for change in changes)
-        self._spawn(self._time_failover(trigger, started_at, detected_at, targets))
+        self._spawn(self._time_failover(trigger, started_at, detected_at, targets, phase))
 
     async def _time_failover(
         self,
@@ -461,6 +532,7 @@ class FabricController:
         started_at: float,
         detected_at: float,
         targets: tuple[str, ...],
+        phase: str,
     ) -> None:
         generation = self.generation
         waits = [self._programmers[name].wait_applied(generation) for name in targets]
@@ -475,7 +547,7 @@ class FabricController:
             result = self.views[name].last_ok_result
             writes += result.writes if result is not None else 0
         record = Failover(
-            trigger, started_at, detected_at, programmed_at, targets, writes, complete
+            trigger, started_at, detected_at, programmed_at, targets, writes, complete, phase
         )
         self.last_failover = record
         self.log.emit("failover", generation=generation, **record.to_json())

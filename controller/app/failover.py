@@ -26,6 +26,11 @@ class Failover:
     writes: int
     #: False when a switch could not be programmed (its failure is logged on its own).
     complete: bool
+    #: Which reaction this is (``controller.intent.policy``): ``reactive``, the whole fabric at
+    #: once; ``local``, each switch pruning its own dead next hops (``static``, and the first
+    #: step of ``converge``); ``converged``, ``converge``'s recomputation after its delay, whose
+    #: programming time includes that delay.
+    phase: str = "reactive"
 
     @property
     def detection_ms(self) -> float:
@@ -49,6 +54,7 @@ class Failover:
             "switches": list(self.switches),
             "writes": self.writes,
             "complete": self.complete,
+            "phase": self.phase,
             "detection_ms": round(self.detection_ms, 3),
             "programming_ms": round(self.programming_ms, 3),
             "duration_ms": round(self.duration_ms, 3),

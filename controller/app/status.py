@@ -1,8 +1,8 @@
 """What ``mrc-controller status`` shows: the running controller's state as JSON, and as text.
 
-Links and their state, the groups every switch hashes over and their members, per-port and
-per-member counters read from the switches at the moment of the request, and the last
-failover with its duration. Times are shown as UTC wall-clock timestamps.
+The routing policy, links and their state, the groups every switch hashes over and their
+members, per-port and per-member counters read from the switches at the moment of the request,
+and the last failover with its duration. Times are shown as UTC wall-clock timestamps.
 """
 
 from __future__ import annotations
@@ -79,6 +79,11 @@ async def collect_status(fabric: FabricController) -> dict[str, Any]:
         "topology": fabric.topology.name,
         "generation": fabric.generation,
         "uptime_s": round(clock.monotonic() - fabric.started_at, 3),
+        "routing": {
+            **fabric.routing.to_json(),
+            "routed_down_links": sorted(str(link) for link in fabric.routed_down_links()),
+            "pending_convergences": fabric.pending_convergences(),
+        },
         "discovery": {
             "enabled": fabric.discovery.enabled,
             "probe_interval_ms": round(fabric.discovery.interval_s * 1000, 3),
@@ -149,6 +154,7 @@ def format_status(status: dict[str, Any]) -> str:
     lines = [
         f"topology {status['topology']}  generation {status['generation']}  "
         f"uptime {status['uptime_s']:.1f} s",
+        _routing_line(status["routing"]),
         "switches:",
     ]
     for name, switch in status["switches"].items():
@@ -195,10 +201,21 @@ def format_status(status: dict[str, Any]) -> str:
             f"last failover: {', '.join(failover['trigger'])}: {failover['duration_ms']:.1f} ms "
             f"(detection {failover['detection_ms']:.1f} + programming "
             f"{failover['programming_ms']:.1f}), {failover['writes']} writes on "
-            f"{', '.join(failover['switches']) or 'no switch'}"
+            f"{', '.join(failover['switches']) or 'no switch'}, {failover['phase']}"
             + ("" if failover["complete"] else " INCOMPLETE")
         )
     return "\n".join(lines)
+
+
+def _routing_line(routing: dict[str, Any]) -> str:
+    """The routing policy, and which down links the fabric-wide routes avoid so far."""
+    line = f"routing: {routing['policy']}"
+    routed = routing["routed_down_links"]
+    if routed:
+        line += f", routes avoid {', '.join(routed)}"
+    if routing["pending_convergences"]:
+        line += f", {routing['pending_convergences']} recomputation(s) pending"
+    return line
 
 
 def _iso(wall: float) -> str:

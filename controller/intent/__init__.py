@@ -5,6 +5,9 @@ asyncio (an import-linter contract keeps it so), hence unit-testable without a s
 
     intent = compute_intent(topology, down={LinkId.between(a, b)})
     changes = diff_intents(previous, intent)
+
+The routing policy (:mod:`controller.intent.policy`: static, reactive, converge) decides which
+down links the fabric-wide computation sees; ``routed_intent`` adds each switch's own pruning.
 """
 
 from controller.intent.compute import compute_intent
@@ -26,8 +29,16 @@ from controller.intent.model import (
     Route,
     SwitchIntent,
 )
+from controller.intent.policy import (
+    DEFAULT_CONVERGE_S,
+    RoutingMode,
+    RoutingPolicy,
+    prune_dead_next_hops,
+    routed_intent,
+)
 
 __all__ = [
+    "DEFAULT_CONVERGE_S",
     "DscpRule",
     "FabricDiff",
     "FabricIntent",
@@ -36,6 +47,8 @@ __all__ = [
     "NextHopMember",
     "PortIntent",
     "Route",
+    "RoutingMode",
+    "RoutingPolicy",
     "SwitchDiff",
     "SwitchIntent",
     "TableDiff",
@@ -43,4 +56,6 @@ __all__ = [
     "diff_intents",
     "diff_switch",
     "diff_table",
+    "prune_dead_next_hops",
+    "routed_intent",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
-from wire.constants import DscpClass
+from wire.dscp import TrafficClass
 
 
 @dataclass(frozen=True, order=True)
@@ -103,11 +103,12 @@ class PortIntent:
 class DscpRule:
     """DSCP classification: packets with ``dscp`` belong to ``traffic_class``.
 
-    The class is named by its :class:`DscpClass` member (whose value is only its default DSCP).
+    The class is named by its ``DscpClass`` (MRC) or ``RoceDscp`` (standard RoCEv2) member,
+    whose value is only its default DSCP.
     """
 
     dscp: int
-    traffic_class: DscpClass
+    traffic_class: TrafficClass
 
     @property
     def key(self) -> int:

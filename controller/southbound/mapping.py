@@ -2,15 +2,21 @@
 
 The one place that knows how intent concepts become P4 state:
 
-* a member is an action-profile member running ``routing_hashed`` (port, MACs, counter index);
+* a member is an action-profile member running ``routing_hashed`` (port, MACs, counter index),
+  and has an unwatched twin (same action, its own id);
 * a group is an action-profile group plus the ``next.hashed`` entry that selects it by next-hop
-  id (a route's ``next_id`` is its group's id). A group of several members sets ``watch_port``
-  on each, so BMv2 drops a member as soon as its port's carrier goes (data-plane failover). A
-  one-member group refers to the member's unwatched twin (:func:`p4_program.pinned_member_id`)
-  instead: it has nothing to fail over to, and BMv2 1.15 dies (SIGFPE) when a packet reaches a
-  group whose every member is down, e.g. a spine's group toward a leaf whose link was cut. The
-  packet is dropped at the dead port until the controller reroutes. Residual hazard: a group of
-  several members whose every port goes down before the controller reacts (tens of ms);
+  id (a route's ``next_id`` is its group's id). Every member but one sets ``watch_port``, so
+  BMv2 stops hashing onto it as soon as its port's carrier goes (data-plane failover). The one,
+  the group's *anchor* (its member of lowest index, :func:`anchor`), is the member's unwatched
+  twin (:func:`p4_program.pinned_member_id`): BMv2 1.15 dies (SIGFPE, a division by the number
+  of live members) when a packet reaches a group whose every member is down, and with an anchor
+  no group ever has none. A one-member group is its anchor alone. When every port of a group is
+  down, its packets go to the anchor's dead port and are dropped there, until the controller
+  hears of the cut and prunes (``controller.intent.policy``: a group left with no live member is
+  removed with its routes). The price: while only the anchor's port is down, the anchor's share
+  is lost until the controller prunes it (tens of ms), rather than until BMv2's own link poll
+  (up to 200 ms) - no slower in practice, and the controller alone must handle it when it runs
+  without link discovery;
 * a route is an LPM entry setting that next-hop id;
 * a port is a ``trim_config`` entry and a ``port_ecn`` entry (thresholds, or marking off
   toward hosts); queue depth and rate are not P4 state (:mod:`controller.southbound.queues`);
@@ -67,7 +73,7 @@ def member_record(member: NextHopMember) -> MemberRecord:
 
 
 def pinned_member_record(member: NextHopMember) -> MemberRecord:
-    """The unwatched twin of a member, for one-member groups (see the module docstring)."""
+    """The unwatched twin of a member, a group's anchor (see the module docstring)."""
     record = member_record(member)
     return MemberRecord(record.profile, p4.pinned_member_id(member.member_index), record.action)
 
@@ -77,16 +83,21 @@ def is_pinned(group: NextHopGroup) -> bool:
     return len(group.members) == 1
 
 
+def anchor(group: NextHopGroup) -> NextHopMember:
+    """The member a group holds as its unwatched twin (see the module docstring): the one of
+    lowest member index, so the choice is stable while that member stays in the group."""
+    return min(group.members, key=lambda member: member.member_index)
+
+
 def group_records(group: NextHopGroup) -> tuple[GroupRecord, TableEntryRecord]:
     """The action-profile group of a next-hop group, and the entry that selects it."""
-    if is_pinned(group):
-        (only,) = group.members
-        refs = [GroupMemberRef(p4.pinned_member_id(only.member_index), 1, None)]
-    else:
-        refs = [
-            GroupMemberRef(p4.member_id(member.member_index), 1, member.watch_port)
-            for member in group.members
-        ]
+    fixed = anchor(group)
+    refs = [GroupMemberRef(p4.pinned_member_id(fixed.member_index), 1, None)]
+    refs += [
+        GroupMemberRef(p4.member_id(member.member_index), 1, member.watch_port)
+        for member in group.members
+        if member.member_index != fixed.member_index
+    ]
     record = GroupRecord.of(p4.HASHED_SELECTOR, group.group_id, refs)
     selector = TableEntryRecord(
         p4.NEXT_HASHED, (("next_id", group.group_id),), group_id=group.group_id
@@ -162,10 +173,10 @@ def trim_dscp_record(rules: tuple[DscpRule, ...]) -> TableEntryRecord | None:
 
 
 def _records(intent: SwitchIntent) -> Iterator[Record]:
+    # Every member has its twin, used or not: a failover that moves a group's anchor is then a
+    # group modify alone, with no member to insert or delete first.
     for member in intent.members:
         yield member_record(member)
-    pinned = {g.members[0] for g in intent.groups if is_pinned(g)}
-    for member in sorted(pinned):
         yield pinned_member_record(member)
     for group in intent.groups:
         yield from group_records(group)

@@ -7,7 +7,8 @@ when the program's interface does; the unit tests check each of them against the
 from __future__ import annotations
 
 from p4src import artifact
-from wire.constants import DscpClass
+from wire.constants import DscpClass, RoceDscp
+from wire.dscp import TrafficClass
 
 #: The compiled artifacts the controller pushes when a switch lacks them.
 P4INFO_PATH = artifact("mrc.p4info.txtpb")
@@ -52,14 +53,17 @@ PACKET_IN_PORT = "ingress_port"
 PACKET_OUT_PORT = "egress_port"
 PACKET_OUT_PAD = "_pad"
 
-#: Internal class numbers of p4src/include/defines.p4 (CLASS_*), by MRC traffic class.
-P4_CLASS_OF: dict[DscpClass, int] = {
+#: Internal class numbers of p4src/include/defines.p4 (CLASS_*), by traffic class.
+P4_CLASS_OF: dict[TrafficClass, int] = {
     DscpClass.TRIMMABLE: 1,
     DscpClass.TRIMMABLE_RETX: 2,
     DscpClass.NO_TRIM: 3,
     DscpClass.TRIMMED: 4,
     DscpClass.TRIMMED_LASTHOP: 5,
     DscpClass.CONTROL: 6,
+    RoceDscp.DATA: 7,
+    RoceDscp.ACK: 8,
+    RoceDscp.CNP: 9,
 }
 
 
@@ -77,13 +81,13 @@ PINNED_MEMBER_ID_BASE = 1 << 16
 
 
 def pinned_member_id(member_index: int) -> int:
-    """The id of the unwatched twin of an intent member, used by one-member groups.
+    """The id of the unwatched twin of an intent member, each group's anchor.
 
-    A one-member group has nothing to fail over to, so its member watches no port: BMv2's
-    selector (PI 1.15) divides by the number of live members and dies with SIGFPE when a packet
-    reaches a group whose every member is down. The twin is a member of its own, not the watched
-    member with its ``watch_port`` cleared, because PI cannot later re-watch a member in place
-    (its watch-port enforcer re-activates an already active member and fails); a group growing
-    back from one member to several swaps the twin out for the watched members in one modify.
+    Every group holds one member that watches no port (``mapping.anchor``): BMv2's selector
+    (PI 1.15) divides by the number of live members and dies with SIGFPE when a packet reaches a
+    group whose every member is down. The twin is a member of its own, not the watched member
+    with its ``watch_port`` cleared, because PI cannot later re-watch a member in place (its
+    watch-port enforcer re-activates an already active member and fails); a group whose anchor
+    changes swaps one twin for another, and the old anchor's watched member, in one modify.
     """
     return PINNED_MEMBER_ID_BASE + member_id(member_index)

@@ -1,8 +1,9 @@
 /* Shared constants of the MRC switch program.
  *
  * The numbers mirror wire/constants.py (the wire contract of the whole testbed); the DSCP values
- * of the six MRC classes are NOT compiled in: the controller writes them into
- * MrcIngress.classify.dscp_classes and MrcIngress.trim.trim_dscp, so a fabric can renumber them. */
+ * of the traffic classes (six MRC, three standard RoCEv2) are NOT compiled in: the controller
+ * writes them into MrcIngress.classify.dscp_classes and MrcIngress.trim.trim_dscp, so a fabric
+ * can renumber them. */
 #ifndef MRC_DEFINES_P4
 #define MRC_DEFINES_P4
 
@@ -38,6 +39,18 @@ const bit<8> OP_SACK             = 0xDC;
 const bit<8> OP_NACK             = 0xDD;
 const bit<8> OP_RELIABILITY_PROBE = 0xDE;
 
+/* Standard RoCEv2 RC opcodes (IBTA): the baseline transport MRC replaces, forwarded like MRC
+ * traffic. Only the writes, their acknowledgement and the congestion notification: a fabric
+ * carrying RDMA WRITE needs no other, and any other opcode is dropped as unknown. */
+const bit<8> ROCE_WRITE_FIRST     = 0x06;  /* RETH */
+const bit<8> ROCE_WRITE_MIDDLE    = 0x07;
+const bit<8> ROCE_WRITE_LAST      = 0x08;
+const bit<8> ROCE_WRITE_LAST_IMM  = 0x09;  /* ImmDt */
+const bit<8> ROCE_WRITE_ONLY      = 0x0A;  /* RETH */
+const bit<8> ROCE_WRITE_ONLY_IMM  = 0x0B;  /* RETH, ImmDt */
+const bit<8> ROCE_ACK             = 0x11;  /* AETH: an ACK or a NAK */
+const bit<8> ROCE_CNP             = 0x81;  /* 16 reserved bytes */
+
 /* Header sizes in bytes, for trimming. */
 const bit<16> ETH_LEN = 14;
 const bit<16> IPV4_LEN = 20;
@@ -49,8 +62,11 @@ const bit<16> TSETH_LEN = 4;
 const bit<16> RETH_LEN = 16;
 const bit<16> IMM_LEN = 4;
 
-/* Internal traffic classes, set from the packet's DSCP by the classify table. */
-typedef bit<3> mrc_class_t;
+/* Internal traffic classes, set from the packet's DSCP by the classify table. The RoCE classes:
+ * data is ECN-marked like MRC data and never trimmed (a full queue drops it at the tail);
+ * ACK/NAK shares the normal queue with data, as a NIC sends it in its QP's traffic class, and is
+ * never marked; CNP rides the high-priority queue, never marked. */
+typedef bit<4> mrc_class_t;
 const mrc_class_t CLASS_OTHER           = 0;
 const mrc_class_t CLASS_TRIMMABLE       = 1;
 const mrc_class_t CLASS_TRIMMABLE_RETX  = 2;
@@ -58,6 +74,9 @@ const mrc_class_t CLASS_NO_TRIM         = 3;
 const mrc_class_t CLASS_TRIMMED         = 4;
 const mrc_class_t CLASS_TRIMMED_LASTHOP = 5;
 const mrc_class_t CLASS_CONTROL         = 6;
+const mrc_class_t CLASS_ROCE_DATA       = 7;
+const mrc_class_t CLASS_ROCE_ACK        = 8;
+const mrc_class_t CLASS_ROCE_CNP        = 9;
 
 /* v1model priority queues (simple_switch_grpc --priority-queues 2): 1 is served first. */
 const bit<3> PRIO_NORMAL = 0;
@@ -72,7 +91,7 @@ const bit<32> DROP_PARSER_TOO_SHORT   = 0;  /* error.PacketTooShort: truncated h
 const bit<32> DROP_PARSER_NO_MATCH    = 1;  /* error.NoMatch: a select with no case */
 const bit<32> DROP_PARSER_BAD_IPV4    = 2;  /* version != 4 or IHL != 5 */
 const bit<32> DROP_PARSER_BAD_IPV6    = 3;  /* version != 6 */
-const bit<32> DROP_PARSER_BAD_OPCODE  = 4;  /* BTH opcode that MRC does not define */
+const bit<32> DROP_PARSER_BAD_OPCODE  = 4;  /* BTH opcode neither MRC nor RoCE RC writes use */
 const bit<32> DROP_PARSER_OTHER       = 5;  /* any other parser error */
 const bit<32> DROP_IPV4_CHECKSUM      = 6;
 const bit<32> DROP_NO_ROUTE           = 7;

@@ -1,5 +1,6 @@
 /* Header and metadata types of the MRC switch program. MRC headers follow the OCP MRC 1.0 layout
- * (docs/protocol.md); wire/layers.py defines the same layout as scapy layers. */
+ * (docs/protocol.md); wire/layers.py defines the same layout as scapy layers. Standard RoCEv2
+ * packets share BTH, RETH, ImmDt and AETH with it; a CNP adds its 16 reserved bytes. */
 #ifndef MRC_HEADERS_P4
 #define MRC_HEADERS_P4
 
@@ -146,6 +147,11 @@ header neth_t {
     bit<16> tx_timestamp;
 }
 
+/* RoCEv2 CNP (opcode 0x81): 16 reserved bytes after the BTH. */
+header cnp_t {
+    bit<128> reserved;
+}
+
 /* Endpoint request/response (EV probe, port status): the testbed's own 8-byte layout. */
 header eph_t {
     bit<8>  type;
@@ -171,6 +177,7 @@ struct headers_t {
     cc_state_t   cc_state;
     neth_t       neth;
     eph_t        eph;
+    cnp_t        cnp;
 }
 
 /* Per-packet state. The selector hashes hash_* and ev only: BMv2 keeps stale values in invalid
@@ -184,7 +191,7 @@ struct local_metadata_t {
     mrc_class_t mrc_class;
     bool        routed;
     bool        host_facing;
-    bit<16>     mrc_hdr_len;   /* bytes of MRC headers after UDP, on data packets */
+    bit<16>     mrc_hdr_len;   /* bytes of MRC headers after UDP, on MRC data packets */
     qdepth_t    trim_threshold;
     bit<1>      trim_host_facing;
     bit<6>      trimmed_dscp;

@@ -1,5 +1,8 @@
 /* Parser, deparser and checksum controls.
  *
+ * On UDP 4791 the BTH opcode picks the headers: MRC's own opcodes (vendor range) and the standard
+ * RoCEv2 RC writes, ACK and CNP; any other opcode is a parser error (dropped, counted).
+ *
  * v1model does not drop a packet whose parse failed: it hands it to ingress with parser_error set,
  * half-parsed. MrcIngress drops and counts every such packet first thing.
  * Built with MRC_L3_BASELINE defined, the parser stops at UDP (the baseline program of
@@ -11,10 +14,12 @@
 #include <v1model.p4>
 #include "headers.p4"
 
+/* UnknownOpcode: a BTH opcode that is neither MRC's nor one of the standard RoCE RC opcodes the
+ * fabric forwards. */
 error {
     BadIpv4Header,
     BadIpv6Header,
-    UnknownMrcOpcode
+    UnknownOpcode
 }
 
 parser MrcParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta,
@@ -89,12 +94,20 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta,
             OP_SACK: parse_seth;
             OP_NACK: parse_neth;
             OP_RELIABILITY_PROBE: accept;
+            ROCE_WRITE_FIRST: parse_roce_reth;
+            ROCE_WRITE_MIDDLE: accept;
+            ROCE_WRITE_LAST: accept;
+            ROCE_WRITE_LAST_IMM: parse_roce_immdt;
+            ROCE_WRITE_ONLY: parse_roce_reth;
+            ROCE_WRITE_ONLY_IMM: parse_roce_reth;
+            ROCE_ACK: parse_aeth;
+            ROCE_CNP: parse_cnp;
             default: unknown_opcode;
         }
     }
 
     state unknown_opcode {
-        verify(false, error.UnknownMrcOpcode);
+        verify(false, error.UnknownOpcode);
         transition accept;  /* never reached: the failed verify ends parsing with the error */
     }
 
@@ -125,6 +138,26 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta,
     state parse_immdt {
         pkt.extract(hdr.immdt);
         meta.mrc_hdr_len = meta.mrc_hdr_len + IMM_LEN;
+        transition accept;
+    }
+
+    /* Standard RoCE: extracted to check the packet is whole, never trimmed (no METH, which is
+     * what Trim requires), so mrc_hdr_len stays 0. */
+    state parse_roce_reth {
+        pkt.extract(hdr.reth);
+        transition select(hdr.bth.opcode) {
+            ROCE_WRITE_ONLY_IMM: parse_roce_immdt;
+            default: accept;
+        }
+    }
+
+    state parse_roce_immdt {
+        pkt.extract(hdr.immdt);
+        transition accept;
+    }
+
+    state parse_cnp {
+        pkt.extract(hdr.cnp);
         transition accept;
     }
 
@@ -188,6 +221,7 @@ control MrcDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.cc_state);
         pkt.emit(hdr.neth);
         pkt.emit(hdr.eph);
+        pkt.emit(hdr.cnp);
     }
 }
 

@@ -20,6 +20,7 @@ from controller.southbound.linux.ecn import ECN_QDISC_PREFERENCE, choose_ecn_qdi
 from controller.southbound.linux.names import gateway_v4, gateway_v6
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour, NextHop
 from controller.southbound.linux.tc import TbfParameters, tbf_parameters
+from wire.dscp import class_key
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,28 @@ def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> tup
             "queue with data"
         )
     if intent.dscp_rules:
-        notes.append("DSCP classes have no kernel rendering (the kernel forwards by address only)")
+        notes.append(_dscp_note(intent))
     notes.append(
         f"LLDP and the CPU port ({intent.cpu_port}) have no kernel rendering: links are "
         "watched by carrier (netlink link events)"
     )
     return tuple(notes)
+
+
+def _dscp_note(intent: SwitchIntent) -> str:
+    """What the classes lose on a kernel switch, MRC's and the RoCE baseline's alike: the
+    kernel forwards every UDP datagram by address (a standard RoCE opcode as any MRC one) and
+    keeps its DSCP, but queues all classes together, and marks (where it can) any ECN-capable
+    packet, i.e. the data of both transports, whose senders set ECT on data only."""
+    classes = ", ".join(
+        f"{class_key(rule.traffic_class)}={rule.dscp}" for rule in intent.dscp_rules
+    )
+    return (
+        "DSCP classes have no kernel rendering (the kernel forwards by address only, DSCP "
+        f"kept): {classes}; MRC control, trimmed headers and RoCE CNPs share each port's one "
+        "queue with data, and ECN marking, where the kernel marks, takes any ECN-capable "
+        "packet (MRC and RoCE data alike)"
+    )
 
 
 def _ecn_off(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> list[str]:

@@ -1,6 +1,7 @@
 /* Classification by DSCP, never by opcode: that is what lets a fabric treat MRC without parsing it.
- * The controller installs one entry per MRC class (values configurable, defaults in
- * wire/constants.py DscpClass); any other DSCP is CLASS_OTHER, forwarded like plain IP. */
+ * The controller installs one entry per class, MRC's six and standard RoCE's three (data, ACK/NAK,
+ * CNP; values configurable, defaults in wire/constants.py DscpClass); any other DSCP is
+ * CLASS_OTHER, forwarded like plain IP. */
 #ifndef MRC_CLASSIFY_P4
 #define MRC_CLASSIFY_P4
 

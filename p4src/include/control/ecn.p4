@@ -4,8 +4,8 @@
  * linearly from 0 at min_depth to 1 at max_depth (queue depth in packets at enqueue). v1model has
  * no runtime division, so draw r uniformly in [min_depth, max_depth] and mark when depth > r.
  * The controller turns marking off toward hosts (no entry, or ecn_disabled): MRC wants a mark to
- * mean "this path is loaded", not "the receiver is in incast". Control and trimmed packets are never
- * marked. */
+ * mean "this path is loaded", not "the receiver is in incast". Control and trimmed packets, RoCE
+ * ACK/NAKs and CNPs are never marked; RoCE data is, as DCQCN needs. */
 #ifndef MRC_ECN_P4
 #define MRC_ECN_P4
 
@@ -53,7 +53,8 @@ control EcnMarking(inout headers_t hdr, inout local_metadata_t meta,
             ecn = hdr.ipv6.ecn;
         }
         bool data_class = meta.mrc_class != CLASS_CONTROL && meta.mrc_class != CLASS_TRIMMED
-                          && meta.mrc_class != CLASS_TRIMMED_LASTHOP;
+                          && meta.mrc_class != CLASS_TRIMMED_LASTHOP
+                          && meta.mrc_class != CLASS_ROCE_ACK && meta.mrc_class != CLASS_ROCE_CNP;
         if (data_class && (ecn == 1 || ecn == 2)) {
             switch (port_ecn.apply().action_run) {
                 set_ecn_thresholds: {

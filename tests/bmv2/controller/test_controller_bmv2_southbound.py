@@ -14,6 +14,7 @@ from controller.intent import compute_intent
 from controller.intent.model import SwitchIntent
 from controller.southbound.interface import ProgramResult, SwitchRole
 from controller.southbound.mapping import desired_records
+from controller.southbound.p4_program import PINNED_MEMBER_ID_BASE
 from controller.southbound.plan import plan_writes
 from controller.southbound.records import GroupRecord, RecordSet
 
@@ -90,4 +91,5 @@ def test_an_intent_installs_reads_back_equal_and_a_second_reconcile_writes_nothi
         for record in held["l1"].values()
         if isinstance(record, GroupRecord) and len(record.members) == 2
     )
-    assert [member.member_id for member in spread.members] == [3, 4]
+    # Port 4's watched member, and port 3's unwatched twin: the group's anchor.
+    assert [member.member_id for member in spread.members] == [4, PINNED_MEMBER_ID_BASE + 3]

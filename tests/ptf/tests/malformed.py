@@ -9,7 +9,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from tests.ptf.base import SWITCH_MAC, MrcPtfTest, host_mac
-from tests.ptf.packets import DST_V4, DST_V6, HOST_MAC, mrc_data, routed
+from tests.ptf.packets import DST_V4, DST_V6, HOST_MAC, mrc_data, roce_frame, routed
+from wire.constants import RoceOpcode
 
 DROP_PARSER_TOO_SHORT = 0
 DROP_PARSER_BAD_IPV4 = 2
@@ -75,9 +76,27 @@ class TruncatedIpv6IsDropped(MalformedTest):
         self.assert_dropped_as(whole[: 14 + 30], DROP_PARSER_TOO_SHORT)
 
 
-class UnknownMrcOpcodeIsDropped(MalformedTest):
+class UnknownOpcodeIsDropped(MalformedTest):
+    """Opcodes neither MRC nor the RoCE baseline uses stay dropped (the RC writes, ACK and CNP
+    are forwarded: tests/ptf/tests/roce.py)."""
+
     def runTest(self) -> None:
-        for opcode in (0x04, 0x0A, 0xF0):  # RoCE SEND_ONLY / WRITE_ONLY, and a vendor code
+        # RC SEND_ONLY, RDMA READ request and response, UD SEND_ONLY, a vendor code.
+        for opcode in (0x04, 0x0C, 0x10, 0x64, 0xF0):
             frame = bytearray(bytes(mrc_data(SWITCH_MAC, payload_len=64)))
             frame[14 + 20 + 8] = opcode
             self.assert_dropped_as(bytes(frame), DROP_PARSER_BAD_OPCODE)
+
+
+class TruncatedRoceHeadersAreDropped(MalformedTest):
+    """A standard RoCE packet cut inside the headers its opcode carries is dropped as short."""
+
+    def runTest(self) -> None:
+        for op, keep in (
+            (RoceOpcode.RC_RDMA_WRITE_FIRST, 8),  # half a RETH
+            (RoceOpcode.RC_ACKNOWLEDGE, 2),  # half an AETH
+            (RoceOpcode.CNP, 8),  # half the reserved bytes
+        ):
+            frame = bytes(roce_frame(SWITCH_MAC, op, payload_len=0))
+            cut = 14 + 20 + 8 + 12 + keep
+            self.assert_dropped_as(frame[:cut], DROP_PARSER_TOO_SHORT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
 from topologies import Endpoint, LinkId, LinkParams, Role
-from wire.constants import DscpClass
+from wire.constants import DscpClass, RoceDscp
 
 
 def test_switch_defaults_come_from_role_and_device_id(load_yaml, small_fabric):
@@ -84,7 +84,8 @@ def test_settings_default_to_the_documented_values(load_yaml, small_fabric):
     assert settings.cpu_port == 255
     assert settings.lldp.interval_ms == 10
     assert settings.lldp.miss_limit == 3
-    assert settings.dscp.by_class() == {member: member.value for member in DscpClass}
+    defaults = (*DscpClass, *RoceDscp)
+    assert settings.dscp.by_class() == {member: member.value for member in defaults}
     assert settings.ecn.min_threshold < settings.ecn.max_threshold < settings.trim_threshold
     assert settings.trim_threshold < settings.link_defaults.queue_depth
 
@@ -97,7 +98,7 @@ settings:
   cpu_port: 200
   trim_threshold: 20
   ecn: {min_threshold: 5, max_threshold: 15}
-  dscp: {control: 48}
+  dscp: {control: 40}
   lldp: {interval_ms: 50}
   link_defaults: {bandwidth_mbps: 10, queue_depth: 30, queue_rate_pps: 100}
   high_priority_queue: {depth: 8}
@@ -107,7 +108,7 @@ settings:
     assert settings.cpu_port == 200
     assert settings.trim_threshold == 20
     assert (settings.ecn.min_threshold, settings.ecn.max_threshold) == (5, 15)
-    assert settings.dscp.control == 48
+    assert settings.dscp.control == 40
     assert settings.dscp.trimmable == DscpClass.TRIMMABLE
     assert (settings.lldp.interval_ms, settings.lldp.miss_limit) == (50, 3)
     assert settings.high_priority_queue.depth == 8

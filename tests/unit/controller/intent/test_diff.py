@@ -99,7 +99,7 @@ def test_a_switch_that_leaves_the_topology_has_everything_deleted(leaf_spine):
 def test_changed_settings_show_up_as_port_dscp_and_setting_changes(leaf_spine):
     document = explicit_document(leaf_spine)
     document["settings"]["cpu_port"] = 200
-    document["settings"]["dscp"]["control"] = 48
+    document["settings"]["dscp"]["control"] = 40
     document["settings"]["ecn"]["min_threshold"] = 5
     changed = load_topology_text(dump_document(document))
     diff = diff_switch(
@@ -107,7 +107,7 @@ def test_changed_settings_show_up_as_port_dscp_and_setting_changes(leaf_spine):
     )
     assert diff.cpu_port == 200
     assert diff.lldp is None
-    assert [rule.dscp for rule in diff.dscp_rules.inserts] == [48]
+    assert [rule.dscp for rule in diff.dscp_rules.inserts] == [40]
     assert [rule.dscp for rule in diff.dscp_rules.deletes] == [46]
     assert [port.ecn_min_threshold for port in diff.ports.modifies] == [5, 5]
     assert len(diff.groups) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from controller.intent import DscpRule, LldpIntent, compute_intent
 from topologies import load_topology_text
 from topologies.document import dump_document, explicit_document
-from wire.constants import DscpClass
+from wire.constants import DscpClass, RoceDscp
 
 
 def test_ecn_is_off_toward_hosts_and_on_between_switches(leaf_spine):
@@ -52,7 +52,7 @@ def test_a_fabric_with_trimming_off_has_no_port_that_trims(leaf_spine):
 
 def test_dscp_rules_map_each_configured_value_to_its_class(leaf_spine):
     rules = compute_intent(leaf_spine).switch("l1").dscp_rules
-    assert rules == tuple(sorted(DscpRule(int(c), c) for c in DscpClass))
+    assert rules == tuple(sorted(DscpRule(int(c), c) for c in (*DscpClass, *RoceDscp)))
 
 
 def test_cpu_port_and_lldp_come_from_the_settings(leaf_spine):

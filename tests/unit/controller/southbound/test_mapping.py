@@ -1,5 +1,6 @@
-"""Intent -> mrc.p4 entities: one member per port, a group and its selector entry per next-hop
-group, an LPM entry per route, trimming and ECN per port, DSCP classes; all valid P4Info."""
+"""Intent -> mrc.p4 entities: one member per port and its unwatched twin, a group (one anchor
+twin, the other members watched) and its selector entry per next-hop group, an LPM entry per
+route, trimming and ECN per port, DSCP classes; all valid P4Info."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from controller.southbound.records import GroupRecord, MemberRecord, TableEntryR
 from p4src import SOURCE_DIR
 from topologies import load_topology, load_topology_text
 from topologies.document import dump_document, explicit_document
-from wire.constants import DscpClass
+from wire.constants import DscpClass, RoceDscp
 
 DEFINES = SOURCE_DIR / "include" / "defines.p4"
 
@@ -56,6 +57,12 @@ def test_every_used_port_gets_one_member_whose_id_is_its_index_plus_one(l1_recor
         key=lambda r: r.member_id,
     )
     assert [m.member_id for m in members] == [1, 2, 3, 4, 5, 6]
+    twins = sorted(
+        r.member_id - p4.PINNED_MEMBER_ID_BASE
+        for r in l1_records.values()
+        if isinstance(r, MemberRecord) and r.member_id > p4.PINNED_MEMBER_ID_BASE
+    )
+    assert twins == [1, 2, 3, 4, 5, 6], "every member has its twin, used or not"
     ports = [dict(m.action.params)["port"] for m in members]
     assert ports == [1, 2, 3, 4, 5, 6]
     assert [dict(m.action.params)["member_index"] for m in members] == [0, 1, 2, 3, 4, 5]
@@ -81,7 +88,8 @@ def test_a_one_member_group_holds_the_unwatched_twin_of_its_member(l1_records):
 
 def test_a_group_cut_down_to_one_member_swaps_to_the_twin_and_back(leaf_spine):
     """l1 with three of its four uplinks down: the far leaf's group is pinned to the one
-    left; once they return it is watched again, over the ordinary member ids."""
+    left; once they return, three of the four are watched again over the ordinary member ids,
+    and the first is the group's anchor twin again."""
     uplinks = [
         link
         for link in leaf_spine.links
@@ -96,32 +104,47 @@ def test_a_group_cut_down_to_one_member_swaps_to_the_twin_and_back(leaf_spine):
     ]
     healed = desired_records(compute_intent(leaf_spine).switch("l1"))
     far = next(r for r in healed.values() if isinstance(r, GroupRecord) and r.group_id == 3)
-    assert [m.member_id for m in far.members] == [3, 4, 5, 6]
+    assert [m.member_id for m in far.members] == [4, 5, 6, p4.PINNED_MEMBER_ID_BASE + 3]
 
 
 def test_a_member_rewrites_to_the_switch_port_mac_and_the_neighbours_mac(leaf_spine, l1_records):
     (uplink,) = [
         r
         for r in l1_records.values()
-        if isinstance(r, MemberRecord) and dict(r.action.params)["port"] == 3
+        if isinstance(r, MemberRecord)
+        and dict(r.action.params)["port"] == 3
+        and r.member_id < p4.PINNED_MEMBER_ID_BASE
     ]
     params = dict(uplink.action.params)
     assert params["smac"] == mac_to_int(leaf_spine.switch("l1").port_mac(3))
     assert params["dmac"] == mac_to_int(leaf_spine.switch("s1").port_mac(1))
 
 
-def test_the_group_toward_the_far_leaf_spreads_over_every_spine_and_watches_each_port(
+def test_the_group_toward_the_far_leaf_spreads_over_every_spine_and_watches_all_but_one(
     l1_records,
 ):
+    """BMv2 dies (SIGFPE) on a packet for a group whose every member its watch_port has
+    deactivated; the group's first member is held as its unwatched twin (the anchor), so at
+    least one member is always live. Its share dies with its port until the controller prunes
+    it."""
     groups = {r.group_id: r for r in l1_records.values() if isinstance(r, GroupRecord)}
     assert sorted(groups) == [1, 2, 3]
     spread = groups[3]
     assert [(m.member_id, m.weight, m.watch_port) for m in spread.members] == [
-        (3, 1, 3),
         (4, 1, 4),
         (5, 1, 5),
         (6, 1, 6),
+        (p4.PINNED_MEMBER_ID_BASE + 3, 1, None),
     ]
+
+
+def test_every_group_of_every_shipped_topology_has_exactly_one_unwatched_member():
+    for name in ("leaf-spine", "two-plane", "fat-tree"):
+        for intent in compute_intent(load_topology(name)).switches:
+            for record in desired_records(intent).values():
+                if isinstance(record, GroupRecord):
+                    unwatched = [m for m in record.members if m.watch_port is None]
+                    assert len(unwatched) == 1, f"{name} {intent.switch}: {record.describe()}"
 
 
 def test_each_group_is_selected_by_its_next_hop_id(l1_records):
@@ -181,7 +204,7 @@ def test_dscp_values_map_to_the_programs_class_numbers_and_set_the_trim_dscp_def
         for r in _of_table(l1_records, p4.DSCP_CLASSES)
         if r.action is not None
     }
-    assert classes == {4: 1, 5: 2, 6: 3, 12: 4, 13: 5, 46: 6}
+    assert classes == {4: 1, 5: 2, 6: 3, 12: 4, 13: 5, 46: 6, 26: 7, 28: 8, 48: 9}
     (default,) = _of_table(l1_records, p4.TRIM_DSCP)
     assert default.is_default and default.action is not None
     assert dict(default.action.params) == {"trimmed": 12, "trimmed_lasthop": 13}
@@ -198,9 +221,11 @@ def test_renumbered_trimmed_classes_follow_into_trim_dscp():
 def test_class_numbers_match_the_p4_programs_defines():
     text = DEFINES.read_text()
     for traffic_class, number in p4.P4_CLASS_OF.items():
-        pattern = rf"CLASS_{traffic_class.name}\s*=\s*(\d+);"
-        found = re.search(pattern, text)
-        assert found is not None, f"CLASS_{traffic_class.name} missing in defines.p4"
+        name = traffic_class.name
+        if isinstance(traffic_class, RoceDscp):
+            name = f"ROCE_{name}"
+        found = re.search(rf"CLASS_{name}\s*=\s*(\d+);", text)
+        assert found is not None, f"CLASS_{name} missing in defines.p4"
         assert int(found.group(1)) == number
 
 

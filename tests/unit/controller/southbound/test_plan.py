@@ -62,7 +62,8 @@ def test_a_failed_spine_link_is_a_group_modify_and_nothing_else():
     assert [u.operation for u in plan.updates] == [Operation.MODIFY]
     (update,) = plan.updates
     assert isinstance(update.record, GroupRecord)
-    assert [m.watch_port for m in update.record.members] == [4, 5, 6]
+    # Port 3 (the anchor) is gone: port 4's twin is the new anchor, 5 and 6 stay watched.
+    assert [m.watch_port for m in update.record.members] == [5, 6, None]
 
 
 def test_removal_deletes_entries_before_groups_before_members():
