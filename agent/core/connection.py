@@ -79,7 +79,11 @@ class ConnectionSpec:
     """What both sides agreed on at setup (the side channel's job, not the core's).
 
     ``remote_addresses[p]`` is the peer's address on plane p, aligned with the endpoint's local
-    addresses. ``send_psn`` is this side's first PSN, ``receive_psn`` the peer's.
+    addresses. ``send_psn`` is this side's first PSN, ``receive_psn`` the peer's. ``evs``, when
+    given, is the EV set as (plane, EV) pairs (an EV profile's; see ``agent.core.ev``), with
+    ``ev_min_active`` its floor; otherwise the set is drawn at random. ``ev_events`` asks for an
+    ``EvStateChanged`` event at every change of a home EV's state (the host API's EV events).
+    Writes from the peer land only in regions of protection domain ``pd``.
     """
 
     local_qp: int
@@ -87,6 +91,10 @@ class ConnectionSpec:
     remote_addresses: tuple[bytes, ...]
     send_psn: int = 0
     receive_psn: int = 0
+    evs: tuple[tuple[int, int], ...] | None = None
+    ev_min_active: int = 0
+    ev_events: bool = False
+    pd: int = 0
 
 
 class Connection:
@@ -117,7 +125,16 @@ class Connection:
         self._remote_up = [True] * planes
         self.counters = ConnectionCounters()
         self.rtt = RttEstimator(config)
-        self.ev_set = EvSet(config, planes, ipv6=len(local_addresses[0]) == 16, rng=rng)
+        self.ev_set = EvSet(
+            config,
+            planes,
+            ipv6=len(local_addresses[0]) == 16,
+            rng=rng,
+            homes=spec.evs,
+            min_active=spec.ev_min_active,
+            events=events if spec.ev_events else None,
+            qp=spec.local_qp,
+        )
         for plane in range(planes):
             self.ev_set.set_plane_usable(plane, self._local_up[plane])
         self.sender = Sender(
@@ -132,7 +149,14 @@ class Connection:
             events,
         )
         self.receiver = Receiver(
-            config, spec.local_qp, spec.remote_qp, spec.receive_psn, memory, self.counters, events
+            config,
+            spec.local_qp,
+            spec.remote_qp,
+            spec.receive_psn,
+            memory,
+            self.counters,
+            events,
+            spec.pd,
         )
         self._replies: list[tuple[Packet, int, int]] = []  # packet, plane, EV
         #: EV probes of the peer not yet answered, per plane: (seq, value, EV it came on).
@@ -150,12 +174,15 @@ class Connection:
         #: caller's burst limit across its connections with it).
         self.data_sent_last_call = 0
         self._port_status_seq = 0
-        self._port_status_due: float | None = None
-        self._port_status_unanswered = False
+        self._port_status_unanswered = not all(self._local_up)
+        # Opened while a local port is down: the peer must hear it before it sprays there.
+        self._port_status_due: float | None = 0.0 if self._port_status_unanswered else None
 
     # --- application side -----------------------------------------------------------------
 
-    def post_write(self, data: bytes, remote_va: int, rkey: int, immediate: int | None) -> int:
+    def post_write(
+        self, data: bytes | memoryview, remote_va: int, rkey: int, immediate: int | None
+    ) -> int:
         """Queue an RDMA write; returns its MSN (see ``Sender.post``)."""
         if self.closed:
             raise ConnectionClosed(f"connection {self.qp:#x} is closed")
@@ -532,6 +559,11 @@ class Connection:
         return min(candidates) if candidates else None
 
     # --- statistics -----------------------------------------------------------------------
+
+    @property
+    def remote_addresses(self) -> tuple[bytes, ...]:
+        """The peer's address on each plane (a status names the peer by them)."""
+        return self._remote
 
     def stats(self) -> ConnectionStats:
         """A snapshot of this connection's statistics."""

@@ -15,6 +15,11 @@ Data packets received between two ``datagrams_to_send`` calls are answered by on
 datagrams before asking for output gets one SACK per batch, and one that asks after every
 datagram gets one per packet.
 
+Connectionless EV probes (the host API's ``mrc_ctl_ep_batch_send_wait``): ``send_ev_probe``
+sends an endpoint request addressed to QP 0 on a chosen EV, the peer's endpoint answers it
+without any connection, and the answer comes out as an ``EvProbeAnswered`` event with its RTT.
+A probe nobody answers is the caller's to give up (``cancel_ev_probe``).
+
 Input is never trusted: a datagram that is malformed, fails its ICRC, names an unknown QP, comes
 from the wrong address, lies outside the PSN window or writes where it may not is dropped and
 counted in ``stats.drops``; none of these raise.
@@ -33,19 +38,27 @@ from agent.core.codec import (
     DecodeError,
     decode,
     decode_whole_data_fields,
+    encode,
 )
 from agent.core.config import MrcConfig
 from agent.core.connection import Connection, ConnectionSpec
-from agent.core.datagram import IncomingDatagram, OutgoingDatagram
+from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
 from agent.core.drops import DropReason
-from agent.core.events import Event
+from agent.core.events import Event, EvProbeAnswered
 from agent.core.memory import MemoryRegion, MemoryTable
+from agent.core.packets import EndpointMessage
 from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
-from wire.constants import ROCEV2_UDP_PORT
+from wire.constants import ECN_NOT_ECT, ROCEV2_UDP_PORT, EpType, EvState
 
 _MAX_QP: Final = 0xFFFFFF
 _FIRST_QP: Final = 2  # QPs 0 and 1 are InfiniBand's special QPs
+#: The QP connectionless endpoint requests are addressed to (no connection has it).
+CONNECTIONLESS_QP: Final = 0
+#: Connectionless probes awaiting an answer, at most: each costs a table entry until the
+#: caller cancels it, so a runaway caller is refused rather than grow it without bound.
+MAX_PENDING_PROBES: Final = 4096
+_EV_PROBE: Final = int(EpType.EV_PROBE)
 
 
 class Endpoint:
@@ -84,6 +97,10 @@ class Endpoint:
         self.data_sent_last_call = 0
         self._send_rotation = 0
         self._trimmed_dscps = (self.config.dscp.trimmed, self.config.dscp.trimmed_lasthop)
+        #: Connectionless probes sent and not answered: seq -> (plane, peer, EV, sent at).
+        self._probes: dict[int, tuple[int, bytes, int, float]] = {}
+        #: Connectionless datagrams (probes and their answers) waiting to go out.
+        self._connectionless_out: list[OutgoingDatagram] = []
 
     # --- setup ----------------------------------------------------------------------------
 
@@ -92,9 +109,12 @@ class Endpoint:
         """Number of planes (local addresses)."""
         return len(self.local_addresses)
 
-    def register_memory(self, buffer: bytearray | memoryview, va: int = 0) -> MemoryRegion:
-        """Expose ``buffer`` to remote writes at ``va`` onwards; returns it with its R_Key."""
-        return self.memory.register(buffer, va)
+    def register_memory(
+        self, buffer: bytearray | memoryview, va: int = 0, pd: int = 0
+    ) -> MemoryRegion:
+        """Expose ``buffer`` to remote writes at ``va`` onwards, to the connections of
+        protection domain ``pd``; returns it with its R_Key."""
+        return self.memory.register(buffer, va, pd)
 
     def allocate_qp(self) -> int:
         """An unused QP number, to offer the peer before ``connect``."""
@@ -134,7 +154,12 @@ class Endpoint:
     # --- application calls ----------------------------------------------------------------
 
     def post_write(
-        self, qp: int, data: bytes, remote_va: int, rkey: int, immediate: int | None = None
+        self,
+        qp: int,
+        data: bytes | memoryview,
+        remote_va: int,
+        rkey: int,
+        immediate: int | None = None,
     ) -> int:
         """RDMA-write ``data`` to the peer's ``remote_va`` in region ``rkey``; returns the MSN.
 
@@ -143,6 +168,10 @@ class Endpoint:
         ``ConnectionClosed`` on a dead connection, ``ValueError`` for impossible arguments.
         """
         return self._connection(qp).post_write(data, remote_va, rkey, immediate)
+
+    def set_send_psn(self, qp: int, psn: int) -> None:
+        """Start ``qp``'s send PSNs at ``psn`` (before anything was posted on it)."""
+        self._connection(qp).sender.set_initial_psn(psn)
 
     def can_post(self, qp: int) -> bool:
         """Whether ``post_write`` on ``qp`` would be accepted now."""
@@ -155,6 +184,81 @@ class Endpoint:
         for connection in self._connections.values():
             connection.set_local_plane_up(plane, up)
 
+    def retire_ev(self, qp: int, plane: int, ev: int, now: float) -> None:
+        """Operator: treat home EV ``ev`` of ``plane`` on ``qp`` as ASSUMED_BAD now."""
+        self._connection(qp).ev_set.force_retire(plane, ev, now)
+
+    def admit_ev(self, qp: int, plane: int, ev: int) -> None:
+        """Operator: home EV ``ev`` of ``plane`` on ``qp`` is GOOD now (no probes)."""
+        self._connection(qp).ev_set.force_good(plane, ev)
+
+    def ev_states(self, qp: int) -> list[tuple[int, int, EvState]]:
+        """Every home EV of ``qp`` as (plane, EV, state)."""
+        return self._connection(qp).ev_set.homes()
+
+    # --- connectionless EV probes ---------------------------------------------------------
+
+    def send_ev_probe(self, plane: int, peer: bytes, ev: int, seq: int, now: float) -> None:
+        """Probe ``peer`` (an address of the local address family) from ``plane`` on EV ``ev``
+        (32 bits: source port and flow label); the answer is an ``EvProbeAnswered`` event
+        with sequence number ``seq`` (16 bits, unique among the probes awaiting an answer).
+        ``ValueError`` for anything that cannot go on the wire."""
+        if not 0 <= plane < self.planes:
+            raise ValueError(f"no plane {plane}: this endpoint has {self.planes}")
+        if len(peer) != len(self.local_addresses[0]):
+            raise ValueError("the probed address must be of the local addresses' IP version")
+        if not 0 <= seq <= 0xFFFF:
+            raise ValueError(f"probe sequence numbers are 16 bits, got {seq}")
+        if seq in self._probes:
+            raise ValueError(f"probe {seq} is already awaiting an answer")
+        if not 0 <= ev <= 0xFFFFFFFF or ev >> 16 == 0:
+            raise ValueError(f"EV {ev:#x} is not a 32-bit EV with a non-zero source port")
+        if len(self._probes) >= MAX_PENDING_PROBES:
+            raise ValueError(f"{MAX_PENDING_PROBES} probes already await an answer")
+        self._probes[seq] = (plane, bytes(peer), ev, now)
+        message = EndpointMessage(CONNECTIONLESS_QP, 0, False, _EV_PROBE, seq, ev)
+        self._queue_connectionless(message, plane, bytes(peer), ev)
+
+    def cancel_ev_probe(self, seq: int) -> None:
+        """Give up waiting for probe ``seq`` (a late answer is then dropped as unexpected)."""
+        self._probes.pop(seq, None)
+
+    def _queue_connectionless(
+        self, message: EndpointMessage, plane: int, peer: bytes, ev: int
+    ) -> None:
+        ip = IpContext(src=self.local_addresses[plane], dst=peer)
+        src_port = ev >> 16
+        payload = encode(message, ip, src_port)
+        self._connectionless_out.append(
+            OutgoingDatagram(
+                payload, ip, plane, src_port, ev & 0xFFFF, self.config.dscp.control, ECN_NOT_ECT
+            )
+        )
+
+    def _on_connectionless(
+        self, packet: EndpointMessage, datagram: IncomingDatagram, plane: int, now: float
+    ) -> DropReason | None:
+        """An endpoint request or response addressed to QP 0."""
+        if packet.ep_type != _EV_PROBE or packet.more_answers:
+            return DropReason.UNKNOWN_QP
+        if not packet.response:
+            answer = EndpointMessage(
+                CONNECTIONLESS_QP, 0, True, _EV_PROBE, packet.seq, packet.value
+            )
+            self._queue_connectionless(answer, plane, datagram.ip.src, datagram.ev)
+            return None
+        pending = self._probes.get(packet.seq)
+        if pending is None:
+            return DropReason.UNEXPECTED
+        sent_plane, peer, ev, sent_at = pending
+        if sent_plane != plane or peer != datagram.ip.src or ev != packet.value:
+            return DropReason.UNEXPECTED
+        del self._probes[packet.seq]
+        self._events.append(
+            EvProbeAnswered(CONNECTIONLESS_QP, packet.seq, plane, ev, max(now - sent_at, 0.0))
+        )
+        return None
+
     def deny_ev(self, qp: int, plane: int, ev: int, now: float) -> None:
         """Operator: stop using home EV ``ev`` of ``plane`` on ``qp`` (state DENIED)."""
         self._connection(qp).ev_set.deny(plane, ev, now)
@@ -166,6 +270,10 @@ class Endpoint:
     def connection_stats(self, qp: int) -> ConnectionStats:
         """A snapshot of connection ``qp``'s statistics."""
         return self._connection(qp).stats()
+
+    def remote_addresses(self, qp: int) -> tuple[bytes, ...]:
+        """Connection ``qp``'s peer address on each plane."""
+        return self._connection(qp).remote_addresses
 
     @property
     def connections(self) -> tuple[int, ...]:
@@ -244,6 +352,11 @@ class Endpoint:
                 continue
             connection = connections.get(packet.dest_qp)
             if connection is None:
+                if packet.dest_qp == CONNECTIONLESS_QP and type(packet) is EndpointMessage:
+                    refused = self._on_connectionless(packet, datagram, plane, now)
+                    if refused is not None:
+                        drops[refused] += 1
+                    continue
                 drops[DropReason.UNKNOWN_QP] += 1
                 continue
             reason = connection.receive(packet, datagram, plane, now)
@@ -268,6 +381,8 @@ class Endpoint:
         went (all of the limit: more may be ready at once); which connection goes first turns
         with each call, so that one busy connection cannot hold the others back."""
         out: list[OutgoingDatagram] = []
+        if self._connectionless_out:
+            out, self._connectionless_out = self._connectionless_out, []
         written = slots.written if slots is not None else 0
         data_sent = 0
         if limit is None:

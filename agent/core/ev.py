@@ -24,7 +24,8 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
 * A loss the sender later sees disproved (the packet was late, not lost: reordering, not a
   broken path) gives the home EV it retired its slot back at once, without probes, provided
   no other loss was reported on it meanwhile (``reinstate``).
-* A plane can be unusable (the local port or the peer's port is down): its slots are skipped.
+* A plane can be unusable (the local port or the peer's port is down): its slots are skipped,
+  and a loss on it retires no EV (the port is at fault, not the path).
 * Ack-clocked choice (the testbed's refinement of the rotation): data prefers an EV whose
   previous packet has been answered, taken from a free list refilled in the order answers
   arrive; only when every usable EV has a packet outstanding does the plain round robin
@@ -35,15 +36,26 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
 
 EV values are 32 bits: UDP source port in bits 31-16 (drawn from the configured entropy port
 range) and, over IPv6 only, a random flow label in bits 15-0.
+
+A set may instead be given its EVs (an explicit or generated EV profile of the host API, see
+``agent.core.ev_expansion``): then each listed EV is a slot's home for good, no stand-in is
+ever drawn (a profile's EVs name paths; a random one names none), a retired EV's slot stays
+empty until probes revive it, and no EV is retired while only ``min_active`` EVs could carry
+data: below that floor the set keeps using what it has rather than starve.
+
+Every change of a home EV's state (retired, revived or reinstated, denied, allowed) goes out
+as an ``EvStateChanged`` event when the set is given an event queue: the host API's EV events.
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Sequence
 from typing import Final
 
 from agent.core.config import MrcConfig
+from agent.core.events import Event, EvStateChanged
 from agent.core.stats import EvReport
 from wire.constants import EvState
 
@@ -58,6 +70,7 @@ class EvEntry:
     (SACK, NACK, loss) reaches the exact EV it travelled on."""
 
     __slots__ = (
+        "ecn_echoes",
         "home",
         "loss_reports",
         "losses",
@@ -70,6 +83,7 @@ class EvEntry:
         "queued",
         "slot",
         "state",
+        "trims",
         "uses",
         "value",
     )
@@ -82,6 +96,8 @@ class EvEntry:
         self.state = state
         self.uses = 0
         self.losses = 0
+        self.trims = 0
+        self.ecn_echoes = 0
         #: Every loss reported on it, also while it was retired already (``losses`` counts
         #: the retirements): a disproved loss reinstates it only if nothing else was lost.
         self.loss_reports = 0
@@ -117,7 +133,17 @@ class EvSet:
     EVs to probe now and the connection sends the probes.
     """
 
-    def __init__(self, config: MrcConfig, planes: int, ipv6: bool, rng: random.Random) -> None:
+    def __init__(
+        self,
+        config: MrcConfig,
+        planes: int,
+        ipv6: bool,
+        rng: random.Random,
+        homes: Sequence[tuple[int, int]] | None = None,
+        min_active: int = 0,
+        events: deque[Event] | None = None,
+        qp: int = 0,
+    ) -> None:
         if planes < 1:
             raise ValueError("an EV set needs at least one plane")
         self._config = config
@@ -127,13 +153,23 @@ class EvSet:
         self._values_in_use: set[int] = set()
         self._slots: list[EvSlot] = []
         self._homes: dict[tuple[int, int], EvEntry] = {}
-        for index in range(config.ev_set_size):
-            slot = EvSlot(index, index % planes)
-            entry = EvEntry(slot, self._draw_value(), home=True, state=_GOOD)
-            slot.home = entry
-            slot.current = entry
-            self._slots.append(slot)
-            self._homes[(slot.plane, entry.value)] = entry
+        #: The EVs were given (a profile's): no stand-ins, and the ``min_active`` floor.
+        self._fixed = homes is not None
+        self._min_active = min_active
+        self._events = events
+        self._qp = qp
+        if homes is not None:
+            if not homes:
+                raise ValueError("a given EV set needs at least one EV")
+            for plane, value in homes:
+                if not 0 <= plane < planes or not 0 <= value <= 0xFFFFFFFF:
+                    raise ValueError(f"EV {value:#x} on plane {plane} is out of range")
+                if (plane, value) in self._homes:
+                    raise ValueError(f"EV {value:#010x} of plane {plane} is listed twice")
+                self._add_home(len(self._slots), plane, value)
+        else:
+            for index in range(config.ev_set_size):
+                self._add_home(index, index % planes, self._draw_value())
         self._cursor = 0
         self._free: deque[EvEntry] = deque()
         for slot in self._slots:
@@ -147,6 +183,26 @@ class EvSet:
         self._data_picks = 0  # data packets given an EV since the last probe round
         self._starved = False  # since the last round, data waited because no EV could carry it
         self._probe_credit = 0.0
+
+    def _add_home(self, index: int, plane: int, value: int) -> None:
+        slot = EvSlot(index, plane)
+        entry = EvEntry(slot, value, home=True, state=_GOOD)
+        slot.home = entry
+        slot.current = entry
+        self._slots.append(slot)
+        self._homes[(plane, value)] = entry
+        self._values_in_use.add(value)
+
+    def _changed(self, entry: EvEntry) -> None:
+        """Report a home EV's new state (stand-ins come and go unreported)."""
+        if self._events is not None and entry.home:
+            self._events.append(EvStateChanged(self._qp, entry.plane, entry.value, entry.state))
+
+    def _carrying(self) -> int:
+        """EVs that may carry data now (GOOD or SKIP in their slot)."""
+        return sum(
+            1 for slot in self._slots if slot.current.state is _GOOD or slot.current.state is _SKIP
+        )
 
     # --- data path ------------------------------------------------------------------------
 
@@ -253,14 +309,22 @@ class EvSet:
             return False
         if not entry.active:
             return False
+        if not self._plane_usable[entry.plane]:
+            # Lost because a port of its plane (ours or the peer's) is down: no fault of the
+            # path, which carries data again as soon as the port is back.
+            return False
+        if self._fixed and self._carrying() <= self._min_active:
+            return False  # at the floor: keep using it rather than starve
         entry.losses += 1
         slot = entry.slot
         if entry.home:
             entry.state = _BAD
             self._start_probing(entry, self._config.probes_to_revive, now, at_once=False)
+            self._changed(entry)
         else:
             self._discard(entry)
-        self._fill_with_standin(slot, now)
+        if not self._fixed:
+            self._fill_with_standin(slot, now)
         return True
 
     def reinstate(self, entry: EvEntry, loss_reports: int) -> bool:
@@ -284,7 +348,8 @@ class EvSet:
         self._stop_probing(entry)
         was_active = entry.active
         entry.state = _DENIED
-        if was_active:
+        self._changed(entry)
+        if was_active and not self._fixed:
             self._fill_with_standin(entry.slot, now)
 
     def allow(self, plane: int, value: int, now: float) -> None:
@@ -293,7 +358,38 @@ class EvSet:
         if entry.state is not _DENIED:
             return
         entry.state = _BAD
+        self._changed(entry)
         self._start_probing(entry, self._config.probes_to_revive, now, at_once=True)
+
+    def force_retire(self, plane: int, value: int, now: float) -> None:
+        """Operator: treat home EV ``value`` of ``plane`` as ASSUMED_BAD now (as a loss would,
+        but below the ``min_active`` floor too); probes bring it back."""
+        entry = self._home(plane, value)
+        if entry.state is not _GOOD and entry.state is not _SKIP:
+            return
+        slot = entry.slot
+        was_active = entry.active
+        entry.state = _BAD
+        self._start_probing(entry, self._config.probes_to_revive, now, at_once=False)
+        self._changed(entry)
+        if was_active and not self._fixed:
+            self._fill_with_standin(slot, now)
+
+    def force_good(self, plane: int, value: int) -> None:
+        """Operator: home EV ``value`` of ``plane`` is GOOD now (denied or retired before),
+        without probes; it takes its slot back."""
+        entry = self._home(plane, value)
+        if entry.state is _GOOD or entry.state is _SKIP:
+            return
+        self._admit(entry)
+
+    def state_of(self, plane: int, value: int) -> EvState:
+        """The state of home EV ``value`` of ``plane`` (``KeyError`` if it is none)."""
+        return self._home(plane, value).state
+
+    def homes(self) -> list[tuple[int, int, EvState]]:
+        """Every home EV as (plane, value, state), in slot order."""
+        return [(slot.plane, slot.home.value, slot.home.state) for slot in self._slots]
 
     def set_plane_usable(self, plane: int, usable: bool) -> None:
         """Use (or stop using) every EV of ``plane``: its port, or the peer's, went up or down."""
@@ -411,7 +507,10 @@ class EvSet:
         for slot in self._slots:
             if slot.current is not slot.home:
                 seen.append(slot.home)
-        return tuple(EvReport(e.plane, e.value, e.state, e.home, e.uses, e.losses) for e in seen)
+        return tuple(
+            EvReport(e.plane, e.value, e.state, e.home, e.uses, e.losses, e.trims, e.ecn_echoes)
+            for e in seen
+        )
 
     def active_entries(self) -> list[EvEntry]:
         """The EV currently filling each slot, in rotation order."""
@@ -499,6 +598,7 @@ class EvSet:
             displaced = slot.current
             self._discard(displaced)
             slot.current = entry
+        self._changed(entry)
         self.offer(entry)
 
     def _discard(self, entry: EvEntry) -> None:

@@ -67,6 +67,30 @@ class PeerPlaneStateChanged:
     up: bool
 
 
+@dataclass(frozen=True, slots=True)
+class EvStateChanged:
+    """Home EV ``value`` of ``plane`` on connection ``qp`` entered ``state`` (an ``EvState``):
+    retired (ASSUMED_BAD), revived or reinstated (GOOD), denied or allowed by the operator.
+    A controller's EV events come from these."""
+
+    qp: int
+    plane: int
+    value: int
+    state: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvProbeAnswered:
+    """A connectionless EV probe (``Endpoint.send_ev_probe``) was answered after ``rtt``
+    seconds; ``qp`` is 0, the QP connectionless requests are addressed to."""
+
+    qp: int
+    seq: int
+    plane: int
+    value: int
+    rtt: float
+
+
 Event = (
     MessageReceived
     | WriteRejected
@@ -74,4 +98,6 @@ Event = (
     | MessageFailed
     | ConnectionFailed
     | PeerPlaneStateChanged
+    | EvStateChanged
+    | EvProbeAnswered
 )

@@ -2,7 +2,10 @@
 
 MRC only does RDMA writes, so this is the receiver's whole exposure: every data packet names an
 R_Key and a virtual address, and is placed only if the key names a registered region and the
-bytes fit inside it. Anything else is refused (and counted by the caller) without touching
+bytes fit inside it, and only through a connection of the region's protection domain (``pd``:
+the host API gives each application's regions and QPs its own, so a peer of one application
+cannot write into another's memory with a key it guessed; everything else shares domain 0).
+Anything else is refused (and counted by the caller) without touching
 memory, so a wrong key or a stray packet can never overwrite a neighbour's buffer.
 """
 
@@ -30,6 +33,7 @@ class MemoryRegion:
     rkey: int
     va: int
     buffer: bytearray | memoryview
+    pd: int = 0
 
     @property
     def length(self) -> int:
@@ -44,8 +48,9 @@ class MemoryTable:
         self._rng = rng
         self._regions: dict[int, MemoryRegion] = {}
 
-    def register(self, buffer: bytearray | memoryview, va: int = 0) -> MemoryRegion:
-        """Expose ``buffer`` for remote writes at virtual addresses ``va`` onwards.
+    def register(self, buffer: bytearray | memoryview, va: int = 0, pd: int = 0) -> MemoryRegion:
+        """Expose ``buffer`` for remote writes at virtual addresses ``va`` onwards, to the
+        connections of protection domain ``pd``.
 
         The R_Key is random (and never 0), so a peer cannot write by guessing small numbers.
         """
@@ -60,7 +65,7 @@ class MemoryTable:
             rkey = self._rng.randint(1, _MAX_RKEY)
             if rkey not in self._regions:
                 break
-        region = MemoryRegion(rkey=rkey, va=va, buffer=buffer)
+        region = MemoryRegion(rkey=rkey, va=va, buffer=buffer, pd=pd)
         self._regions[rkey] = region
         return region
 
@@ -73,20 +78,20 @@ class MemoryTable:
         """The region ``rkey`` names, if any."""
         return self._regions.get(rkey)
 
-    def check(self, rkey: int, va: int, length: int) -> DropReason | None:
+    def check(self, rkey: int, va: int, length: int, pd: int = 0) -> DropReason | None:
         """Why a write of ``length`` bytes at ``va`` with ``rkey`` must be refused, or None."""
         region = self._regions.get(rkey)
-        if region is None:
+        if region is None or region.pd != pd:
             return DropReason.BAD_RKEY
         if va < region.va or va + length > region.va + len(region.buffer):
             return DropReason.OUT_OF_BOUNDS
         return None
 
-    def write(self, rkey: int, va: int, data: bytes) -> DropReason | None:
+    def write(self, rkey: int, va: int, data: bytes, pd: int = 0) -> DropReason | None:
         """Place ``data`` at ``va``; returns the refusal reason instead when it is not allowed."""
         # ``check`` inlined: this runs for every data packet received.
         region = self._regions.get(rkey)
-        if region is None:
+        if region is None or region.pd != pd:
             return DropReason.BAD_RKEY
         start = va - region.va
         end = start + len(data)
@@ -97,7 +102,8 @@ class MemoryTable:
 
     def read(self, rkey: int, va: int, length: int) -> bytes:
         """A copy of ``length`` bytes at ``va`` in region ``rkey`` (for the application)."""
-        refusal = self.check(rkey, va, length)
+        region = self._regions.get(rkey)
+        refusal = self.check(rkey, va, length, region.pd if region is not None else 0)
         if refusal is not None:
             raise ValueError(
                 f"cannot read {length} bytes at {va:#x} with R_Key {rkey:#x}: {refusal.value}"

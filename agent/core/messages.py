@@ -59,7 +59,7 @@ class OutboundMessage:
     )
 
     def __init__(
-        self, msn: int, data: bytes, remote_va: int, rkey: int, immediate: int | None
+        self, msn: int, data: bytes | memoryview, remote_va: int, rkey: int, immediate: int | None
     ) -> None:
         self.msn = msn
         self.data = memoryview(data)
@@ -176,10 +176,16 @@ class MessageQueue:
         """Whether another message fits (see ``MrcConfig.max_unconfirmed_messages``)."""
         return len(self.unconfirmed) < self._config.max_unconfirmed_messages
 
-    def post(self, data: bytes, remote_va: int, rkey: int, immediate: int | None) -> int:
+    def post(
+        self, data: bytes | memoryview, remote_va: int, rkey: int, immediate: int | None
+    ) -> int:
         """Queue an RDMA write of ``data`` to ``remote_va`` in the peer's region ``rkey``.
 
-        Returns the message's MSN. Raises ``ValueError`` for arguments that cannot go on the
+        ``bytes`` (or a copy of any other buffer) are kept as they are; a ``memoryview`` is
+        read in place each time a packet of it is sent, as a NIC reads host memory, so the
+        caller must leave those bytes alone until the message is acknowledged (the host API
+        posts straight from an application's shared-memory region this way). Returns the
+        message's MSN. Raises ``ValueError`` for arguments that cannot go on the
         wire and ``SendQueueFull`` when too many messages are unconfirmed.
         """
         if len(data) > _MAX_MESSAGE:
@@ -197,7 +203,8 @@ class MessageQueue:
             )
         msn = self._next_msn
         self._next_msn = (msn + 1) & MSN_MASK
-        message = OutboundMessage(msn, bytes(data), remote_va, rkey, immediate)
+        kept = data if isinstance(data, memoryview) else bytes(data)
+        message = OutboundMessage(msn, kept, remote_va, rkey, immediate)
         self.pending.append(message)
         self.unconfirmed[msn] = message
         self._counters.messages_posted += 1

@@ -102,8 +102,10 @@ class Receiver:
         memory: MemoryTable,
         counters: ConnectionCounters,
         events: deque[Event],
+        pd: int = 0,
     ) -> None:
         self._qp = qp
+        self._pd = pd
         self._remote_qp = remote_qp
         self._window = config.max_psn_window
         self._max_assemblies = config.max_unconfirmed_messages
@@ -186,7 +188,7 @@ class Receiver:
         self._mask = mask
         if ce:
             counters.ecn_marks_received += 1
-        refusal = self._memory.write(rkey, va, payload) if size else None
+        refusal = self._memory.write(rkey, va, payload, self._pd) if size else None
         if refusal is None:
             counters.data_packets_received += 1
             counters.data_bytes_received += size

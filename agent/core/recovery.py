@@ -133,6 +133,12 @@ class Recovery:
         #: answer was to the original, the RTO was spurious, and the controller's timeout
         #: reduction is undone (RFC 4015's Eifel response).
         self._rto_victim: SentPacket | None = None
+        #: The send order when the latest RTO fired, until that timeout is found spurious: a
+        #: first transmission sent by then and acknowledged after it proves the flight was
+        #: late, not lost (RFC 5682's F-RTO test), and the controller's cut is undone. The
+        #: victim's own answer rarely tells: the resend leaves at once, and the original's
+        #: answer, however late, comes later than any round trip after it.
+        self._rto_order: int | None = None
         #: An answered EV probe may bring the next resend forward once per timeout, not once
         #: per answer: probes keep being answered through a long queue, and each answer
         #: resending a packet would add load to exactly the path that is slow.
@@ -232,9 +238,21 @@ class Recovery:
         if disputed is not None and disputed[0] == echoed_ts16:
             self._on_spurious_loss(psn, disputed[1])
 
-    def originals_acknowledged(self) -> None:
-        """A first transmission was acknowledged: the flight was queued, not lost (F-RTO)."""
+    def originals_acknowledged(self, order: int, now: float) -> None:
+        """First transmissions were acknowledged, the oldest of them sent at send order
+        ``order``: the flight was queued, not lost (F-RTO); sent before the latest RTO, it
+        proves that timeout spurious."""
         self.last_rto_spurious = True
+        rto_order = self._rto_order
+        if rto_order is not None and order <= rto_order:
+            self._spurious_timeout(now)
+
+    def _spurious_timeout(self, now: float) -> None:
+        """The latest RTO was spurious: count it once and undo the controller's cut."""
+        self._rto_order = None
+        self._rto_victim = None
+        self._counters.spurious_timeouts += 1
+        self._cc.on_spurious_timeout(now)
 
     def dispute(self, rec: SentPacket) -> None:
         """Remember a resent SACK-gap loss acknowledged before its original could answer."""
@@ -243,11 +261,11 @@ class Recovery:
             return
         _remember(self._disputed, rec.psn, (copies[-1][0], rec.order))
 
-    def acknowledged(self, rec: SentPacket) -> None:
+    def acknowledged(self, rec: SentPacket, now: float) -> None:
         """``rec`` (marked acked) is out of flight: the single-packet form of what the
         sender's SACK loop does inline."""
         if rec.transmissions == 1:
-            self.last_rto_spurious = True
+            self.originals_acknowledged(rec.order, now)
         elif rec.lost_cause is _SACK_GAP:
             self.dispute(rec)
         if rec.in_flight:
@@ -292,8 +310,7 @@ class Recovery:
             min_rtt is not None and now - victim.sent_time < min_rtt
         )
         if original:
-            self._counters.spurious_timeouts += 1
-            self._cc.on_spurious_timeout(now)
+            self._spurious_timeout(now)
 
     def progress(self, now: float) -> None:
         """Data was acknowledged: the RTO starts over without backoff."""
@@ -421,12 +438,17 @@ class Recovery:
         self.declare_lost(oldest, RetransmitCause.TIMEOUT, now, front=True)
         self._rto_resend = oldest
         self._rto_victim = oldest
+        self._rto_order = self.order
         self._early_resend_allowed = True
         self.last_rto_spurious = self._rtt.srtt is None
+        # One cut per run of timeouts without progress: the backed-off ones say nothing new
+        # (no window is used while nothing comes back), and a run found spurious gives back
+        # the window it had before its first timeout.
+        if not self.backoff:
+            self._cc.on_timeout(now)
         self.backoff += 1
         self._probe_outstanding = False
         self.last_progress = now
-        self._cc.on_timeout(now)
 
     def on_path_answered(self, now: float) -> None:
         """An EV probe was answered: some path reaches the peer. While timeouts back off with

@@ -78,9 +78,18 @@ class Sender:
         """Whether another message fits (see ``MrcConfig.max_unconfirmed_messages``)."""
         return self.messages.can_post()
 
-    def post(self, data: bytes, remote_va: int, rkey: int, immediate: int | None) -> int:
+    def post(
+        self, data: bytes | memoryview, remote_va: int, rkey: int, immediate: int | None
+    ) -> int:
         """Queue an RDMA write (see ``MessageQueue.post``); returns its MSN."""
         return self.messages.post(data, remote_va, rkey, immediate)
+
+    def set_initial_psn(self, psn: int) -> None:
+        """Number the first packet ``psn`` instead (a QP learns its send PSN only on its way
+        to RTS, after it began to receive); ``ValueError`` once anything was sent."""
+        if self._records or self._next_psn != self._una or self.messages.unconfirmed:
+            raise ValueError("the send PSN can change only before anything is posted")
+        self._next_psn = self._una = psn & PSN_MASK
 
     @property
     def has_unconfirmed(self) -> bool:
@@ -257,6 +266,8 @@ class Sender:
         ecn = sack.ecn_echo
         if ecn:
             self._counters.ecn_echoes += 1
+            if answered is not None and answered.entry is not None:
+                answered.entry.ecn_echoes += 1
         if acked_bytes or ecn:
             self.cc.on_ack(now, acked_bytes, sample, self._rtt.min_rtt, ecn)
         if acked_bytes:
@@ -280,6 +291,8 @@ class Sender:
         rec = self._records.get(nack.nack_psn)
         if rec is None or not rec.in_flight or nack.tx_timestamp != rec.ts16:
             return None  # already acked, already being resent, or about an older copy
+        if rec.entry is not None:
+            rec.entry.trims += 1
         self.recovery.declare_lost(rec, RetransmitCause.NACK, now, front=True)
         if not last_hop and rec.entry is not None:
             self._ev_set.skip(rec.entry)
@@ -337,7 +350,7 @@ class Sender:
         acked_bytes = 0
         in_flight_bytes = 0
         count = 0
-        originals = False
+        oldest_original = -1  # send order of the first original acknowledged (lowest PSN)
         base = una
         while newly:
             # Skip the zeros below the lowest set bit, then take the run of ones above them
@@ -367,15 +380,16 @@ class Sender:
                 if message.unacked == 0 and message.segmented and not message.done:
                     messages.schedule_confirmation(message, now)
                 if rec.transmissions == 1:
-                    originals = True
+                    if oldest_original < 0:
+                        oldest_original = rec.order
                     if rec.order > rack and rec is not answered:
                         rack = rec.order
                 elif rec.lost_cause is _SACK_GAP:
                     recovery.dispute(rec)
             count += run
             base += run
-        if originals:
-            recovery.originals_acknowledged()
+        if oldest_original >= 0:
+            recovery.originals_acknowledged(oldest_original, now)
         recovery.bytes_in_flight -= in_flight_bytes
         counters = self._counters
         counters.packets_acked += count
@@ -384,7 +398,7 @@ class Sender:
 
     def _acknowledge(self, rec: SentPacket, now: float) -> int:
         rec.acked = True
-        self.recovery.acknowledged(rec)
+        self.recovery.acknowledged(rec, now)
         counters = self._counters
         counters.packets_acked += 1
         counters.bytes_acked += rec.length

@@ -98,7 +98,9 @@ class ConnectionCounters:
 class EvReport:
     """One EV of a connection's set: where it leaves from, its state and how it was used.
 
-    ``home`` is False for a stand-in that holds a retired EV's slot.
+    ``home`` is False for a stand-in that holds a retired EV's slot. ``trims`` counts the
+    trim NACKs about a packet's copy sent on it, ``ecn_echoes`` the ECN-echoing SACKs of a
+    packet sent on it: congestion on the EV's path, where ``losses`` counts its failures.
     """
 
     plane: int
@@ -107,6 +109,8 @@ class EvReport:
     home: bool
     uses: int
     losses: int
+    trims: int = 0
+    ecn_echoes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

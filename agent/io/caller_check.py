@@ -12,6 +12,11 @@ checks keep other tenants of a lab out:
   only once per nonce, so a hello seen on the wire cannot be replayed or altered.
 
 Neither encrypts the transfer: see ``docs/security.md`` for what they do and do not stop.
+
+Local callers (the control socket) are told apart by the kernel's word: ``peer_credentials``
+(``SO_PEERCRED``) gives the connecting process's user, and ``is_privileged`` says whether it
+may use what only an operator may (sending files, the controller API): root, or the user the
+agent runs as, who owns the socket.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import os
 import secrets
+import socket
+import struct
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +149,35 @@ class HelloVerifier:
 def secret_fingerprint(secret: bytes) -> str:
     """A short, non-reversible name for a secret, for logs and status."""
     return hashlib.sha256(b"fingerprint\n" + secret).hexdigest()[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """The process at the other end of a Unix socket, as the kernel saw it connect."""
+
+    pid: int
+    uid: int
+    gid: int
+
+
+_UCRED = struct.Struct("3i")
+
+
+def peer_credentials(sock: socket.socket) -> Credentials | None:
+    """The peer of a connected Unix socket (None for another kind of socket)."""
+    if sock.family != socket.AF_UNIX:
+        return None
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    except OSError:
+        return None
+    pid, uid, gid = _UCRED.unpack(raw)
+    return Credentials(pid, uid, gid)
+
+
+def is_privileged(credentials: Credentials | None, owner_uid: int | None = None) -> bool:
+    """Whether a local caller is root or the socket's owner (default: this process's user)."""
+    if credentials is None:
+        return False
+    owner = os.geteuid() if owner_uid is None else owner_uid
+    return credentials.uid in (0, owner)

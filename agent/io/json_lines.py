@@ -8,7 +8,11 @@ one connection, never the agent. The same holds for a handler that fails on a me
 failure is logged once with the peer's name and ends that channel alone.
 
 ``LineChannel`` is the non-blocking form the agent's loop drives; the tools' blocking clients
-use ``encode_line`` / ``decode_line`` over a plain socket.
+use ``encode_line`` / ``decode_line`` over a plain socket. Over a Unix socket a line may come
+with file descriptors (``SCM_RIGHTS``: the host API hands the agent its shared memory that
+way); they queue in ``fds`` in the order they came, for the line's handler to ``take_fds``,
+and whatever no handler took is closed with the channel. More than ``MAX_PENDING_FDS``
+untaken, or descriptors the kernel had to cut short, is a protocol error.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import os
 import socket
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,6 +36,8 @@ MAX_LINE = 1 << 20
 MAX_DEPTH = 16
 #: Most values (containers and scalars together) one line may hold.
 MAX_VALUES = 100_000
+#: File descriptors a channel holds for its handlers at most.
+MAX_PENDING_FDS = 16
 _RECV_SIZE = 1 << 16
 
 Message = dict[str, Any]
@@ -114,7 +122,22 @@ class LineChannel:
         self._closing = False
         self._watching_write = False
         self.closed = False
+        self._unix = sock.family == socket.AF_UNIX
+        #: Descriptors received and not yet taken by a handler, oldest first.
+        self.fds: deque[int] = deque()
         reactor.watch(sock, READ, self._ready, self._failed)
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes queued for the peer and not yet taken by its socket."""
+        return len(self._outbox)
+
+    def take_fds(self, count: int) -> list[int] | None:
+        """The ``count`` oldest descriptors received, now the caller's to close (None if
+        fewer arrived: the line that announced them lied)."""
+        if count > len(self.fds):
+            return None
+        return [self.fds.popleft() for _ in range(count)]
 
     def _failed(self, exc: BaseException) -> None:
         """The reactor's report that a callback of this channel raised: end the channel."""
@@ -141,6 +164,8 @@ class LineChannel:
         self.closed = True
         self._reactor.unwatch(self.sock)
         self.sock.close()
+        while self.fds:
+            os.close(self.fds.popleft())
         # The buffers go now: the channel and its owner form a cycle that the agent's
         # infrequent garbage collection may not reach for a long time.
         self._inbox = bytearray()
@@ -155,7 +180,14 @@ class LineChannel:
 
     def _read(self) -> None:
         try:
-            data = self.sock.recv(_RECV_SIZE)
+            if self._unix:
+                data, fds, flags, _address = socket.recv_fds(self.sock, _RECV_SIZE, MAX_PENDING_FDS)
+                self.fds.extend(fds)
+                if flags & socket.MSG_CTRUNC or len(self.fds) > MAX_PENDING_FDS:
+                    self.close("protocol error: too many file descriptors")
+                    return
+            else:
+                data = self.sock.recv(_RECV_SIZE)
         except BlockingIOError:
             return
         except OSError as exc:

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from agent.core import Event, IncomingDatagram, MrcConfig, OutgoingDatagram
 from agent.core.send_slots import SendSlots
+from agent.io.carrier import PortWatch
 from agent.io.datagram_io import DatagramIO, SocketDatagramIO
 from agent.io.endpoints import EndpointPool
 from agent.io.errors import UsageError
@@ -64,7 +65,8 @@ class AgentRuntime:
     ``local_addresses`` are the plane addresses (packed, plane order). The network is
     ``datagram_io`` (default: UDP 4791 in, raw IP out, see ``SocketDatagramIO``, which raises
     ``PermissionDeniedError`` without CAP_NET_RAW and ``PortInUseError`` when the port is
-    taken); nothing is left open when construction fails.
+    taken); nothing is left open when construction fails. ``watch_ports`` (by default: with
+    the real sockets) follows the planes' ports over netlink (``agent.io.carrier``).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class AgentRuntime:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         side_channel_secret: bytes | None = None,
+        watch_ports: bool | None = None,
     ) -> None:
         self.clock = clock
         #: Seconds since the epoch: what authenticated hellos carry.
@@ -118,6 +121,19 @@ class AgentRuntime:
         self._timer_deferrals = 0
         #: The latest send stopped at ``SEND_BURST``: the next turn must not wait.
         self._send_limited = False
+        #: This host's ports, when followed (``watch_ports``; by default with real sockets).
+        self.ports: PortWatch | None = None
+        if watch_ports is None:
+            watch_ports = datagram_io is None
+        if watch_ports:
+            ports: PortWatch | None = None
+            try:
+                ports = PortWatch(self.local_addresses)
+                self.watch_ports(ports)
+            except OSError as exc:
+                if ports is not None:
+                    ports.close()
+                log.warning("cannot follow the planes' link state (netlink): %s", exc)
 
     @property
     def ipv6(self) -> bool:
@@ -132,6 +148,14 @@ class AgentRuntime:
             self._handlers.pop(qp, None)
         else:
             self._handlers[qp] = handler
+
+    def watch_ports(self, ports: PortWatch) -> None:
+        """Follow this host's ports: a plane whose interface goes down is taken out of every
+        connection at once and put back when it comes up (``agent.io.carrier``)."""
+        ports.start(self.pool.set_plane_up)
+        self.reactor.watch(ports, READ, ports.readable)
+        self.status_providers["ports"] = ports.status
+        self.ports = ports
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Run ``closer`` when the runtime closes (listeners, sessions)."""
@@ -297,6 +321,8 @@ class AgentRuntime:
             closer()
         self.pool.close_all()
         self.io.close()
+        if self.ports is not None:
+            self.ports.close()
         self.reactor.close()
 
     def __enter__(self) -> AgentRuntime:

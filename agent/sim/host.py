@@ -4,6 +4,10 @@ After every input (a datagram delivered, a timer due) the host sends everything 
 returns, collects its events with their simulated time, and re-arms a single timer at
 ``endpoint.next_timer()``. A timer that keeps firing at the same instant without the endpoint
 moving it is a livelock bug in the core: the host raises instead of spinning forever.
+
+A host can ``stall``: its process is off the CPU for a while, as an agent on a loaded machine
+is. What reaches it meanwhile waits in its socket and its timers wait; when it runs again it
+takes what arrived as one batch, as the runtime drains a socket.
 """
 
 from __future__ import annotations
@@ -42,9 +46,31 @@ class SimHost:
         self._timer_token = 0
         self._same_instant = 0
         self._last_fire = -1.0
+        self._stalled_until = -1.0
+        self._held: list[SimPacket] = []
+
+    def stall(self, duration: float) -> None:
+        """Take the host off the CPU for ``duration`` seconds from now."""
+        until = self._scheduler.now + duration
+        if until > self._stalled_until:
+            self._stalled_until = until
+            self._scheduler.at(until, self._resume)
+
+    def _resume(self) -> None:
+        now = self._scheduler.now
+        if now < self._stalled_until:
+            return  # stalled again meanwhile: a later resume takes over
+        held, self._held = self._held, []
+        if held:
+            self.datagrams_in += len(held)
+            self.endpoint.receive_datagrams([packet.received() for packet in held], now)
+            self.pump()
 
     def receive(self, packet: SimPacket) -> None:
         """A datagram reached this host's NIC."""
+        if self._scheduler.now < self._stalled_until:
+            self._held.append(packet)
+            return
         self.datagrams_in += 1
         self.endpoint.receive_datagram(packet.received(), self._scheduler.now)
         self.pump()
@@ -77,6 +103,9 @@ class SimHost:
         if token != self._timer_token:
             return
         now = self._scheduler.now
+        if now < self._stalled_until:
+            self._scheduler.at(self._stalled_until, lambda: self._fire(token))
+            return
         if now == self._last_fire:
             self._same_instant += 1
             if self._same_instant > _LIVELOCK_LIMIT:

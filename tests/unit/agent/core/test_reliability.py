@@ -398,3 +398,40 @@ def test_a_resend_answered_after_a_round_trip_leaves_the_timeout_standing():
     stats = link.a.connection_stats(link.qp_a)
     assert stats.spurious_timeouts == 0
     assert stats.timeouts >= 1
+
+
+def _cwnd(link: Loopback) -> int:
+    return link.a.connection_stats(link.qp_a).cwnd
+
+
+def test_originals_answered_a_round_trip_after_the_resend_left_still_undo_the_cut():
+    """The timed-out packet's own answer cannot tell (its resend left at once, so the
+    original's answer comes as late as the resend's would); the rest of the flight, first
+    transmissions sent before the timeout and answered after it, shows the flight was late,
+    not lost (RFC 5682's F-RTO): the cut is given back."""
+    link = Loopback.create()
+    held, window = _rto_over_a_held_flight(link)  # the resend is lost
+    assert _cwnd(link) < window
+    link.now += 4 * ONE_WAY  # well over the minimum RTT after the resend left
+    link.in_flight = held
+    link.exchange()
+    link.exchange()
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.spurious_timeouts == 1
+    assert stats.cwnd >= window
+
+
+def test_a_run_of_timeouts_cuts_the_window_once_and_gives_it_all_back_when_spurious():
+    link = Loopback.create()
+    held, window = _rto_over_a_held_flight(link)
+    cut = _cwnd(link)
+    while link.a.connection_stats(link.qp_a).timeouts < 3:  # backed off, nothing answered
+        link.idle_until_timer()
+        link.in_flight = [f for f in link.in_flight if f.source is not link.a]
+    assert _cwnd(link) == cut < window
+    link.in_flight = held
+    link.exchange()
+    link.exchange()
+    stats = link.a.connection_stats(link.qp_a)
+    assert stats.spurious_timeouts == 1
+    assert stats.cwnd >= window
