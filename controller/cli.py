@@ -3,7 +3,9 @@
     mrc-controller run leaf-spine                      # a preset name, or a topology file
     mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
     mrc-controller run leaf-spine --target linux --netns-prefix mn3fa2   # kernel switches
+    mrc-controller run leaf-spine --routing static     # or reactive (default), converge:3
     mrc-controller status [--socket PATH] [--json]
+    mrc-controller watch [--socket PATH] [--period S] [--all] [--json]   # events as they happen
 
 ``run`` stays in the foreground and writes its structured event log (JSON lines) to stdout, or
 to ``--event-log FILE``; Ctrl-C or SIGTERM stop it cleanly. A bad topology, configuration or
@@ -23,7 +25,13 @@ from controller.app.config import ConfigError, ControllerConfig, Target, load_co
 from controller.app.eventlog import EventLog
 from controller.app.runtime import check_compatible, run_controller
 from controller.app.status import format_status
-from controller.app.status_socket import StatusSocketBusy, StatusUnavailable, request_status
+from controller.app.status_socket import (
+    StatusSocketBusy,
+    StatusUnavailable,
+    request_status,
+    subscribe,
+)
+from controller.app.watch import NOTABLE_EVENTS, FabricWatch, format_event, format_period
 from topologies import TopologyError, load_topology
 
 EXIT_USAGE = 2
@@ -35,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "watch":
+        return _watch(args)
     return _status(args)
 
 
@@ -68,10 +78,23 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-queues", action="store_false", dest="queues", default=None, help="leave queues"
     )
+    run.add_argument(
+        "--routing",
+        metavar="POLICY",
+        help="static (prune own dead next hops only), reactive (recompute the fabric at once; "
+        "the default) or converge[:SECONDS] (recompute after SECONDS, default 3)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="finsy's own log on stderr")
     status = commands.add_parser("status", help="ask a running controller")
     status.add_argument("--socket", type=Path, default=ControllerConfig().status_socket)
     status.add_argument("--json", action="store_true", help="print the raw JSON")
+    watch = commands.add_parser(
+        "watch", help="follow a running controller: events as they happen, links every period"
+    )
+    watch.add_argument("--socket", type=Path, default=ControllerConfig().status_socket)
+    watch.add_argument("--period", type=float, default=1.0, help="seconds between link lines")
+    watch.add_argument("--all", action="store_true", help="every event, not only notable ones")
+    watch.add_argument("--json", action="store_true", help="print the stream's raw JSON lines")
     return parser
 
 
@@ -88,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
             probe_interval_ms=args.probe_interval_ms,
             discovery=args.discovery,
             queues=args.queues,
+            routing=args.routing,
         )
         check_compatible(topology, config)
     except (TopologyError, ConfigError) as error:
@@ -118,6 +142,28 @@ def _status(args: argparse.Namespace) -> int:
         print(f"mrc-controller: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """Print the subscription until the controller stops or Ctrl-C; 3 if none answers."""
+    model = FabricWatch()
+    try:
+        for message in subscribe(args.socket, args.period):
+            kind = model.apply(message)
+            if args.json:
+                print(json.dumps(message), flush=True)
+            elif kind == "event" and (args.all or message["event"].get("event") in NOTABLE_EVENTS):
+                print(format_event(message["event"]), flush=True)
+            elif kind == "status":
+                print(format_period(model), flush=True)
+            elif kind in ("status_error", "error"):
+                print(f"mrc-controller: {message.get('error')}", file=sys.stderr, flush=True)
+    except StatusUnavailable as error:
+        print(f"mrc-controller: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

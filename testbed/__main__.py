@@ -1,6 +1,8 @@
 """``python -m testbed``: the testbed runner (``make run-topology``, ``make stop``).
 
     python -m testbed run [TOPO] [--target auto|bmv2|linux]   # bring up, open the CLI, tear down
+        [--routing static|reactive|converge[:SECONDS]]      # the controller's routing policy
+        [--live-port 8765] [--live-host 127.0.0.1] [--no-live]  # the live view (web page)
     python -m testbed stop [PREFIX...]             # stop every run (or those) and clean up
 
 ``--target auto`` (the default) takes ``bmv2`` where its tools are present and ``linux`` (kernel
@@ -10,6 +12,9 @@ commands.txt``). Exit status: 0 when the run came up, every command succeeded an
 left behind; 1 when a command failed (stdin not a terminal) or the teardown left something;
 2 for a topology or target that does not exist; 3 when the target cannot run on this machine
 (the message lists what is missing and how to get it).
+
+The live view (``testbed.live``) is served while the CLI runs, on 127.0.0.1 unless
+``--live-host`` says otherwise (then with a token, in the URL the banner prints).
 """
 
 from __future__ import annotations
@@ -51,26 +56,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=AUTO,
         help="the switch target: bmv2, linux, or auto (bmv2 where its tools are present)",
     )
+    run.add_argument(
+        "--routing",
+        type=_routing,
+        help="the controller's routing policy: static, reactive (its default) or "
+        "converge[:SECONDS] (docs/routing.md)",
+    )
+    run.add_argument("--live-port", type=int, default=8765, help="the live view's port")
+    run.add_argument(
+        "--live-host",
+        default="127.0.0.1",
+        help="the live view's address (not loopback: a token is required, printed in its URL)",
+    )
+    run.add_argument("--no-live", action="store_true", help="serve no live view")
     stop = commands.add_parser("stop", help="stop testbed runs and remove what they left")
     stop.add_argument("prefixes", nargs="*", help="runs to stop (default: every run)")
     args = parser.parse_args(argv)
     # `kill -USR1 <runner>` prints where every thread of a stuck runner is (tests use it).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args.command == "run":
-        return _run(args.topology, args.target)
+        live = None if args.no_live else (args.live_host, args.live_port)
+        return _run(args.topology, args.target, live, args.routing)
     return _stop(args.prefixes)
 
 
-def _run(topology_ref: str, target: str) -> int:
+def _routing(text: str) -> str:
+    """A routing policy as ``--routing`` takes it, normalised (``converge`` -> ``converge:3``)."""
+    from controller.intent.policy import RoutingPolicy
+
+    try:
+        return str(RoutingPolicy.parse(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _run(
+    topology_ref: str,
+    target: str,
+    live: tuple[str, int] | None = None,
+    routing: str | None = None,
+) -> int:
     from mininet.log import setLogLevel
 
     from testbed.cli import TestbedCLI
+    from testbed.live import live_view
     from testbed.session import Testbed
     from testbed.targets import TargetUnavailable
 
     setLogLevel("output")
     try:
-        testbed = Testbed(topology_ref, target)
+        testbed = Testbed(topology_ref, target, routing=routing)
     except (TopologyError, ValueError) as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -86,15 +121,19 @@ def _run(topology_ref: str, target: str) -> int:
                 print(f"  {testbed.target}: {difference}")
             assert testbed.controller is not None
             print(
-                f"controller: status socket {testbed.controller.socket}; agents on "
+                f"controller: routing {testbed.controller.routing}, status socket "
+                f"{testbed.controller.socket}; agents on "
                 f"{len(testbed.topology.hosts)} hosts; logs in {testbed.run_dir}"
             )
-            print(
-                "testbed ready: fail, restore, restart, mrc, status; exit or Ctrl-C ends it",
-                flush=True,
-            )
-            cli = TestbedCLI(testbed)
-            failures = cli.failures
+            with contextlib.ExitStack() as page:
+                if live is not None:
+                    page.enter_context(live_view(testbed, host=live[0], port=live[1]))
+                print(
+                    "testbed ready: fail, restore, restart, mrc, status; exit or Ctrl-C ends it",
+                    flush=True,
+                )
+                cli = TestbedCLI(testbed)
+                failures = cli.failures
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
     left = testbed.leftovers

@@ -3,6 +3,7 @@
     fail l1 s1          cut a link (names or node:port), wait for the controller to see it
     restore l1 s1       bring it back, wait for the controller to see it up
     restart s1          kill -9 a switch, start it empty, wait until the controller reprogrammed it
+    loss 1 | loss off   drop 1 % of UDP 4791 frames on every fabric link (never LLDP) | stop
     mrc h1 h3 [--bytes N] [--duration S] [--evs K]
                         a transfer through the hosts' agents (as mrc-perf), progress and summary
     status              the controller's status (links, groups, counters, last failover)
@@ -69,8 +70,8 @@ DEFAULT_MRC_BYTES = 1 << 20
 
 
 class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
-    """Mininet's CLI on the run's network, plus ``fail``, ``restore``, ``restart``, ``mrc``,
-    ``status``."""
+    """Mininet's CLI on the run's network, plus ``fail``, ``restore``, ``restart``, ``loss``,
+    ``mrc``, ``status``."""
 
     __test__ = False
 
@@ -163,6 +164,42 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
                 spec, lambda sample: self.stdout.write(progress_line(sample) + "\n")
             )
             self.stdout.write(perf_report(result, full_ev_table=False) + "\n")
+
+        self._guarded(action)
+
+    def do_loss(self, line: str) -> None:
+        """loss PERCENT | loss off | loss: drop that share of UDP 4791 frames on every fabric
+        link (never LLDP), remove the loss, or show what the rules saw and dropped."""
+
+        def action() -> None:
+            words = shlex.split(line)
+            if len(words) > 1:
+                raise CommandError("usage: loss [PERCENT | off]")
+            if words and words[0] == "off":
+                self.testbed.clear_fabric_loss()
+                self.stdout.write("every fabric link lossless again\n")
+                return
+            if words:
+                try:
+                    percent = float(words[0].removesuffix("%"))
+                except ValueError:
+                    raise CommandError("usage: loss [PERCENT | off]") from None
+                self.testbed.set_fabric_loss(percent / 100)
+                self.stdout.write(
+                    f"every fabric link drops {percent:g} % of UDP 4791 frames, each way; "
+                    "LLDP never\n"
+                )
+                return
+            directions, lldp = self.testbed.fabric_loss_counters()
+            seen = sum(c.matched for c in directions.values())
+            dropped = sum(c.dropped for c in directions.values())
+            share = f" ({100 * dropped / seen:.2f} %)" if seen else ""
+            self.stdout.write(
+                f"loss rules: {seen} UDP 4791 frames seen, {dropped} dropped{share}; "
+                f"{lldp} LLDP frames passed\n"
+                if directions
+                else "no loss rules in place\n"
+            )
 
         self._guarded(action)
 

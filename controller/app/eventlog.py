@@ -5,12 +5,15 @@ correlating with other logs), ``mono`` (monotonic seconds, for measuring interva
 events of one run) and ``event`` (what happened), then the event's own fields. Lines are
 flushed as they are written, so ``tail -f`` and a benchmark reading the file see each event at
 once.
+Listeners (``add_listener``) get each record as it is written: the status socket's
+subscriptions stream events from there.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -25,6 +28,7 @@ class EventLog:
         self._stream = stream
         self._clock = clock or SystemClock()
         self._owned = False
+        self._listeners: list[Callable[[dict[str, object]], None]] = []
 
     @classmethod
     def open(cls, path: Path | None, clock: Clock | None = None) -> EventLog:
@@ -43,6 +47,12 @@ class EventLog:
         record.update(fields)
         self._stream.write(json.dumps(record, default=str) + "\n")
         self._stream.flush()
+        for listener in self._listeners:
+            listener(record)
+
+    def add_listener(self, listener: Callable[[dict[str, object]], None]) -> None:
+        """Call ``listener`` with every record written from now on (after it is written)."""
+        self._listeners.append(listener)
 
     def close(self) -> None:
         """Close the file if this log opened it."""

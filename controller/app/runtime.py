@@ -19,7 +19,8 @@ from controller.app.config import ConfigError, ControllerConfig, Target, TlsConf
 from controller.app.eventlog import EventLog
 from controller.app.fabric import FabricController, LinkEvidence, discovery_settings
 from controller.app.status import collect_status
-from controller.app.status_socket import serve_status
+from controller.app.status_socket import EventFeed, serve_status
+from controller.app.watch import describe_topology
 from controller.southbound import p4_program
 from controller.southbound.interface import Southbound
 from controller.southbound.linux.southbound import LinuxOptions, LinuxSouthbound
@@ -124,13 +125,17 @@ def build_fabric(topology: Topology, config: ControllerConfig, log: EventLog) ->
         miss_limit=config.miss_limit,
         probe_host_ports=config.probe_host_ports,
     )
-    return FabricController(topology, build_southbound(topology, config), log, discovery)
+    return FabricController(
+        topology, build_southbound(topology, config), log, discovery, routing=config.routing
+    )
 
 
 async def run_controller(topology: Topology, config: ControllerConfig, log: EventLog) -> None:
     """Run until SIGINT/SIGTERM or cancellation; always closes channels and the socket."""
     fabric = build_fabric(topology, config, log)
-    server = await serve_status(config.status_socket, lambda: collect_status(fabric))
+    feed = EventFeed(hello={"topology": describe_topology(topology)})
+    log.add_listener(feed.publish)
+    server = await serve_status(config.status_socket, lambda: collect_status(fabric), feed)
     log.emit("status_socket", path=str(config.status_socket), election_id=config.election_id)
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()

@@ -1,0 +1,185 @@
+"""The live page of a real testbed run (Mininet, controller, agents) in headless Chromium:
+the page shows the fabric; the Fail button cuts a link and the page draws it down within 2 s,
+Restore brings it back; a transfer started from the page shows its goodput and EV grid, and
+hovering an EV draws its path from sender to receiver; the Restart button is there only where
+the target can restart a switch. With a single EV, the path the page draws is the one the
+transfer's packets load, link by link, in their direction: the switches' own answer (the
+kernel's route lookup, BMv2's tables and selector hash) is checked against their forwarding.
+The first test's screenshot is the README's figure (docs/figures/live-view.png).
+
+Needs root and Mininet (and BMv2 for the bmv2 target): skips with the reason otherwise.
+Heavy: run it under `flock /tmp/mrc-heavy.lock` on a shared machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aiohttp", reason="aiohttp not installed (make setup)")
+
+from tests.e2e.mininet.environment import TARGETS, forwarding_skip_reason
+from tests.e2e.testbed.topology_files import preset_on_own_ports
+
+SPINE_LINK = "l1:3<->s1:1"
+OTHER_LINK = "l2:4<->s2:2"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "figures" / "live-view.png"
+SHOWN_WITHIN_MS = 2000
+#: A restored link is up once the controller has seen it (LLDP probes on bmv2).
+BACK_UP_WITHIN_MS = 30_000
+
+
+@pytest.fixture(params=TARGETS)
+def target(request: pytest.FixtureRequest) -> str:
+    reason = forwarding_skip_reason(str(request.param))
+    if reason:
+        pytest.skip(reason)
+    return str(request.param)
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from testbed.mininet.cleanup import sweep
+    from testbed.mininet.naming import RUN_PREFIX_PATTERN
+    from testbed.mininet.runs import RUNS_ROOT_ENV
+
+    path = tmp_path / "runs"
+    path.mkdir()
+    monkeypatch.setenv(RUNS_ROOT_ENV, str(path))
+    yield path
+    for run in path.iterdir():
+        if RUN_PREFIX_PATTERN.match(run.name):
+            sweep(run.name)
+
+
+def _state_is(page, link: str, state: str, timeout: int) -> None:
+    page.wait_for_function(
+        "([id, state]) => window.liveView.cy.getElementById(id).data('state') === state",
+        arg=[link, state],
+        timeout=timeout,
+    )
+
+
+def _tap(page, element: str) -> None:
+    page.evaluate("(id) => { window.liveView.cy.getElementById(id).emit('tap'); }", element)
+
+
+def _hover_path(page, cell: str = ".transfer .evgrid .ev >> nth=0") -> dict:
+    """Hover the EV cell ``cell`` selects; the path the server answered."""
+    page.hover(cell)
+    page.wait_for_function(
+        "window.liveView.hover && window.liveView.hover.path !== null", timeout=20_000
+    )
+    return page.evaluate("window.liveView.hover.path")
+
+
+def _dump_tables(testbed, switch: str) -> str:
+    from testbed.bmv2 import thrift_cli
+    from testbed.live.paths import dump_commands
+
+    return thrift_cli(dump_commands(), testbed.topology.switch(switch).thrift_port)
+
+
+def _start_transfer(page, seconds: str, evs: str = "") -> None:
+    page.fill("#transfer-duration", seconds)
+    page.fill("#transfer-evs", evs)
+    page.select_option("#transfer-source", "h1")
+    page.select_option("#transfer-destination", "h3")
+    page.click("#transfer-start")
+
+
+def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, tmp_path):
+    from testbed.live import live_view
+    from testbed.session import Testbed
+
+    topology_file = preset_on_own_ports("leaf-spine", tmp_path, grpc_base=50850, thrift_base=9890)
+    lines: list[str] = []
+    with (
+        Testbed.open(str(topology_file), target) as testbed,
+        live_view(testbed, port=0, say=lines.append) as server,
+    ):
+        assert server is not None, lines
+        page = browser.new_page(viewport={"width": 1500, "height": 860})
+        try:
+            page.goto(server.url)
+            page.wait_for_function("window.liveView && window.liveView.updates > 0")
+            nodes = page.evaluate("window.liveView.cy.nodes().length")
+            edges = page.evaluate("window.liveView.cy.edges().length")
+            _state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
+
+            _tap(page, "s1")
+            restart_buttons = page.locator("#button-restart").count()
+
+            _tap(page, SPINE_LINK)
+            page.click("#button-fail")
+            _state_is(page, SPINE_LINK, "down", SHOWN_WITHIN_MS)
+            page.click("#button-restore")
+            _state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
+
+            _start_transfer(page, "8")
+            page.wait_for_selector(".evgrid .ev", timeout=20_000)
+            page.wait_for_function(
+                "window.liveView.update.connections.some(c => c.goodput_bps > 0)",
+                timeout=20_000,
+            )
+            cells = page.locator(".transfer .evgrid .ev").count()
+            _tap(page, OTHER_LINK)
+            page.click("#button-fail")
+            _state_is(page, OTHER_LINK, "down", SHOWN_WITHIN_MS)
+            page.wait_for_timeout(1500)  # a refresh or two of goodput with the link cut
+            heading = page.inner_text(".transfer h3")
+            hovered = _hover_path(page)
+            if not hovered["ok"] and target == "bmv2":  # what the switch held, for the report
+                hovered["tables"] = _dump_tables(testbed, hovered["nodes"][-1])
+            if target == "linux":  # one figure for the README, from the target any machine has
+                SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOT))
+            page.click("#button-restore")
+            page.wait_for_function(
+                "window.liveView.update.transfers.some(t => t.state !== 'running')",
+                timeout=30_000,
+            )
+            transfer = page.evaluate("window.liveView.update.transfers[0]")
+            page.mouse.move(5, 5)
+
+            # One EV: every data packet takes its path, which must be the loaded one.
+            _start_transfer(page, "12", evs="1")
+            page.wait_for_function(
+                "window.liveView.update.transfers.length === 2"
+                " && window.liveView.update.connections.some(c => c.active && c.evs.length === 1)",
+                timeout=20_000,
+            )
+            page.wait_for_timeout(3500)  # two controller periods of load with the new transfer
+            key = page.evaluate(
+                "window.liveView.update.connections.find(c => c.active && c.evs.length === 1).key"
+            )
+            single = _hover_path(page, f'.evgrid .ev[data-key="{key}"]')
+            links = page.evaluate("window.liveView.update.links")
+        finally:
+            page.close()
+    assert nodes == 6 + 4 and edges == 8 + 4
+    assert restart_buttons == (0 if target == "linux" else 1)
+    assert cells >= 256  # the agent's default EV set, stand-ins for retired EVs after it
+    assert transfer["state"] == "done", transfer
+    assert transfer["summary"]["goodput_bps"] > 0
+    assert heading.startswith("h1 → h3 qp ")
+    assert hovered["ok"], hovered
+    assert hovered["nodes"][:2] == ["h1", "l1"] and hovered["nodes"][-2:] == ["l2", "h3"]
+
+    assert single["ok"], single
+    on_path = {}
+    for hop in single["links"]:
+        if hop["id"].startswith("h"):
+            continue  # host links: the controller does not count them on every target
+        load = links.get(hop["id"], {})
+        forward = load.get("ab_bps" if hop["id"].startswith(hop["from"] + "<->") else "ba_bps")
+        on_path[hop["id"]] = forward or 0.0
+    assert len(on_path) == 2 and min(on_path.values()) > 1e6, (single, links)
+    elsewhere = {
+        link: max(load["ab_bps"] or 0.0, load["ba_bps"] or 0.0)
+        for link, load in links.items()
+        if not link.startswith("h") and link not in on_path
+    }
+    # Other links carry acknowledgements at most (a small fraction of the data).
+    assert max(elsewhere.values()) < min(on_path.values()) / 4, (single, links)
