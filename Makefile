@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := mininet iproute2 ethtool tcpdump tshark iperf3 tcpreplay nftables \
-	python3-venv python3-pip python3-dev gcc python3-thrift util-linux procps iputils-ping
+	python3-venv python3-pip python3-dev gcc python3-thrift util-linux procps iputils-ping chromium
 # Root is needed for namespaces, veths and BMv2 interfaces; the toolchain overrides travel along.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
 P4C ?= $(shell command -v p4c 2>/dev/null)
@@ -16,7 +16,7 @@ PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5
 TEST_SKIP_LOG := build/test-skips.jsonl
 SKIP_ARGS = $(if $(SKIP_LOG),--skip-log $(abspath $(SKIP_LOG)))
 
-.PHONY: help setup native test unit ptf e2e lint build doctor fuzz bench-dataplane bench-agent bench-controller bench-targets shell clean
+.PHONY: help setup live-js native test unit ptf e2e browser lint build doctor fuzz bench-dataplane bench-agent bench-api bench-controller bench-targets shell clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -33,13 +33,21 @@ setup:  ## Install apt packages and the virtualenv (.venv, sees Debian's Mininet
 	$(PY) -m pip install -q -e '.[dev]'
 	@$(PY) -c "import mininet, scapy, finsy, ptf; print('setup: virtualenv ready,', 'mininet', mininet.__file__)"
 	$(PY) -m tools.build_native
+	$(MAKE) --no-print-directory live-js
+
+# The live page's JavaScript libraries, from npm at the versions of testbed/live/package-lock.json.
+LIVE_JS := build/live-js
+live-js:  ## Install the live page's JavaScript (npm, into build/live-js; `make setup` runs it)
+	@command -v npm >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm
+	@mkdir -p $(LIVE_JS) && cp testbed/live/package.json testbed/live/package-lock.json $(LIVE_JS)/
+	cd $(LIVE_JS) && npm ci --no-audit --no-fund --loglevel=error
 
 native:  ## Compile the agent's core and per-packet I/O with mypyc into build/native (after editing agent/)
 	$(PY) -m tools.build_native $(NATIVE_ARGS)
 
 test:  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present); then each skip reason with its count
 	@mkdir -p $(dir $(TEST_SKIP_LOG)) && rm -f $(TEST_SKIP_LOG)
-	@rc=0; $(MAKE) --no-print-directory unit ptf e2e SKIP_LOG=$(TEST_SKIP_LOG) || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory unit browser ptf e2e SKIP_LOG=$(TEST_SKIP_LOG) || rc=$$?; \
 		$(PY) -m tests.skip_log $(TEST_SKIP_LOG); exit $$rc
 
 unit:  ## pytest unit tests (tests needing p4c, BMv2 or root skip with a reason); agent's again in pure Python
@@ -51,6 +59,9 @@ ptf:  ## PTF data-plane suite against simple_switch_grpc over veths (skips witho
 
 e2e:  ## End-to-end: controller on BMv2, Mininet fabrics, agents in namespaces (skip without tools/root)
 	$(SUDO) $(PY) -m pytest -q tests/bmv2 tests/e2e $(SKIP_ARGS); $(PYTEST_OK5)
+
+browser:  ## The live page in headless Chromium via Playwright (skips without chromium/playwright)
+	$(SUDO) $(PY) -m pytest -q tests/browser $(SKIP_ARGS); $(PYTEST_OK5)
 
 lint:  ## ruff, mypy and the import-linter architecture contracts
 	$(VENV)/bin/ruff check .
@@ -82,6 +93,9 @@ bench-dataplane:  ## BMv2 packets/s, mrc.p4 / L3 baseline: equal fan-out, no tri
 bench-agent:  ## Agent core pps, and mrc-perf vs iperf3 over a veth pair, lossless and 1% loss (JSON)
 	$(SUDO) $(PY) -m tools.bench_agent $(BENCH_ARGS)
 
+bench-api:  ## WRITE messages/s and goodput through the host API vs mrc-perf over a veth pair, 4K-256K messages (JSON)
+	$(SUDO) $(PY) -m tools.bench_api $(BENCH_ARGS)
+
 bench-controller:  ## Controller: batched vs single writes (bmv2); failover over 50 link cuts on TARGET=bmv2|linux (JSON)
 	$(SUDO) $(PY) -m tools.bench_controller --target $(or $(filter-out auto,$(TARGET)),bmv2) $(BENCH_ARGS)
 
@@ -98,12 +112,12 @@ clean:  ## Remove caches and build/ (the native agent too: `make native`); keeps
 # -- the testbed runner and experiments (testbed/, experiments/) ---------------------------------
 .PHONY: run-topology stop experiment
 
-run-topology:  ## TOPO on TARGET with controller and agents; Mininet CLI + fail/restore/restart/mrc/status
-	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto)
+run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] with controller and agents; Mininet CLI + fail/restore/restart/mrc/status; live view on LIVE_PORT (8765)
+	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) --live-port $(or $(LIVE_PORT),8765) $(if $(LIVE_HOST),--live-host $(LIVE_HOST))
 
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|spray|incast [TOPO=] [TARGET=auto|bmv2|linux] [SEEDS=5] [SET="duration_s=10 ..."]: results/<name>-<time>/
+experiment:  ## NAME=failover|reboot|loss|spray|incast [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
-	$(SUDO) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))
+	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))

@@ -107,6 +107,11 @@ def forwarded_between(before: dict[str, Any], after: dict[str, Any], switch: str
             f"{end.source} after)"
         )
     ports = start.packets.keys() | end.packets.keys()
+    if any(end.packets.get(port, 0) < start.packets.get(port, 0) for port in ports):
+        # Counters only grow while a switch lives: one that fell was restarted in between.
+        raise CountersUnavailable(
+            f"{switch}: counters unavailable (they fell between the snapshots: restarted)"
+        )
     byte_counts = None
     if start.byte_counts is not None and end.byte_counts is not None:
         byte_counts = {

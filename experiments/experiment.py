@@ -21,11 +21,21 @@ Around every run the runner reads each core's busy time and the switches' counte
 records the run's CPU load, each fabric link's utilisation and the verdict on what limited
 it (:mod:`experiments.bottleneck`); before bring-up it finds out what the target can do
 (:mod:`experiments.capabilities`), which ``summarize`` gets so that it makes only the
-comparisons the target supports.
+comparisons the target supports, and whether this tree's agent and controller have what the
+modes ask for (``missing``: a transport, a routing policy), refusing with :class:`Unsupported`
+before anything is brought up.
+
+The modes may depend on the parameters (``modes_for``: failover's transports x routing
+policies x placements). A mode's controller routing policy is part of its network
+(``Variant.routing``): modes under different policies get a bring-up each. Some modes'
+transfers may fail as a result (``may_fail``: a RoCE QP out of retries): the invariants then
+ask of them only that a failure is recorded with its error and that a transfer that did
+complete lost nothing; every other mode's transfers must complete and lose nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -44,6 +54,7 @@ from experiments.counters import hop_loads
 from experiments.cpu import core_jiffies, core_load, core_times, process_load, process_times
 from experiments.results import MODES, new_result_dir, summary_problems, versions, write_json
 from experiments.topology_variant import Variant, write_variant
+from experiments.transports import controller_routing
 from testbed.session import Testbed
 from topologies import load_topology
 from topologies.model import Topology
@@ -51,6 +62,18 @@ from topologies.model import Topology
 log = logging.getLogger(__name__)
 
 RunMode = Callable[[Testbed, Any, str, int], tuple[dict[str, Any], dict[str, Any]]]
+
+
+class Unsupported(RuntimeError):
+    """This tree's agent or controller lacks what the experiment's modes need; the message
+    says what, one line each."""
+
+
+def _never(mode: str) -> bool:
+    del mode
+    return False
+
+
 #: Nothing of a bring-up was left after its teardown.
 NOTHING_LEFT = "nothing left"
 
@@ -78,6 +101,25 @@ class Experiment:
     #: What the experiment needs of the topology (hosts it names, links its flows share):
     #: a ValueError saying what is wrong, raised before anything is brought up.
     check_topology: Callable[[Topology, Any], None] | None = None
+    #: The modes for the given parameters (None: ``modes``).
+    modes_for: Callable[[Any], tuple[str, ...]] | None = None
+    #: Modes whose transfers may fail as a result rather than an error (see the module's
+    #: docstring).
+    may_fail: Callable[[str], bool] = _never
+    #: What this tree lacks for the parameters' modes, one sentence each (empty: nothing).
+    missing: Callable[[Any], list[str]] | None = None
+
+    def modes_of(self, params: Any) -> tuple[str, ...]:
+        """The modes every seed runs in, for ``params``."""
+        return self.modes if self.modes_for is None else self.modes_for(params)
+
+    def check_support(self, params: Any) -> None:
+        """Unsupported, saying what is missing, when this tree cannot run ``params``."""
+        missing = self.missing(params) if self.missing is not None else []
+        if missing:
+            raise Unsupported(
+                f"{self.name} cannot run here as asked:\n  - " + "\n  - ".join(missing)
+            )
 
 
 def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
@@ -119,25 +161,25 @@ def run_experiment(
     topology_ref = topology_ref or experiment.default_topology
     if experiment.check_topology is not None:
         experiment.check_topology(load_topology(topology_ref), params)
+    experiment.check_support(params)
+    modes = experiment.modes_of(params)
     directory = new_result_dir(results_root, experiment.name)
     groups = bring_ups(experiment, params)
     files: dict[str, Path] = {}
-    for suffix, (variant, modes) in groups.items():
+    for suffix, (variant, members) in groups.items():
         path = write_variant(topology_ref, variant, directory, f"topology{suffix}.yaml")
-        files.update((mode, path) for mode in modes)
+        files.update((mode, path) for mode in members)
     facts = probe_target_facts(target)
     plan = plan_bring_ups(experiment, params, seeds)
-    runs, series, done = _measure(experiment, plan, files, target, params, directory)
+    variants = {suffix: variant for suffix, (variant, _) in groups.items()}
+    runs, series, done = _measure(experiment, plan, files, variants, target, params, directory)
     figures = experiment.summarize(runs, facts)
-    transfers = [
-        t for seeds_ in runs.values() for r in seeds_.values() for t in r["transfers"].values()
-    ]
-    first_file = files[experiment.modes[0]]
-    order = seed_orders(experiment.modes, seeds)
+    first_file = files[modes[0]]
+    order = seed_orders(modes, seeds)
     bottleneck = {
-        mode: overall_bottleneck(run["bottleneck"] for run in runs[mode].values())
-        for mode in experiment.modes
+        mode: overall_bottleneck(run["bottleneck"] for run in runs[mode].values()) for mode in modes
     }
+    held = invariants(runs, experiment.may_fail)
     summary: dict[str, Any] = {
         "experiment": experiment.name,
         "target": target,
@@ -149,7 +191,7 @@ def run_experiment(
             "files": {mode: path.name for mode, path in files.items()},
         },
         "seeds": seeds,
-        "modes": list(experiment.modes),
+        "modes": list(modes),
         "order": {"rule": ORDER_RULE, "per_seed": order},
         "versions": versions(),
         "parameters": dataclasses.asdict(params),
@@ -158,13 +200,10 @@ def run_experiment(
         "bottleneck": {
             **bottleneck,
             "all": overall_bottleneck(
-                run["bottleneck"] for mode in experiment.modes for run in runs[mode].values()
+                run["bottleneck"] for mode in modes for run in runs[mode].values()
             ),
         },
-        "invariants": {
-            "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
-            "all_completed": all(t["completed"] for t in transfers),
-        },
+        "invariants": held,
         "controller_discovery": experiment.discovery,
         "bring_ups": done,
         "teardown": _teardown_sentence([bring_up["teardown"] for bring_up in done]),
@@ -180,13 +219,71 @@ def run_experiment(
         f"order: {_order_text(order)} ({len(done)} bring-up(s))",
         *(f"target lacks: {line}" for line in facts.lacks),
         *experiment.text(figures),
-        *(f"bottleneck, {mode}: {phrase(bottleneck[mode])}" for mode in experiment.modes),
-        f"invariants: bytes lost {summary['invariants']['bytes_lost']}, every transfer "
-        f"completed: {'yes' if summary['invariants']['all_completed'] else 'NO'}",
+        *(f"bottleneck, {mode}: {phrase(bottleneck[mode])}" for mode in modes),
+        *invariant_lines(held),
         *(f"ILL-FORMED: {problem}" for problem in problems),
     ]
     (directory / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory
+
+
+def invariants(
+    runs: Mapping[str, Mapping[str, Mapping[str, Any]]], may_fail: Callable[[str], bool] = _never
+) -> dict[str, Any]:
+    """What every run must hold, over all of them: the transfers of modes that may not fail
+    lost no byte (``bytes_lost``) and all completed (``all_completed``, over those modes:
+    ``strict_modes``); a transfer of a mode that may fail either completed losing nothing or
+    failed with its error recorded (``failures_as_results`` lists those failures,
+    ``violations`` what broke the rule); ``held`` says whether all of it held."""
+    strict = [mode for mode in runs if not may_fail(mode)]
+    transfers = [
+        t for mode in strict for run in runs[mode].values() for t in run["transfers"].values()
+    ]
+    results, violations = [], []
+    for mode in runs:
+        if mode in strict:
+            continue
+        for seed, run in runs[mode].items():
+            for name, transfer in run["transfers"].items():
+                where = f"{seed}/{mode}/{name}"
+                if transfer["completed"]:
+                    if transfer["bytes_lost"] != 0:
+                        violations.append(
+                            f"{where} completed yet lost {transfer['bytes_lost']} bytes"
+                        )
+                elif transfer.get("error"):
+                    at = transfer.get("failed_at_s")
+                    when = "" if at is None else f" at {at:.2f} s"
+                    results.append(f"{where} failed{when}: {transfer['error']}")
+                else:
+                    violations.append(f"{where} did not complete and recorded no error")
+    bytes_lost = sum(t["bytes_lost"] or 0 for t in transfers)
+    all_completed = all(t["completed"] for t in transfers)
+    return {
+        "bytes_lost": bytes_lost,
+        "all_completed": all_completed,
+        "strict_modes": strict,
+        "may_fail_modes": [mode for mode in runs if mode not in strict],
+        "failures_as_results": results,
+        "violations": violations,
+        "held": bytes_lost == 0 and all_completed and not violations,
+    }
+
+
+def invariant_lines(held: Mapping[str, Any]) -> list[str]:
+    """summary.txt's account of :func:`invariants`."""
+    over = ""
+    if held["may_fail_modes"]:
+        over = (
+            f" (of the modes that must: {', '.join(held['strict_modes']) or 'none'}; "
+            f"{', '.join(held['may_fail_modes'])} may fail as a result)"
+        )
+    return [
+        f"invariants: bytes lost {held['bytes_lost']}, every transfer completed: "
+        f"{'yes' if held['all_completed'] else 'NO'}{over}",
+        *(f"failed, a result: {line}" for line in held["failures_as_results"]),
+        *(f"INVARIANT BROKEN: {line}" for line in held["violations"]),
+    ]
 
 
 #: How the modes' order is chosen, as summary.json records it beside each seed's order.
@@ -229,7 +326,7 @@ def plan_bring_ups(experiment: Experiment, params: Any, seeds: int) -> list[Brin
         for mode in modes
     }
     plan: list[BringUp] = []
-    for seed, mode in run_order(experiment.modes, seeds):
+    for seed, mode in run_order(experiment.modes_of(params), seeds):
         suffix = suffix_of[mode]
         if plan and plan[-1].suffix == suffix:
             plan[-1] = BringUp(suffix, (*plan[-1].runs, (seed, mode)))
@@ -242,6 +339,7 @@ def _measure(
     experiment: Experiment,
     plan: list[BringUp],
     files: dict[str, Path],
+    variants: dict[str, Variant],
     target: str,
     params: Any,
     directory: Path,
@@ -249,8 +347,9 @@ def _measure(
     """Bring each planned network up, run its runs, tear it down; the records and time series
     per mode and seed, and each bring-up's account (its runs, its controller's event log,
     what its teardown left)."""
-    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in experiment.modes}
-    series: dict[str, dict[str, Any]] = {mode: {} for mode in experiment.modes}
+    modes = experiment.modes_of(params)
+    runs: dict[str, dict[str, dict[str, Any]]] = {mode: {} for mode in modes}
+    series: dict[str, dict[str, Any]] = {mode: {} for mode in modes}
     done: list[dict[str, Any]] = []
     per_suffix = {b.suffix: sum(1 for o in plan if o.suffix == b.suffix) for b in plan}
     seen: dict[str, int] = {}
@@ -260,12 +359,22 @@ def _measure(
         numbered = f"-{seen[bring_up.suffix]}" if per_suffix[bring_up.suffix] > 1 else ""
         events_name = f"controller-events{bring_up.suffix}{numbered}.jsonl"
         topology_file = files[bring_up.runs[0][1]]
+        routing = variants[bring_up.suffix].routing
         account: dict[str, Any] = {
             "topology": topology_file.name,
             "runs": [f"{seed}/{mode}" for seed, mode in bring_up.runs],
             "controller_events": None,
+            "routing": routing or "the controller's default",
         }
-        with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
+        with (
+            Testbed.open(
+                str(topology_file), target, experiment.discovery, controller_routing(routing)
+            ) as testbed,
+            _live_view(testbed),
+        ):
+            if testbed.controller is not None:
+                # the policy the controller ran, its default included ("reactive")
+                account["routing"] = str(testbed.controller.routing)
             for seed, mode in bring_up.runs:
                 log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
                 record, samples = measured_run(experiment, testbed, params, mode, seed)
@@ -280,10 +389,20 @@ def _measure(
                 account["controller_events"] = events_name
         account["teardown"] = str(testbed.leftovers)  # set by the teardown ending the block
         done.append(account)
-    for mode in experiment.modes:  # summary.json lists seeds in order, whatever ran first
+    for mode in modes:  # summary.json lists seeds in order, whatever ran first
         runs[mode] = dict(sorted(runs[mode].items(), key=lambda item: int(item[0])))
         series[mode] = dict(sorted(series[mode].items(), key=lambda item: int(item[0])))
     return runs, series, done
+
+
+def _live_view(testbed: Testbed) -> contextlib.AbstractContextManager[object]:
+    """With ``LIVE=1`` in the environment, the live page of each bring-up (``LIVE_PORT``,
+    default 8765): its cost lands in the runs' CPU accounts, so figures are made without it."""
+    if os.environ.get("LIVE") != "1":
+        return contextlib.nullcontext()
+    from testbed.live import live_view
+
+    return live_view(testbed, port=int(os.environ.get("LIVE_PORT") or 8765), say=log.warning)
 
 
 def measured_run(
@@ -333,7 +452,7 @@ def bring_ups(experiment: Experiment, params: Any) -> dict[str, tuple[Variant, l
     suffix of their files: "" when every mode shares one network (``topology.yaml``), else
     ``-<mode>`` of the group's first mode (``topology-<mode>.yaml``)."""
     groups: dict[Variant, list[str]] = {}
-    for mode in experiment.modes:
+    for mode in experiment.modes_of(params):
         groups.setdefault(experiment.variant(params, mode), []).append(mode)
     if len(groups) == 1:
         ((variant, modes),) = groups.items()

@@ -13,9 +13,17 @@ import matplotlib.pyplot as plt  # after use(): the backend must be chosen first
 MODE_COLOURS = {
     "mrc": "tab:blue",
     "single": "tab:orange",
+    "roce": "tab:purple",
     "ecn_trim_on": "tab:green",
     "ecn_trim_off": "tab:red",
 }
+
+
+def colour_of(label: str) -> str | None:
+    """A line's colour from the first word of its label: a mode (``ecn_trim_on``) or a
+    transport, also where the mode names more after it (``mrc-static-remote``, ``roce@1%``)."""
+    word = label.split()[0] if label.split() else label
+    return MODE_COLOURS.get(word) or MODE_COLOURS.get(word.split("-")[0].split("@")[0])
 
 
 def goodput_over_time(
@@ -27,12 +35,11 @@ def goodput_over_time(
     """Goodput (Mbit/s) against time for each labelled series, with vertical ``markers``."""
     figure, axes = plt.subplots(figsize=(9, 4))
     for label, points in series.items():
-        mode = label.split()[0]
         axes.plot(
             [p["t_s"] for p in points],
             [p["goodput_bps"] / 1e6 for p in points],
             label=label,
-            color=MODE_COLOURS.get(mode),
+            color=colour_of(label),
             drawstyle="steps-pre",
             linewidth=1.2,
         )
@@ -127,6 +134,74 @@ def goodput_with_spans_and_durations(
     right.tick_params(axis="x", labelsize=7)
     right.grid(axis="y", alpha=0.3)
     figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+Bounds = tuple[float, float, float]
+
+
+def against_loss(
+    path: Path,
+    title: str,
+    rates: Sequence[str],
+    goodput: Mapping[str, Sequence[Bounds | None]],
+    retention: Mapping[str, Sequence[Bounds | None]] | None,
+    failures: Mapping[str, Sequence[int]] | None = None,
+) -> None:
+    """Left: goodput (Mbit/s) against the loss rate per transport; right: the retention of
+    each transport's lossless goodput (when measured). Each point is (mean, min, max),
+    drawn as the mean with its min-max as an error bar; the rates are evenly spaced
+    categories, labelled in percent; a missing point is left out. A point where transfers
+    failed (``failures``: per transport, the failed seeds at each rate; a failed transfer
+    counts with goodput 0) is crossed and labelled with how many failed."""
+    panels = 2 if retention is not None else 1
+    figure, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), squeeze=False)
+    charts: list[tuple[Mapping[str, Sequence[Bounds | None]], str]] = [
+        (goodput, "goodput (Mbit/s)")
+    ]
+    if retention is not None:
+        charts.append((retention, "goodput kept of its own lossless goodput"))
+    for ax, (values, ylabel) in zip(axes[0], charts, strict=True):
+        for line, (transport, points) in enumerate(values.items()):
+            xs = [i for i, point in enumerate(points) if point is not None]
+            known = [point for point in points if point is not None]
+            ax.errorbar(
+                xs,
+                [mean for mean, _, _ in known],
+                yerr=[
+                    [mean - low for mean, low, _ in known],
+                    [high - mean for mean, _, high in known],
+                ],
+                label=transport,
+                color=colour_of(transport),
+                marker="o",
+                capsize=3,
+                linewidth=1.2,
+            )
+            failed = (failures or {}).get(transport, [])
+            for x, count in enumerate(failed):
+                point = points[x] if x < len(points) else None
+                if count and point is not None:
+                    mean = point[0]
+                    ax.scatter([x], [mean], marker="x", s=90, color=colour_of(transport))
+                    ax.annotate(
+                        f"{count} failed",
+                        (x, mean),
+                        textcoords="offset points",
+                        xytext=(4, 6 + 9 * line),
+                        fontsize=7,
+                        color=colour_of(transport),
+                    )
+        ax.set_xticks(range(len(rates)))
+        ax.set_xticklabels([f"{rate} %" for rate in rates])
+        ax.set_xlabel("random loss on every fabric link (UDP 4791 only)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    figure.suptitle(title, fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

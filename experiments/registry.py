@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from experiments import failover, incast, spray
+from experiments import failover, incast, loss, spray
 from experiments.experiment import Experiment
 
 EXPERIMENTS: dict[str, Experiment] = {
     experiment.name: experiment
-    for experiment in (failover.EXPERIMENT, spray.EXPERIMENT, incast.EXPERIMENT)
+    for experiment in (
+        failover.EXPERIMENT,
+        failover.REBOOT,
+        loss.EXPERIMENT,
+        spray.EXPERIMENT,
+        incast.EXPERIMENT,
+    )
 }

@@ -55,6 +55,10 @@ class Variant:
     host_queues: tuple[HostQueue, ...] = ()
     #: False: no ECN marking and no trimming anywhere (see the module's docstring).
     ecn_and_trimming: bool = True
+    #: The controller's routing policy (``static``, ``reactive``, ``converge:S``; None: its
+    #: default). Not a topology setting: the controller is started with it, and modes under
+    #: different policies get a bring-up each.
+    routing: str | None = None
 
 
 def source_document(topology_ref: str) -> dict[str, Any]:

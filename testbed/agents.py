@@ -13,7 +13,9 @@ the experiments time their link cuts by.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,13 +35,32 @@ AGENT_READY_TIMEOUT_S = 30.0
 
 
 class TransferFailed(RuntimeError):
-    """A transfer did not complete; the message names the hosts and the agent's error."""
+    """A transfer did not complete; the message names the hosts and the agent's error,
+    ``code`` the agent's error code (``transfer_failed``: it started and died, e.g. a RoCE QP
+    out of retries; None when the agent never answered), ``at`` when it failed."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        #: When it failed (``time.monotonic()``): a run's timeline places the failure.
+        self.at = time.monotonic()
+
+
+#: The transports a transfer can ask the agent for (``--transport``): MRC, MRC on one EV,
+#: and a RoCEv2 RC connection.
+TRANSPORTS = ("mrc", "single", "roce")
+
+
+def agent_has_transports() -> bool:
+    """Whether this tree's agent takes a transport in its perf request (``--transport``)."""
+    return "transport" in {field.name for field in dataclasses.fields(PerfRequest)}
 
 
 @dataclass(frozen=True)
 class TransferSpec:
     """One perf transfer: from ``source`` to ``destination``, sized by bytes or seconds;
-    what is left None keeps the agent's default (256 EVs, 64 KiB messages, 1 s samples)."""
+    what is left None keeps the agent's default (MRC, 256 EVs, 64 KiB messages, 1 s
+    samples). ``transport`` is one of ``TRANSPORTS``."""
 
     source: str
     destination: str
@@ -48,6 +69,30 @@ class TransferSpec:
     evs: int | None = None
     message_size: int | None = None
     interval_s: float | None = None
+    transport: str | None = None
+    #: A RoCE QP's verbs settings (the local ACK timeout's exponent, and its retries).
+    roce_timeout: int | None = None
+    roce_retry_cnt: int | None = None
+
+    def request_options(self, transports: bool) -> dict[str, Any]:
+        """The perf request's transport and EV options, for an agent that takes a transport
+        (``transports``) or one that does not: there ``single`` is MRC with one EV, and
+        ``roce`` cannot be asked for (ValueError)."""
+        if self.transport not in (None, *TRANSPORTS):
+            raise ValueError(
+                f"unknown transport {self.transport!r} (transports: {', '.join(TRANSPORTS)})"
+            )
+        if transports:
+            options: dict[str, Any] = {"transport": self.transport, "evs": self.evs}
+            if self.transport == "roce":
+                options.update(roce_timeout=self.roce_timeout, roce_retry_cnt=self.roce_retry_cnt)
+            return options
+        if self.transport == "roce":
+            raise ValueError(
+                "this tree's agent has no RoCE transport: its perf request takes no "
+                "'transport' (mrc-agent --transport)"
+            )
+        return {"evs": 1 if self.transport == "single" else self.evs}
 
 
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -128,37 +173,45 @@ class HostAgents:
             client = connect_to_agent(str(self.socket_of(spec.source)))
             if client is None:
                 raise TransferFailed(f"{where}: the agent on {spec.source} does not answer")
+            options = spec.request_options(agent_has_transports())
             with client:
                 return client.request(
                     PerfRequest(
                         to=self.address_of(spec.destination, spec.source, cut),
                         total_bytes=spec.total_bytes,
                         duration=spec.duration_s,
-                        evs=spec.evs,
                         message_size=spec.message_size,
                         interval=spec.interval_s,
+                        **options,
                     ),
                     on_progress,
                 )
         except AgentError as error:
-            raise TransferFailed(f"{where}: {error}") from None
+            raise TransferFailed(f"{where}: {error}", error.code.value) from None
 
     def transfer_all(
-        self, specs: Sequence[TransferSpec], cut: Collection[LinkId] = ()
+        self,
+        specs: Sequence[TransferSpec],
+        cut: Collection[LinkId] = (),
+        on_progress: Sequence[ProgressCallback | None] | None = None,
     ) -> list[dict[str, Any] | TransferFailed]:
         """Run ``specs`` at the same time (one thread each: they only wait on sockets);
-        each one's result, or its failure, in order."""
+        each one's result, or its failure, in order; ``on_progress[i]`` gets the samples of
+        ``specs[i]`` (called from that transfer's thread)."""
+        callbacks = list(on_progress) if on_progress is not None else [None] * len(specs)
+        if len(callbacks) != len(specs):
+            raise ValueError(f"{len(specs)} transfers but {len(callbacks)} progress callbacks")
 
-        def one(spec: TransferSpec) -> dict[str, Any] | TransferFailed:
+        def one(index: int) -> dict[str, Any] | TransferFailed:
             try:
-                return self.transfer(spec, cut=cut)
+                return self.transfer(specs[index], callbacks[index], cut=cut)
             except TransferFailed as failure:
                 return failure
 
         if not specs:
             return []
         with ThreadPoolExecutor(max_workers=len(specs)) as pool:
-            return list(pool.map(one, specs))
+            return list(pool.map(one, range(len(specs))))
 
     def stop(self) -> None:
         """SIGTERM every agent (SIGKILL after the grace period)."""

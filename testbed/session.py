@@ -14,7 +14,9 @@ catches any agent or controller that refused to stop.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
+import shlex
 import threading
 import time
 from collections.abc import Iterator
@@ -32,12 +34,27 @@ from topologies.model import LinkId, Topology
 log = logging.getLogger(__name__)
 
 
+class UnsupportedRouting(RuntimeError):
+    """A routing policy was asked for and this tree's controller has no such option."""
+
+
+def controller_has_routing() -> bool:
+    """Whether this tree's controller run takes a routing policy (``--routing``)."""
+    return "routing" in inspect.signature(ControllerRun).parameters
+
+
 class Testbed:
     """A running network with its controller and agents (see :meth:`open`)."""
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, topology_ref: str, target: str = AUTO, discovery: bool = True) -> None:
+    def __init__(
+        self,
+        topology_ref: str,
+        target: str = AUTO,
+        discovery: bool = True,
+        routing: str | None = None,
+    ) -> None:
         """Check the target and plan the run; nothing starts until :meth:`start`.
 
         ``target`` is ``bmv2``, ``linux`` or ``auto`` (BMv2 where its tools are present,
@@ -45,11 +62,20 @@ class Testbed:
         ``discovery=False`` runs the controller without link discovery (links are as the
         topology says): on links slowed to a few hundred packets/s, LLDP probes wait in the
         same queue as the data and arrive late, which the controller takes for cuts.
+        ``routing`` is the controller's routing policy (``static``, ``reactive``,
+        ``converge:SECONDS``; None: the controller's default); UnsupportedRouting when this
+        tree's controller takes none.
         """
         from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
+        if routing is not None and not controller_has_routing():
+            raise UnsupportedRouting(
+                f"routing {routing!r} asked for, but this tree's controller has no routing "
+                "policy option (mrc-controller run --routing)"
+            )
         self.topology_ref = topology_ref
         self.discovery = discovery
+        self.routing = routing
         self.topology: Topology = load_topology(topology_ref)
         choice = choose_target(target, self.topology)
         self.target = choice.target.name
@@ -63,10 +89,14 @@ class Testbed:
 
     @classmethod
     def open(
-        cls, topology_ref: str, target: str = AUTO, discovery: bool = True
+        cls,
+        topology_ref: str,
+        target: str = AUTO,
+        discovery: bool = True,
+        routing: str | None = None,
     ) -> contextlib.AbstractContextManager[Testbed]:
         """A started testbed for the ``with`` block, closed however the block ends."""
-        return cls(topology_ref, target, discovery).running()
+        return cls(topology_ref, target, discovery, routing).running()
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Testbed]:
@@ -92,15 +122,25 @@ class Testbed:
         """Network, controller (until every switch is in service), agents."""
         try:
             self.network.start()
+            options: dict[str, Any] = {} if self.routing is None else {"routing": self.routing}
             self.controller = ControllerRun(
-                self.topology_ref, self.run_dir, self.prefix, self.discovery, self.target
+                self.topology_ref, self.run_dir, self.prefix, self.discovery, self.target, **options
             )
             self.controller.wait_in_service([s.name for s in self.topology.switches])
             self.agents = HostAgents(self.topology, self.run_dir, self.prefix)
             self.agents.start()
+            self._point_shells_at_agents(self.agents)
         except BaseException:
             self.close()
             raise
+
+    def _point_shells_at_agents(self, agents: HostAgents) -> None:
+        """Set ``MRC_AGENT_SOCKET`` in every host's shell to its agent's socket, so that a
+        program started from the CLI (``h1 .venv/bin/python examples/api/...``) finds its
+        host's agent the way an application finds ``/run/mrc-agent.sock`` on a real host."""
+        for host in self.topology.hosts:
+            path = shlex.quote(str(agents.socket_of(host.name)))
+            self.network.host(host.name).cmd(f"export MRC_AGENT_SOCKET={path}")
 
     def close(self) -> str:
         """Stop the agents (which ends their transfers), the controller, then the network;
@@ -147,6 +187,55 @@ class Testbed:
             time.sleep(0.1)
         return None
 
+    def power_off(self, switch: str, dark: bool = True) -> list[LinkId]:
+        """A switch loses power under load: on bmv2 its process is killed (kill -9: its state
+        is lost) and, with ``dark``, every link of it loses carrier, as a dark switch's
+        neighbours see it (``dark=False``: a hung BMv2 whose ports stay lit); on linux, which
+        has no switch process, its links go dark. Returns the links cut."""
+        if self.target == "linux" and not dark:
+            from testbed.mininet.network import NotApplicable
+
+            raise NotApplicable(f"{switch}: a kernel switch has no process to kill")
+        if self.target != "linux":
+            self.network.kill_switch(switch)
+        if not dark:
+            return []
+        return [self._cut_link(link) for link in self.network.switch_links(switch)]
+
+    def power_on(self, switch: str, links: list[LinkId]) -> float | None:
+        """Bring a powered-off switch back: on bmv2 start its process (empty) and wait until
+        the controller has reprogrammed it, then light its ``links``; on linux light them.
+        Returns the seconds the switch took to serve and be reprogrammed (None on linux)."""
+        took = None
+        if self.target != "linux":
+            mark = self.event_count()
+            started = time.monotonic()
+            self.network.start_switch(switch)
+            self.wait_in_service([switch], after=mark)
+            took = time.monotonic() - started
+        for link in links:
+            self.network.restore(str(link.a), str(link.b))
+        return took
+
+    def _cut_link(self, link: LinkId) -> LinkId:
+        return self.network.cut(str(link.a), str(link.b))
+
+    def set_fabric_loss(self, rate: float) -> None:
+        """Drop UDP 4791 on every fabric link with probability ``rate``, never LLDP."""
+        self.network.set_fabric_loss(rate)
+
+    def clear_fabric_loss(self) -> None:
+        """Every fabric link lossless again."""
+        self.network.clear_fabric_loss()
+
+    def fabric_loss_counters(self) -> tuple[dict[str, Any], int]:
+        """Per link direction the UDP 4791 frames seen and dropped, and LLDP let through."""
+        return self.network.fabric_loss_counters()
+
+    def nic_tx_packets(self, host: str) -> dict[str, int]:
+        """Packets each NIC of ``host`` has sent (its kernel's counters)."""
+        return self.network.nic_tx_packets(host)
+
     def restart(self, switch: str) -> int:
         """kill -9 a switch and start it again empty; returns its new pid once it serves.
         The controller notices and reprograms it (see :meth:`wait_in_service`). On linux,
@@ -172,9 +261,14 @@ class Testbed:
         JSON ``mrc-perf --json`` prints), or TransferFailed."""
         return self._agents().transfer(spec, on_progress, self.network.cut_links)
 
-    def transfer_all(self, specs: list[TransferSpec]) -> list[dict[str, Any] | TransferFailed]:
-        """Run transfers at the same time; each one's result or failure, in order."""
-        return self._agents().transfer_all(specs, self.network.cut_links)
+    def transfer_all(
+        self,
+        specs: list[TransferSpec],
+        on_progress: list[ProgressCallback | None] | None = None,
+    ) -> list[dict[str, Any] | TransferFailed]:
+        """Run transfers at the same time; each one's result or failure, in order;
+        ``on_progress[i]`` gets the samples of ``specs[i]``."""
+        return self._agents().transfer_all(specs, self.network.cut_links, on_progress)
 
     def _controller(self) -> ControllerRun:
         if self.controller is None:

@@ -5,6 +5,7 @@
         net.restore("l1", "s1")
         net.restart_switch("s2")       # bmv2: kill -9, start again with the same options
         net.set_queue("l1", 3, rate_pps=500, depth=32)
+        net.set_fabric_loss(0.01)      # 1 % of UDP 4791 frames on every fabric link, never LLDP
 
 What comes up, on the ``bmv2`` target (default): every switch as a ``simple_switch_grpc`` in
 the root namespace with no program (the controller pushes it); on the ``linux`` target: every
@@ -41,6 +42,7 @@ from testbed.mininet.cleanup import Leftovers, sweep
 from testbed.mininet.host_config import offloads_off, sysctl
 from testbed.mininet.kernel_switch import KernelSwitch, NotApplicable
 from testbed.mininet.link_lookup import find_link
+from testbed.mininet.link_loss import LossCounters
 from testbed.mininet.naming import PATCH_PANEL_NODE
 from testbed.mininet.patch_panel import PatchPanel
 from testbed.mininet.preflight import preflight_problems
@@ -229,6 +231,45 @@ class TestbedNetwork:
             for end in (link.a, link.b)
             if not self.topology.is_host(end.node)
         }
+
+    def set_fabric_loss(self, rate: float) -> None:
+        """Drop UDP 4791 frames on every switch-to-switch link, in both directions, each with
+        probability ``rate``; never LLDP (see ``link_loss``). Replaces an earlier rate and
+        starts its counters afresh."""
+        self._panel().set_loss(rate, self.wiring.patches)
+
+    def clear_fabric_loss(self) -> None:
+        """Remove the loss rules: every link lossless again."""
+        if self.patch_panel is not None:
+            self.patch_panel.clear_loss()
+
+    def fabric_loss_counters(self) -> tuple[dict[str, LossCounters], int]:
+        """Per link direction (``"l1:3->s1"``) the UDP 4791 frames the loss rules saw and
+        dropped since :meth:`set_fabric_loss`, and the LLDP frames they let through."""
+        return self._panel().loss_counters()
+
+    def switch_links(self, name: str) -> list[LinkId]:
+        """Every link of switch ``name`` (to switches and to hosts), in topology order."""
+        self.topology.switch(name)  # KeyError for a name that is no switch
+        return [link.id for link in self.topology.all_links if name in (link.a.node, link.b.node)]
+
+    def kill_switch(self, name: str) -> None:
+        """kill -9 the switch's BMv2, leaving it dead until :meth:`start_switch`; its ports
+        keep their carrier (cut them to make it dark). NotApplicable on linux."""
+        self.bmv2_switch(name).kill()
+
+    def start_switch(self, name: str) -> int:
+        """Start a killed switch's BMv2 again, empty; returns its pid once it serves."""
+        switch = self.bmv2_switch(name)
+        switch.launch()
+        switch.wait_serving(self.startup_timeout)
+        pid = switch.bmv2_pid
+        assert pid is not None
+        return pid
+
+    def nic_tx_packets(self, host: str) -> dict[str, int]:
+        """Packets each of ``host``'s NICs has sent since bring-up (its kernel's counters)."""
+        return self.host(host).tx_packets()
 
     def restart_switch(self, name: str) -> int:
         """kill -9 the switch's BMv2 and start it again with the same options; returns the new

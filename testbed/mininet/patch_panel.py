@@ -10,16 +10,30 @@ controller sends with any source MAC never teaches it to drop the next one), no 
 snooping, and LLDP forwarded (``group_fwd_mask``: bridges drop 01:80:c2:00:00:0e by default,
 and the controller's link discovery runs on LLDP). IPv6 is off in the panel, so the kernel adds
 no chatter of its own to the links.
+
+Random loss on the links (``set_loss``) is an nftables table in the panel's namespace, one
+rule per link direction (``link_loss``): the bridges are the one place every fabric frame
+crosses on either target.
 """
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterable
 from typing import Any
 
 from mininet.node import Node
 
 from testbed.mininet.host_config import offloads_off, sysctl
-from testbed.mininet.system import attach_netns, run_all_in
+from testbed.mininet.link_loss import (
+    LOSS_TABLE,
+    LossCounters,
+    loss_directions,
+    parse_loss_counters,
+    render_loss_removal,
+    render_loss_ruleset,
+)
+from testbed.mininet.system import attach_netns, run_all_in, run_in
 from testbed.mininet.wiring import PatchWiring
 
 #: Bit 14 of the group forwarding mask: 01:80:c2:00:00:0e, the LLDP destination.
@@ -93,3 +107,29 @@ class PatchPanel(Node):  # type: ignore[misc]  # Mininet has no type hints
             self.netns,
             [("ip", "link", "set", "dev", end.panel_ifname, "up") for end in patch.ends],
         )
+
+    def set_loss(self, rate: float, patches: Iterable[PatchWiring]) -> None:
+        """Drop UDP 4791 frames crossing ``patches`` at ``rate`` (a probability) in each
+        direction, LLDP never; replaces any earlier setting and its counters. Rate 0 keeps
+        counting and drops nothing (``clear_loss`` removes the rules)."""
+        self._apply(render_loss_ruleset(rate, loss_directions(patches)))
+
+    def clear_loss(self) -> None:
+        """Remove the loss rules (nothing is dropped or counted); fine when there are none."""
+        self._apply(render_loss_removal())
+
+    def loss_counters(self) -> tuple[dict[str, LossCounters], int]:
+        """Per link direction what the loss rules matched and dropped since ``set_loss``, and
+        the LLDP frames they let through; ({}, 0) without loss rules."""
+        tables = run_in(self.netns, ["nft", "-j", "list", "tables", "bridge"])
+        if LOSS_TABLE not in tables:
+            return {}, 0
+        return parse_loss_counters(
+            run_in(self.netns, ["nft", "-j", "list", "table", "bridge", LOSS_TABLE])
+        )
+
+    def _apply(self, script: str) -> None:
+        with tempfile.NamedTemporaryFile("w", prefix="mrc-loss-", suffix=".nft") as file:
+            file.write(script)
+            file.flush()
+            run_in(self.netns, ["nft", "-f", file.name])

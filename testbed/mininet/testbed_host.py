@@ -10,6 +10,7 @@ so ``Mininet.build()`` and ``start()`` keep working and never apply Mininet's ow
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mininet.node import Host
@@ -21,7 +22,7 @@ from testbed.mininet.host_config import (
     nic_prepare,
     nic_source_rules,
 )
-from testbed.mininet.system import attach_netns, run_all_in
+from testbed.mininet.system import attach_netns, run_all_in, run_in
 from testbed.mininet.wiring import HostNicWiring
 
 
@@ -66,6 +67,23 @@ class TestbedHost(Host):  # type: ignore[misc]  # Mininet has no type hints
         """Bring the NIC back up with its addresses, neighbours and routes."""
         run_all_in(self.netns, nic_bring_up(self.nic_wiring(nic_name)))
 
+    def tx_packets(self) -> dict[str, int]:
+        """Packets each NIC has sent (the kernel's counters), by NIC name."""
+        return parse_tx_packets(
+            run_in(self.netns, ["ip", "-j", "-s", "link", "show"]),
+            [wiring.nic.name for wiring in self.nic_wirings],
+        )
+
     def IP(self, intf: Any = None) -> str | None:
         """The first NIC's IPv4 address (what Mininet's CLI substitutes for the host's name)."""
         return str(self.nic_wirings[0].nic.ipv4.ip) if self.nic_wirings else None
+
+
+def parse_tx_packets(ip_json: str, nics: list[str]) -> dict[str, int]:
+    """NIC name -> packets sent, from ``ip -j -s link show``; only the NICs in ``nics``."""
+    found = {}
+    for link in json.loads(ip_json or "[]"):
+        name = link.get("ifname")
+        if name in nics:
+            found[name] = int(link.get("stats64", {}).get("tx", {}).get("packets", 0))
+    return found

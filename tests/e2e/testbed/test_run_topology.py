@@ -110,6 +110,10 @@ def test_scripted_session_runs_every_testbed_command_and_leaves_nothing(
             "fail l1 s1",
             "mrc h1 h4 --bytes 128K",
             "restore l1 s1",
+            "loss 10",
+            "mrc h1 h3 --bytes 128K",
+            "loss",
+            "loss off",
             *restart,
             "mrc h2 h4 --bytes 128K",
             "exit",
@@ -134,7 +138,11 @@ def test_scripted_session_runs_every_testbed_command_and_leaves_nothing(
     assert f"on target {testbed_target}" in output
     assert re.search(r"l1 +\S+ +in service", output), output  # status: the controller's view
     goodputs = re.findall(r"goodput .*\((\d+\.\d+) KiB confirmed", output)
-    assert [float(g) for g in goodputs] == [256.0, 128.0, 128.0, 128.0], output
+    assert [float(g) for g in goodputs] == [256.0, 128.0, 128.0, 128.0, 128.0], output
+    assert "every fabric link drops 10 % of UDP 4791 frames, each way; LLDP never" in output
+    seen = re.search(r"loss rules: (\d+) UDP 4791 frames seen, (\d+) dropped", output)
+    assert seen and int(seen.group(1)) > int(seen.group(2)) > 0, output
+    assert "every fabric link lossless again" in output
     assert "256 EVs over 1 plane(s)" in output and "1 EVs over 1 plane(s)" in output
     assert re.search(r"cut l1:3<->s1:1; the controller saw it down after", output), output
     assert re.search(r"restored l1:3<->s1:1; the controller saw it up after", output), output

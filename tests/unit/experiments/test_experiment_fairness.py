@@ -392,44 +392,64 @@ def test_spray_presents_a_ratio_of_link_bound_runs_as_link_bound() -> None:
     assert "[link-bound: busiest link" in spray.text(figures)[0]
 
 
-def _failover_run(recovery: float | None, sequence: int) -> dict[str, Any]:
-    transfer = {"bytes_lost": 0, "completed": True, "goodput_bps": 8e6}
+def _failover_run(
+    recovery: float | None, sequence: int, failed_at: float | None = None
+) -> dict[str, Any]:
+    transfer: dict[str, Any] = {"bytes_lost": 0, "completed": True, "goodput_bps": 8e6}
+    failed = []
+    if failed_at is not None:
+        transfer = {
+            "bytes_lost": None,
+            "completed": False,
+            "goodput_bps": 0.0,
+            "error": "retries exhausted",
+            "failed_at_s": failed_at,
+        }
+        failed = [{"flow": "h1->h3", "error": "retries exhausted", "after_cut_s": failed_at - 5.0}]
     return {
         "transfers": {"h1->h3": transfer},
         "recovery_s": recovery,
+        "longest_stall_s": 0.1 if failed_at is None else failed_at - 5.0,
+        "failed": failed,
         "bottleneck": _verdict(NEITHER),
         "sequence": sequence,
     }
 
 
 def test_failover_gives_each_modes_recovery_as_mean_and_spread_and_each_seeds_pair() -> None:
+    mrc, roce = "mrc-static-remote", "roce-static-remote"
     runs = {
-        "mrc": {
+        mrc: {
             "0": _failover_run(0.6, 0),
             "1": _failover_run(0.06, 3),
             "2": _failover_run(0.09, 4),
         },
-        "single": {
+        roce: {
             "0": _failover_run(0.08, 1),
-            "1": _failover_run(None, 2),
+            "1": _failover_run(None, 2, failed_at=5.5),
             "2": _failover_run(0.18, 5),
         },
     }
     figures = failover.summarize(runs, BMV2)
-    assert figures["mrc"]["recovery_s_mean"] == pytest.approx(0.25)
-    assert (figures["mrc"]["recovery_s_min"], figures["mrc"]["recovery_s_max"]) == (0.06, 0.6)
-    assert figures["single"]["recovery_s_seeds"] == 2  # one seed never recovered
+    assert figures[mrc]["recovery_s_mean"] == pytest.approx(0.25)
+    assert (figures[mrc]["recovery_s_min"], figures[mrc]["recovery_s_max"]) == (0.06, 0.6)
+    assert figures[roce]["recovery_s_seeds"] == 2  # one seed never recovered
+    assert (figures[mrc]["transport"], figures[mrc]["routing"]) == ("mrc", "static")
+    assert figures[roce]["bytes_lost_unknown"] == 1 and not figures[roce]["completed"]
+    assert figures[roce]["failed_after_cut_s_mean"] == pytest.approx(0.5)
     assert figures["pairs"][1] == {
         "seed": "1",
-        "order": ["single", "mrc"],
-        "recovery_s": {"mrc": 0.06, "single": None},
-        "goodput_bps": {"mrc": 8e6, "single": 8e6},
+        "order": [roce, mrc],
+        "recovery_s": {mrc: 0.06, roce: None},
+        "longest_stall_s": {mrc: 0.1, roce: 0.5},
+        "goodput_bps": {mrc: 8e6, roce: 0.0},
     }
     assert spread_problems(figures) == []
     lines = failover.text(figures)
     assert "0.25 s (0.06-0.60) over 3 seeds" in lines[0]
-    assert "0.13 s (0.08-0.18) over 2 seeds of 3" in lines[1]
-    assert "seed 1 (single then mrc): mrc 0.06 s, single never" in lines
+    assert f"{roce}: back to 90 % after the cut: 0.13 s (0.08-0.18) over 2 seeds of 3" in lines[1]
+    assert f"{roce}: failed in 1 transfer(s), 0.50 s (1 seed) after the cut" in lines[2]
+    assert f"seed 1 ({roce} then {mrc}): {mrc} 0.06 s, {roce} never" in lines
 
 
 # -- comparisons a target cannot make ------------------------------------------------------

@@ -1,0 +1,397 @@
+"""The failover and loss experiments' pure parts: their modes (transports x routing policies x
+placements; transports x loss rates) and how they map to bring-ups, what each placement
+breaks, several flows on one clock, stalls, the per-transport invariants (a RoCE transfer
+that fails is a result, an MRC one an error), retention of lossless goodput, and refusing a
+tree that lacks an option the modes need."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments import failover, loss, transports
+from experiments.__main__ import EXIT_UNAVAILABLE
+from experiments.__main__ import main as experiments_main
+from experiments.capabilities import TargetFacts
+from experiments.counters import MEMBER_COUNTERS, CountersUnavailable, forwarded_between
+from experiments.experiment import (
+    Unsupported,
+    invariant_lines,
+    invariants,
+    parse_params,
+    plan_bring_ups,
+)
+from experiments.placements import (
+    NIC_TX_COUNTERS,
+    Cut,
+    busiest_nic,
+    busiest_spine,
+    local_uplink,
+    remote_downlink,
+)
+from experiments.registry import EXPERIMENTS
+from experiments.stats import spread_problems
+from experiments.timeline import RunClock, aggregate, flow_series, longest_stall
+from testbed.agents import TransferSpec
+from topologies import load_topology
+
+BMV2 = TargetFacts("bmv2", trimming=True, ecn_marking=True, ecn_by="mrc.p4")
+
+
+def _status(packets: dict[str, dict[int, int]]) -> dict[str, Any]:
+    """A controller status with member ``i`` of every switch forwarding out of port ``i``."""
+    return {
+        "groups": {
+            sw: [{"members": [{"member_index": p, "port": p} for p in ports]}]
+            for sw, ports in packets.items()
+        },
+        "counters": {
+            sw: {"members": {str(p): {"packets": n, "bytes": 0} for p, n in ports.items()}}
+            for sw, ports in packets.items()
+        },
+    }
+
+
+# -- modes -----------------------------------------------------------------------------------
+
+
+def test_failover_by_default_compares_all_three_transports_under_static_routing_cut_remotely() -> (
+    None
+):
+    params = parse_params(EXPERIMENTS["failover"], {})
+    assert failover.modes_of(params) == (
+        "mrc-static-remote",
+        "single-static-remote",
+        "roce-static-remote",
+    )
+    assert failover.split_mode("roce-converge:3-switch") == ("roce", "converge:3", "switch")
+
+
+def test_failover_modes_are_transports_x_policies_x_placements_one_bring_up_per_policy() -> None:
+    experiment = EXPERIMENTS["failover"]
+    params = parse_params(
+        experiment,
+        {"transports": "mrc,roce", "routings": "static,converge", "placements": "local,remote"},
+    )
+    modes = failover.modes_of(params)
+    assert (
+        len(modes) == 8 and modes[0] == "mrc-static-local" and modes[-1] == "roce-converge:3-remote"
+    )
+    plan = plan_bring_ups(experiment, params, seeds=2)
+    # seed 0: static then converge; seed 1 reversed: converge continues, then static
+    assert [b.suffix for b in plan] == [
+        "-mrc-static-local",
+        "-mrc-converge:3-local",
+        "-mrc-static-local",
+    ]
+    assert [len(b.runs) for b in plan] == [4, 8, 4]
+    assert failover.variant(params, "mrc-converge:3-local").routing == "converge:3"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"transports": "mrc,tcp"}, "unknown transport tcp"),
+        ({"routings": "ospf"}, "routing must be static, reactive, converge or converge:SECONDS"),
+        ({"placements": "cable"}, "unknown placement cable"),
+        ({"flows": "h1-h3"}, "expected SOURCE:DESTINATION"),
+        ({"flows": "h1:h3,h1:h3"}, "listed twice"),
+        ({"transports": "mrc,mrc"}, "listed twice"),
+    ],
+)
+def test_failover_refuses_modes_and_flows_it_cannot_run(
+    settings: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_params(EXPERIMENTS["failover"], settings)
+
+
+def test_routing_policies_are_normalised() -> None:
+    assert transports.parse_routing("converge") == "converge:3"
+    assert transports.parse_routing("converge:0.5") == "converge:0.5"
+    assert transports.parse_routings("static, reactive") == ("static", "reactive")
+    with pytest.raises(ValueError, match="converge:SECONDS takes seconds"):
+        transports.parse_routing("converge:soon")
+
+
+def test_failover_needs_flows_across_leaves_and_nic_needs_a_second_nic() -> None:
+    experiment = EXPERIMENTS["failover"]
+    leaf_spine, two_plane = load_topology("leaf-spine"), load_topology("two-plane")
+    with pytest.raises(ValueError, match="both hosts are on"):
+        failover.check_topology(leaf_spine, parse_params(experiment, {"flows": "h1:h2"}))
+    nic = parse_params(experiment, {"placements": "nic"})
+    with pytest.raises(ValueError, match="TOPO=two-plane"):
+        failover.check_topology(leaf_spine, nic)
+    failover.check_topology(two_plane, nic)
+
+
+def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None:
+    params = parse_params(EXPERIMENTS["reboot"], {})
+    assert params.flow_pairs() == [("h1", "h3"), ("h2", "h4"), ("h3", "h1"), ("h4", "h2")]
+    assert failover.modes_of(params) == (
+        "mrc-static-switch",
+        "single-static-switch",
+        "roce-static-switch",
+    )
+
+
+def test_loss_modes_go_rate_by_rate_and_share_one_bring_up() -> None:
+    experiment = EXPERIMENTS["loss"]
+    params = parse_params(experiment, {})
+    modes = loss.modes_of(params)
+    assert modes[:3] == ("mrc@0%", "single@0%", "roce@0%")
+    assert modes[-1] == "roce@5%" and len(modes) == 18
+    assert params.rates() == ("0", "0.1", "0.5", "1", "2", "5")
+    (only,) = plan_bring_ups(experiment, params, seeds=2)
+    assert only.runs[17] == (0, "roce@5%") and only.runs[18] == (1, "roce@5%")
+    for bad, message in (("1,1", "listed twice"), ("x", "not a number"), ("80", "outside")):
+        with pytest.raises(ValueError, match=message):
+            parse_params(experiment, {"rates_percent": bad})
+
+
+# -- what a tree lacks ---------------------------------------------------------------------
+
+
+def test_a_tree_without_the_options_is_told_what_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transports, "agent_has_transports", lambda: False)
+    monkeypatch.setattr(transports, "controller_has_routing", lambda: False)
+    missing = transports.missing_support(("mrc", "single", "roce"), ("static", "reactive"))
+    assert len(missing) == 2
+    assert missing[0].startswith("transport roce: this tree's agent has no --transport")
+    assert missing[1].startswith("routing static: this tree's controller has no --routing")
+    # what the options would only ask for what the tree does anyway runs without them
+    assert transports.missing_support(("mrc", "single"), ("reactive",)) == []
+    assert transports.controller_routing("reactive") is None
+    experiment = EXPERIMENTS["failover"]
+    with pytest.raises(Unsupported, match="transport roce"):
+        experiment.check_support(parse_params(experiment, {}))
+
+
+def test_an_unsupported_experiment_exits_3_before_bringing_anything_up(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(transports, "agent_has_transports", lambda: False)
+    status = experiments_main(["loss", "--out", str(tmp_path), "--set", "transports=roce"])
+    assert status == EXIT_UNAVAILABLE
+    assert "agent has no --transport" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_transports_single_is_one_ev_and_roce_cannot_be_asked_for() -> None:
+    assert TransferSpec("h1", "h3", transport="single").request_options(False) == {"evs": 1}
+    assert TransferSpec("h1", "h3", evs=64, transport="mrc").request_options(False) == {"evs": 64}
+    with pytest.raises(ValueError, match="no RoCE transport"):
+        TransferSpec("h1", "h3", transport="roce").request_options(False)
+    assert TransferSpec("h1", "h3", transport="roce", roce_retry_cnt=3).request_options(True) == {
+        "transport": "roce",
+        "evs": None,
+        "roce_timeout": None,
+        "roce_retry_cnt": 3,
+    }
+
+
+# -- placements ----------------------------------------------------------------------------
+
+
+def test_remote_is_the_busiest_spines_downlink_into_the_destination_leaf() -> None:
+    topology = load_topology("leaf-spine")  # s1..s4 port 2 goes down to l2
+    before = _status({f"s{i}": {1: 0, 2: 0} for i in range(1, 5)})
+    after = _status({"s1": {1: 900, 2: 10}, "s2": {1: 0, 2: 40}, "s3": {1: 5, 2: 300}, "s4": {}})
+    # s1 sent most overall, but toward l1 (the ACKs' way): the data into l2 went via s3
+    assert remote_downlink(topology, ["h3"], before, after) == Cut(
+        "remote", "s3:2", "l2", 300, MEMBER_COUNTERS
+    )
+    spine = busiest_spine(topology, ["h3", "h1"], before, after)
+    assert (spine.switch, spine.packets, spine.name) == ("s1", 910, "s1")
+    after["counters"]["s4"] = {"error": "timed out"}
+    with pytest.raises(CountersUnavailable, match="s4"):
+        remote_downlink(topology, ["h3"], before, after)
+
+
+def test_local_is_the_busiest_uplink_of_any_source_leaf() -> None:
+    topology = load_topology("two-plane")  # h1 on p0l1 and p1l1; ports 3, 4 go up
+    before = _status({"p0l1": {3: 0, 4: 0}, "p1l1": {3: 0, 4: 0}})
+    after = _status({"p0l1": {3: 50, 4: 60}, "p1l1": {3: 70, 4: 5}})
+    assert local_uplink(topology, ["h1"], before, after) == Cut(
+        "local", "p1l1:3", "p1s1", 70, MEMBER_COUNTERS
+    )
+
+
+def test_nic_is_the_source_nic_that_sent_most() -> None:
+    topology = load_topology("two-plane")
+    cut = busiest_nic(topology, "h1", {"eth0": 10, "eth1": 10}, {"eth0": 20, "eth1": 900})
+    assert cut == Cut("nic", "h1:1", "p1l1", 890, NIC_TX_COUNTERS)
+    with pytest.raises(CountersUnavailable, match="eth1"):
+        busiest_nic(topology, "h1", {"eth0": 1}, {"eth0": 2})
+
+
+def test_counters_that_fell_belong_to_a_restarted_switch_and_are_not_read() -> None:
+    with pytest.raises(CountersUnavailable, match="restarted"):
+        forwarded_between(_status({"s1": {1: 500}}), _status({"s1": {1: 3}}), "s1")
+
+
+# -- several flows, one clock ----------------------------------------------------------------
+
+
+class _Ticks:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_flows_are_placed_on_one_clock_from_their_earliest_start() -> None:
+    ticks = _Ticks()
+    clock = RunClock(ticks)
+    assert not clock.started
+    with pytest.raises(RuntimeError, match="not started"):
+        clock.now()
+    ticks.now = 100.3
+    clock.observe(1, {"elapsed_s": 0.1})  # flow 1 began at 100.2
+    ticks.now = 100.35
+    clock.observe(0, {"elapsed_s": 0.2})  # flow 0 at 100.15: the run's zero
+    ticks.now = 100.41
+    clock.observe(1, {"elapsed_s": 0.2})  # a late sample never moves a start later
+    assert clock.offset(0) == 0.0 and clock.offset(1) == pytest.approx(0.05)
+    assert clock.at(101.15) == pytest.approx(1.0)
+    assert clock.failed_at(101.15, launched=100.0) == pytest.approx(1.0)
+    # a transfer that failed before any sample is placed from when it was asked for
+    assert RunClock(ticks).failed_at(101.15, launched=100.65) == pytest.approx(0.5)
+
+
+def _sample(elapsed: float, nbytes: float, seconds: float = 0.1) -> dict[str, float]:
+    return {
+        "elapsed_s": elapsed,
+        "bytes": nbytes,
+        "seconds": seconds,
+        "goodput_bps": nbytes * 8 / seconds,
+        "total_bytes": 0,
+    }
+
+
+def test_flows_that_started_apart_add_up_bin_by_bin() -> None:
+    one = flow_series([_sample(0.1, 100), _sample(0.2, 100)], offset=0.0)
+    other = flow_series([_sample(0.1, 200), _sample(0.2, 200)], offset=0.05)
+    total = aggregate([one, other], bin_s=0.1)
+    assert [round(p["bytes"]) for p in total] == [200, 300, 100]
+    assert total[1]["goodput_bps"] == pytest.approx(300 * 8 / 0.1)
+    assert aggregate([one], 0.1) == one  # one flow is drawn as measured
+
+
+def test_the_longest_stall_is_the_longest_run_of_bins_with_nothing_confirmed() -> None:
+    series = flow_series(
+        [_sample(0.1 * (i + 1), n) for i, n in enumerate([5, 0, 0, 5, 0, 0, 0, 5])], 0.0
+    )
+    assert longest_stall(series) == pytest.approx(0.3)
+    # a transfer that failed 0.45 s after its last bin stalled from its last confirmation on
+    tail = flow_series([_sample(0.1, 5), _sample(0.2, 0)], 0.0)
+    assert longest_stall(tail, ended_s=0.65) == pytest.approx(0.55)
+
+
+# -- invariants ------------------------------------------------------------------------------
+
+
+def _run(completed: bool, lost: int | None, error: str | None = None) -> dict[str, Any]:
+    transfer: dict[str, Any] = {"completed": completed, "bytes_lost": lost}
+    if error:
+        transfer.update(error=error, failed_at_s=5.62)
+    return {"transfers": {"h1->h3": transfer}}
+
+
+def test_a_roce_transfer_that_ran_out_of_retries_is_a_result_an_mrc_one_an_error() -> None:
+    runs = {
+        "mrc-static-remote": {"0": _run(True, 0)},
+        "roce-static-remote": {"0": _run(False, None, "QP in error: retries exhausted")},
+    }
+    held = invariants(runs, failover.may_fail)
+    assert held["held"] and held["strict_modes"] == ["mrc-static-remote"]
+    assert held["failures_as_results"] == [
+        "0/roce-static-remote/h1->h3 failed at 5.62 s: QP in error: retries exhausted"
+    ]
+    lines = invariant_lines(held)
+    assert lines[0].startswith("invariants: bytes lost 0, every transfer completed: yes (of the")
+    runs["mrc-static-remote"]["0"] = _run(False, None, "peer gone")
+    assert not invariants(runs, failover.may_fail)["held"]
+
+
+def test_a_roce_transfer_that_completed_must_have_lost_nothing() -> None:
+    runs = {"roce@1%": {"0": _run(True, 4096)}, "mrc@1%": {"0": _run(True, 0)}}
+    held = invariants(runs, loss.may_fail)
+    assert not held["held"]
+    assert held["violations"] == ["0/roce@1%/h1->h3 completed yet lost 4096 bytes"]
+    runs["roce@1%"]["0"] = _run(False, None)  # failed without saying why
+    assert invariants(runs, loss.may_fail)["violations"] == [
+        "0/roce@1%/h1->h3 did not complete and recorded no error"
+    ]
+
+
+# -- loss: retention -------------------------------------------------------------------------
+
+
+def _loss_run(goodput: float, sequence: int, measured: float = 1.0) -> dict[str, Any]:
+    return {
+        "transfers": {"h1->h3": {"goodput_bps": goodput, "bytes_lost": 0, "completed": True}},
+        "loss": {"measured_percent": measured},
+        "bottleneck": {
+            "verdict": "neither saturated",
+            "busiest_core": 0.5,
+            "busiest_link_utilisation": 0.5,
+        },
+        "sequence": sequence,
+    }
+
+
+def test_each_transport_keeps_a_share_of_its_own_lossless_goodput_seed_by_seed() -> None:
+    runs = {
+        "mrc@0%": {"0": _loss_run(100.0, 0), "1": _loss_run(80.0, 7)},
+        "roce@0%": {"0": _loss_run(100.0, 1), "1": _loss_run(100.0, 6)},
+        "mrc@1%": {"0": _loss_run(90.0, 2), "1": _loss_run(76.0, 5)},
+        "roce@1%": {"0": _loss_run(20.0, 3), "1": _loss_run(30.0, 4)},
+    }
+    figures = loss.summarize(runs, BMV2)
+    assert figures["retention"]["mrc"]["1"]["retention_mean"] == pytest.approx((0.9 + 0.95) / 2)
+    assert figures["retention"]["roce"]["1"]["retention_min"] == pytest.approx(0.2)
+    assert figures["retention"]["mrc"]["0"]["retention_mean"] == pytest.approx(1.0)
+    assert figures["mrc_over_roce"]["1"]["ratio_mean"] == pytest.approx((4.5 + 76 / 30) / 2)
+    assert spread_problems(figures) == []
+    lines = loss.text(figures)
+    assert any(line.startswith("mrc keeps of its lossless goodput: 0 %: 1.00") for line in lines)
+    assert any("MRC / RoCE goodput: 0 %: 0.90 (0.80-1.00) over 2 seeds" in line for line in lines)
+
+
+def test_without_a_lossless_rate_retention_is_not_measured() -> None:
+    runs = {"mrc@1%": {"0": _loss_run(90.0, 0)}}
+    figures = loss.summarize(runs, BMV2)
+    assert figures["retention"].startswith("not measured")
+    assert figures["mrc_over_roce"].startswith("not measured")
+
+
+def test_the_loss_figure_is_drawn_with_failed_points_marked(tmp_path: Path) -> None:
+    failed = _loss_run(0.0, 3)
+    failed["transfers"]["h1->h3"].update(completed=False, error="retries exhausted")
+    runs = {
+        "mrc@0%": {"0": _loss_run(100.0, 0)},
+        "roce@0%": {"0": _loss_run(100.0, 1)},
+        "mrc@5%": {"0": _loss_run(60.0, 2)},
+        "roce@5%": {"0": failed},
+    }
+    params = parse_params(EXPERIMENTS["loss"], {"rates_percent": "0,5", "transports": "mrc,roce"})
+    assert loss.draw(tmp_path, runs, {}, params) == ["loss.png"]
+    assert (tmp_path / "loss.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert loss.summarize(runs, BMV2)["roce@5%"]["failures"][0]["error"] == "retries exhausted"
+
+
+def test_a_run_left_uncut_because_every_transfer_had_failed_is_a_result_not_a_fault() -> None:
+    failed = {"completed": False, "error": "retry counter exceeded"}
+    done = {"completed": True, "error": None}
+    assert failover.uncut_reason(None, {"h1->h3": failed, "h2->h4": failed}) == (
+        "every transfer had failed before the cut"
+    )
+    # a flow that lived on was not cut: the run is not the experiment it claims to be
+    assert failover.uncut_reason(None, {"h1->h3": failed, "h2->h4": done}) is None
+    # the cut could not be chosen: a fault, whatever the transfers did
+    assert failover.uncut_reason("s1: counters unavailable", {"h1->h3": failed}) is None
+    assert failover.uncut_reason(None, {}) is None
