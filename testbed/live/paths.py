@@ -200,6 +200,8 @@ ROUTE_TABLES = ("MrcIngress.routing.routes_v4", "MrcIngress.routing.routes_v6")
 NEXT_TABLE = "MrcIngress.next.hashed"
 MEMBER_ACTION = "MrcIngress.next.routing_hashed"
 ROUTE_ACTION = "MrcIngress.routing.set_next_id"
+#: The exact key of ``NEXT_TABLE``: the next-hop id a route sets.
+NEXT_ID_FIELD = "next_id"
 
 
 def selector_hash(flow: Flow) -> int:
@@ -293,7 +295,9 @@ def parse_tables(text: str) -> SwitchTables:
             length = int(match[4]) if match[4] is not None else None
             key = (match[1], match[3], length)
         elif match := _INDEX.match(line):
-            if key is not None and key[0] == "next_id":
+            # BMv2 names a key by the field it reads (scalars.local_metadata_t.next_id), not
+            # by the P4Info name the controller writes it under (next_id).
+            if key is not None and key[0].rsplit(".", 1)[-1] == NEXT_ID_FIELD:
                 next_ids[int(key[1], 16)] = (match[1], int(match[2]))
         elif match := _MEMBER.match(line):
             key, member, group = None, int(match[1]), None

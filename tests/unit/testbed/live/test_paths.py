@@ -60,30 +60,53 @@ def test_the_selector_hashes_both_addresses_as_128_bits_then_the_ev():
     assert selector_hash(v6) == _bmv2_crc32(fields + bytes([0xC0, 0x01, 0x56, 0x78]))
 
 
-# What simple_switch_CLI prints for dump_commands() (runtime_CLI's formats), trimmed to
-# one switch of a leaf: hosts on ports 1 and 2, spines on 3 to 5.
+# What simple_switch_CLI printed for dump_commands() on l1 of the leaf-spine preset run on
+# bmv2 with the controller (hosts on ports 1 and 2, spines on 3 to 6), trimmed to fewer
+# routes and members, trailing blanks dropped. The port list is from just after l1:4 was
+# cut, the tables from before the controller took port 4's member (handle 6) out of group 2.
+# Every next hop is a group, a lone member its anchor; each member index has two members,
+# the watched one and its unwatched twin (handles 4 and 5 for index 2, group 2's anchor).
+# BMv2 names a key by the field it reads, not by its P4Info name.
 CLI_OUTPUT = """\
 Obtaining JSON from switch...
 Done
 Control utility for runtime P4 table manipulation
-RuntimeCmd:   port #          iface name         status    extra info
+RuntimeCmd:   port #       iface name       status  extra info
 ==================================================
-    1              mn-l1-eth1            UP
-    3              mn-l1-eth3            UP
-    4              mn-l1-eth4            DOWN
-    5              mn-l1-eth5            UP
+    1         mn197b-l1-1         UP
+    2         mn197b-l1-2         UP
+    3         mn197b-l1-3         UP
+    4         mn197b-l1-4        DOWN
+    5         mn197b-l1-5         UP
+    6         mn197b-l1-6         UP
 RuntimeCmd: ==========
 TABLE ENTRIES
 **********
 Dumping entry 0x0
 Match key:
-* ipv4_dst            : LPM       0a000101/32
+* ipv4.dst_addr       : LPM       0a000101/32
 Action entry: MrcIngress.routing.set_next_id - 01
 **********
 Dumping entry 0x1
 Match key:
-* ipv4_dst            : LPM       0a000000/8
+* ipv4.dst_addr       : LPM       0a000102/32
 Action entry: MrcIngress.routing.set_next_id - 02
+**********
+Dumping entry 0x2
+Match key:
+* ipv4.dst_addr       : LPM       0a000200/24
+Action entry: MrcIngress.routing.set_next_id - 03
+==========
+Dumping default entry
+Action entry: NoAction -
+==========
+RuntimeCmd: ==========
+TABLE ENTRIES
+**********
+Dumping entry 0x2
+Match key:
+* ipv6.dst_addr       : LPM       fd000000000200000000000000000000/64
+Action entry: MrcIngress.routing.set_next_id - 03
 ==========
 Dumping default entry
 Action entry: NoAction -
@@ -93,43 +116,52 @@ TABLE ENTRIES
 **********
 Dumping entry 0x0
 Match key:
-* ipv6_dst            : LPM       fd000000000000000000000000000000/16
-Action entry: MrcIngress.routing.set_next_id - 02
-==========
-Dumping default entry
-Action entry: NoAction -
-==========
-RuntimeCmd: ==========
-TABLE ENTRIES
-**********
-Dumping entry 0x0
-Match key:
-* next_id             : EXACT     0001
-Index: member(0)
+* scalars.local_metadata_t.next_id: EXACT     0001
+Index: group(0)
 **********
 Dumping entry 0x1
 Match key:
-* next_id             : EXACT     0002
-Index: group(0)
+* scalars.local_metadata_t.next_id: EXACT     0002
+Index: group(1)
+**********
+Dumping entry 0x2
+Match key:
+* scalars.local_metadata_t.next_id: EXACT     0003
+Index: group(2)
 ==========
 MEMBERS
 **********
-Dumping member 0
-Action entry: MrcIngress.next.routing_hashed - 01, 0a0000000101, 020000000001, 00
+Dumping member 1
+Action entry: MrcIngress.next.routing_hashed - 01, 020000010001, 021000010000, 00
 **********
-Dumping member 2
-Action entry: MrcIngress.next.routing_hashed - 03, 0a0000000103, 0a0000000301, 02
+Dumping member 3
+Action entry: MrcIngress.next.routing_hashed - 02, 020000010002, 021000020000, 01
 **********
 Dumping member 4
-Action entry: MrcIngress.next.routing_hashed - 04, 0a0000000104, 0a0000000401, 03
+Action entry: MrcIngress.next.routing_hashed - 03, 020000010003, 020000030001, 02
 **********
-Dumping member 7
-Action entry: MrcIngress.next.routing_hashed - 05, 0a0000000105, 0a0000000501, 04
+Dumping member 5
+Action entry: MrcIngress.next.routing_hashed - 03, 020000010003, 020000030001, 02
+**********
+Dumping member 6
+Action entry: MrcIngress.next.routing_hashed - 04, 020000010004, 020000040001, 03
+**********
+Dumping member 8
+Action entry: MrcIngress.next.routing_hashed - 05, 020000010005, 020000050001, 04
+**********
+Dumping member 10
+Action entry: MrcIngress.next.routing_hashed - 06, 020000010006, 020000060001, 05
 ==========
 GROUPS
 **********
 Dumping group 0
-Members: [2, 4, 7]
+Members: [1]
+**********
+Dumping group 1
+Members: [3]
+**********
+Dumping group 2
+Members: [5, 6, 8, 10]
 ==========
 Dumping default entry
 EMPTY
@@ -140,20 +172,24 @@ RuntimeCmd:
 
 def test_bmv2_tables_are_read_from_the_clis_dumps():
     tables = parse_tables(CLI_OUTPUT)
-    assert tables.ports_up == {1: True, 3: True, 4: False, 5: True}
+    assert tables.ports_up == {1: True, 2: True, 3: True, 4: False, 5: True, 6: True}
     assert [(str(network), next_id) for network, next_id in tables.routes] == [
+        ("fd00:0:2::/64", 3),
         ("10.0.1.1/32", 1),
-        ("fd00::/16", 2),
-        ("10.0.0.0/8", 2),
+        ("10.0.1.2/32", 2),
+        ("10.0.2.0/24", 3),
     ]
-    assert tables.next_ids == {1: ("member", 0), 2: ("group", 0)}
+    assert tables.next_ids == {1: ("group", 0), 2: ("group", 1), 3: ("group", 2)}
     assert {h: (m.port, m.member_index) for h, m in tables.members.items()} == {
-        0: (1, 0),
-        2: (3, 2),
-        4: (4, 3),
-        7: (5, 4),
+        1: (1, 0),
+        3: (2, 1),
+        4: (3, 2),
+        5: (3, 2),
+        6: (4, 3),
+        8: (5, 4),
+        10: (6, 5),
     }
-    assert tables.groups == {0: [2, 4, 7]}
+    assert tables.groups == {0: [1], 1: [3], 2: [5, 6, 8, 10]}
 
 
 def _flows_by_choice(tables, count: int) -> dict[int, list[Flow]]:
@@ -166,19 +202,19 @@ def _flows_by_choice(tables, count: int) -> dict[int, list[Flow]]:
 
 def test_bmv2_picks_the_hash_modulo_the_live_members_in_handle_order():
     tables = parse_tables(CLI_OUTPUT)
-    assert tables.egress_port(Flow.of_ev("10.0.2.2", "10.0.1.1", 0)) == 1  # the /32 member
-    # Port 4 is down: its member (handle 4) is out; handles 2 and 7 remain, in that order.
-    for index, flows in _flows_by_choice(tables, 2).items():
-        assert {tables.egress_port(flow) for flow in flows} == {(3, 5)[index]}
-    tables.ports_up[4] = True
+    assert tables.egress_port(Flow.of_ev("10.0.2.2", "10.0.1.1", 0)) == 1  # a lone anchor
+    # Port 4 is down: its member (handle 6) is out; handles 5, 8 and 10 remain, in that order.
     for index, flows in _flows_by_choice(tables, 3).items():
-        assert {tables.egress_port(flow) for flow in flows} == {(3, 4, 5)[index]}
+        assert {tables.egress_port(flow) for flow in flows} == {(3, 5, 6)[index]}
+    tables.ports_up[4] = True
+    for index, flows in _flows_by_choice(tables, 4).items():
+        assert {tables.egress_port(flow) for flow in flows} == {(3, 4, 5, 6)[index]}
 
 
 def test_a_groups_anchor_stays_live_with_its_port_down():
     tables = parse_tables(CLI_OUTPUT)
-    tables.ports_up = {3: False, 4: False, 5: False}
-    # Member index 2 (handle 2, port 3) is the anchor: it watches no port.
+    tables.ports_up = {3: False, 4: False, 5: False, 6: False}
+    # Member index 2 (handle 5, port 3) is the anchor: it watches no port.
     flows = [Flow.of_ev("10.0.1.2", "10.0.2.2", port << 16) for port in range(49152, 49252)]
     assert {tables.egress_port(flow) for flow in flows} == {3}
 
@@ -187,7 +223,7 @@ def test_bmv2_without_a_route_or_a_member_cannot_say():
     tables = parse_tables(CLI_OUTPUT)
     with pytest.raises(PathUnknown, match=r"no route to 192\.0\.2\.1"):
         tables.egress_port(Flow.of_ev("10.0.1.2", "192.0.2.1", 0))
-    tables.groups[0] = [2, 9]
+    tables.groups[2] = [5, 9]
     with pytest.raises(PathUnknown, match="member 9"):
         tables.egress_port(Flow.of_ev("10.0.1.2", "10.0.2.2", 0))
 
@@ -213,7 +249,7 @@ def test_bmv2_tables_are_read_once_per_period_per_switch():
         hops.egress_port("s9", 1, flow)
 
     # A route to a next hop the switch no longer has: it changed between two dumps.
-    changing = iter([CLI_OUTPUT.replace("Index: member(0)", "Index: member(9)"), CLI_OUTPUT])
+    changing = iter([CLI_OUTPUT.replace("Index: group(0)", "Index: group(9)"), CLI_OUTPUT])
     racing = Bmv2NextHops({"l1": 9090}, run_cli=lambda commands, port: next(changing))
     assert racing.egress_port("l1", 3, flow) == 1
 
