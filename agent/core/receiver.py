@@ -13,7 +13,8 @@
 * Answers: a NACK for every trimmed header (TRIMMED or TRIMMED_LASTHOP, from its DSCP), a
   SACK with the probe bit for every reliability probe, a SACK for every duplicate. A duplicate
   of a finished message also repeats that message's ACK/NAK, because the sender only resends a
-  finished message's last packet when that ACK went missing.
+  finished message's last packet when that ACK went missing; it does so however far behind
+  ``cack`` the packet is (then with the ACK alone: a SACK cannot point that far back).
 * Data SACKs are coalesced: one SACK answers every data packet that arrived since the last
   one, because at line rate a SACK per packet costs the sender as much as sending does. The
   SACK echoes the EV and timestamp of the latest packet (its RTT sample and the EV the sender
@@ -330,11 +331,19 @@ class Receiver:
         ce: bool,
         replies: list[Packet],
     ) -> DropReason | None:
+        syndrome = self._outcomes.get(msn)
         if offset < -_MAX_OFFSET:
-            return DropReason.OUT_OF_WINDOW
+            # Too far behind for a SACK's signed 16-bit offset, but a finished message's
+            # last packet is the sender asking for the ACK it lost: its completion probes
+            # back off while later messages move cack on, and left unanswered the message
+            # stayed unconfirmed until the peer timeout failed it.
+            if syndrome is None:
+                return DropReason.OUT_OF_WINDOW
+            self._counters.duplicates_received += 1
+            replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))
+            return None
         self._counters.duplicates_received += 1
         replies.append(self._sack(psn, psn, ev, ce, tx_timestamp or 0, probe=False))
-        syndrome = self._outcomes.get(msn)
         if syndrome is not None:
             replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))
         return None

@@ -435,3 +435,31 @@ def test_a_run_of_timeouts_cuts_the_window_once_and_gives_it_all_back_when_spuri
     stats = link.a.connection_stats(link.qp_a)
     assert stats.spurious_timeouts == 1
     assert stats.cwnd >= window
+
+
+def test_a_lost_completion_ack_is_asked_for_again_after_later_writes_moved_far_past_it():
+    # The completion probes of the first message are lost while later writes move the
+    # receiver's cumulative PSN more than a SACK can point back (2**15 PSNs): the probe that
+    # gets through must still be answered with the ACK, or the message is never confirmed.
+    link = Loopback.create()
+    first = link.post(DATA)
+    link.exchange()
+
+    def lost(flight: Flight) -> bool:
+        packet = flight.packet()
+        return (isinstance(packet, AckPacket) and packet.msn == first) or (
+            isinstance(packet, DataPacket) and packet.msn == first and packet.retransmit
+        )
+
+    link.exchange(drop=lost)
+    later = bytes(64 * 1024)  # 64 packets each
+    while link.b.connection_stats(link.qp_b).data_packets_received < 0x8000 + 256:
+        stats = link.a.connection_stats(link.qp_a)
+        if stats.messages_posted - stats.messages_acked < 4:  # the first stays unconfirmed
+            link.post(later)
+        link.exchange(drop=lost)
+    link.run(5e-3, drop=lost)
+    assert MessageAcked(link.qp_a, first, len(DATA)) not in link.events_a
+    link.run(0.5)
+    assert MessageAcked(link.qp_a, first, len(DATA)) in link.events_a
+    assert not any(isinstance(e, ConnectionFailed) for e in link.events_a)
