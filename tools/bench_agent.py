@@ -672,6 +672,23 @@ def missing_tools() -> list[str]:
     return [tool for tool in needed if shutil.which(tool) is None]
 
 
+def veth_skip_reason() -> str | None:
+    """Why the veth part cannot run here (not root, tools missing), or None when it can."""
+    if not is_root():
+        return "needs root (network namespaces, raw sockets): sudo"
+    if missing := missing_tools():
+        return f"missing tools: {', '.join(missing)}"
+    return None
+
+
+def write_report(report: dict[str, Any], out: Path | None) -> None:
+    """The report as indented JSON on stdout, and into ``out`` when one was named."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench_agent", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per run")
@@ -722,19 +739,13 @@ def main(argv: list[str] | None = None) -> int:
         },
         "core": core_benchmark(args.core_messages),
     }
-    if args.skip_veth:
-        report["veth"] = {"skipped": "--skip-veth"}
-    elif not is_root():
-        report["veth"] = {"skipped": "needs root (network namespaces, raw sockets): sudo"}
-    elif missing := missing_tools():
-        report["veth"] = {"skipped": f"missing tools: {', '.join(missing)}"}
+    skip = "--skip-veth" if args.skip_veth else veth_skip_reason()
+    if skip is not None:
+        report["veth"] = {"skipped": skip}
     else:
         with terminate_on_signals():
             report["veth"] = veth_benchmark(args)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    write_report(report, args.out)
     return 0
 
 

@@ -43,7 +43,6 @@ from typing import Any
 
 from agent.native import running_build
 from hostenv.netns import NetnsLab, terminate_on_signals
-from hostenv.toolchain import is_root
 from tools.bench_agent import (
     REPO,
     SCHEDULING,
@@ -53,13 +52,14 @@ from tools.bench_agent import (
     VethPair,
     busy_share,
     make_veth_pair,
-    missing_tools,
     pinned,
     read_cpu_times,
     route_peers_via_gateway,
     run_client,
     run_unstolen,
     steal_share,
+    veth_skip_reason,
+    write_report,
 )
 from tools.counterbalance import ordered, paired_summary, spread
 
@@ -319,17 +319,12 @@ def main(argv: list[str] | None = None) -> int:
             "agent_build": running_build(),
         },
     }
-    if not is_root():
-        report["veth"] = {"skipped": "needs root (network namespaces, raw sockets): sudo"}
-    elif missing := missing_tools():
-        report["veth"] = {"skipped": f"missing tools: {', '.join(missing)}"}
+    if (skip := veth_skip_reason()) is not None:
+        report["veth"] = {"skipped": skip}
     else:
         with terminate_on_signals():
             report["veth"] = bench(args)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    write_report(report, args.out)
     return 0
 
 
