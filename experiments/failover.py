@@ -59,7 +59,7 @@ from experiments.placements import (
     local_uplink,
     remote_downlink,
 )
-from experiments.stats import describe, seed_pairs, spread
+from experiments.stats import describe, mbit, seed_pairs, spread, two_places
 from experiments.timeline import RunClock, aggregate, flow_series, longest_stall
 from experiments.topology_variant import Variant
 from experiments.transports import (
@@ -596,32 +596,24 @@ def text(figures: dict[str, Any]) -> list[str]:
         )
         lines.append(
             f"{mode}: back to 90 % after the cut: "
-            f"{describe(f, 'recovery_s', _two_places, seeds, 's')}; longest stall "
-            f"{describe(f, 'longest_stall_s', _two_places, seeds, 's')}; goodput "
-            f"{describe(f, 'goodput_bps', _mbit, seeds, 'Mbit/s')}; bytes lost {lost}, "
+            f"{describe(f, 'recovery_s', two_places, seeds, 's')}; longest stall "
+            f"{describe(f, 'longest_stall_s', two_places, seeds, 's')}; goodput "
+            f"{describe(f, 'goodput_bps', mbit, seeds, 'Mbit/s')}; bytes lost {lost}, "
             f"completed {'yes' if f['completed'] else 'NO'}"
         )
         if f["failures"]:
             lines.append(
                 f"{mode}: failed in {len(f['failures'])} transfer(s), "
-                f"{describe(f, 'failed_after_cut_s', _two_places, len(f['failures']), 's')} "
+                f"{describe(f, 'failed_after_cut_s', two_places, len(f['failures']), 's')} "
                 f"after the cut: {f['failures'][0]['error']}"
             )
     for pair in pairs:
         recovered = ", ".join(
-            f"{mode} {'never' if r is None else f'{_two_places(r)} s'}"
+            f"{mode} {'never' if r is None else f'{two_places(r)} s'}"
             for mode, r in pair["recovery_s"].items()
         )
         lines.append(f"seed {pair['seed']} ({' then '.join(pair['order'])}): {recovered}")
     return lines
-
-
-def _two_places(value: float) -> str:
-    return f"{value:.2f}"
-
-
-def _mbit(bps: float) -> str:
-    return f"{bps / 1e6:.3f}"
 
 
 EXPERIMENT = Experiment(

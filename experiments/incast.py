@@ -56,7 +56,7 @@ from experiments.metrics import (
     window_goodput,
 )
 from experiments.paths import fabric_hops
-from experiments.stats import describe, seed_pairs, spread
+from experiments.stats import describe, mbit, seed_pairs, spread, two_places
 from experiments.topology_variant import HostQueue, Variant
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
@@ -425,17 +425,17 @@ def text(figures: dict[str, Any]) -> list[str]:
         f = figures[mode]
         lines.append(
             f"{mode:<12} victim goodput before "
-            f"{describe(f, 'victim_goodput_bps_before', _mbit, seeds, 'Mbit/s')}, during the "
-            f"incast {describe(f, 'victim_goodput_bps_during', _mbit, seeds, 'Mbit/s')}, short "
+            f"{describe(f, 'victim_goodput_bps_before', mbit, seeds, 'Mbit/s')}, during the "
+            f"incast {describe(f, 'victim_goodput_bps_during', mbit, seeds, 'Mbit/s')}, short "
             f"of its level by {describe(f, 'victim_shortfall_bytes', _kib, seeds, 'KiB')}; "
-            f"incast completion {describe(f, 'incast_completion_s', _seconds, seeds, 's')} "
+            f"incast completion {describe(f, 'incast_completion_s', two_places, seeds, 's')} "
             f"[{phrase(f['bottleneck'])}]; "
             f"switch trims {_count(f['trims'])}, ECN marks {_count(f['ecn_marks'])}; bytes lost "
             f"{f['bytes_lost']}, completed {'yes' if f['completed'] else 'NO'}"
         )
     for pair in pairs:
         completions = ", ".join(
-            f"{mode} {'never' if c is None else f'{_seconds(c)} s'}"
+            f"{mode} {'never' if c is None else f'{two_places(c)} s'}"
             for mode, c in pair["incast_completion_s"].items()
         )
         lines.append(
@@ -467,16 +467,8 @@ def _times(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio:.2f}x"
 
 
-def _mbit(bps: float) -> str:
-    return f"{bps / 1e6:.3f}"
-
-
 def _kib(count: float) -> str:
     return f"{count / 1024:.0f}"
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.2f}"
 
 
 EXPERIMENT = Experiment(

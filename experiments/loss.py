@@ -32,7 +32,7 @@ from experiments.capabilities import TargetFacts
 from experiments.experiment import Experiment
 from experiments.metrics import failed_transfer_metrics, transfer_metrics
 from experiments.placements import leaves_of
-from experiments.stats import describe, seed_pairs, spread
+from experiments.stats import describe, mbit, seed_pairs, spread, three_places, two_places
 from experiments.timeline import RunClock, flow_series, longest_stall
 from experiments.topology_variant import Variant
 from experiments.transports import (
@@ -352,15 +352,16 @@ def text(figures: dict[str, Any]) -> list[str]:
             f" FAILED {len(f['failures'])}x: {f['failures'][0]['error']}" if f["failures"] else ""
         )
         lines.append(
-            f"{mode}: goodput {describe(f, 'goodput_bps', _mbit, seeds, 'Mbit/s')}; loss "
-            f"measured {describe(f, 'measured_loss_percent', _three, seeds, '%')}; bytes lost "
-            f"{f['bytes_lost']}{failed}"
+            f"{mode}: goodput {describe(f, 'goodput_bps', mbit, seeds, 'Mbit/s')}; loss measured "
+            f"{describe(f, 'measured_loss_percent', three_places, seeds, '%')}; "
+            f"bytes lost {f['bytes_lost']}{failed}"
         )
     retention = figures["retention"]
     if isinstance(retention, dict):
         for transport, by_rate in retention.items():
             kept = "; ".join(
-                f"{rate} %: {describe(f, 'retention', _two, seeds)}" for rate, f in by_rate.items()
+                f"{rate} %: {describe(f, 'retention', two_places, seeds)}"
+                for rate, f in by_rate.items()
             )
             lines.append(f"{transport} keeps of its lossless goodput: {kept}")
     else:
@@ -370,7 +371,7 @@ def text(figures: dict[str, Any]) -> list[str]:
         lines.append(
             "MRC / RoCE goodput: "
             + "; ".join(
-                f"{rate} %: {describe(f, 'ratio', _two, seeds)}" for rate, f in ratio.items()
+                f"{rate} %: {describe(f, 'ratio', two_places, seeds)}" for rate, f in ratio.items()
             )
         )
     else:
@@ -378,18 +379,6 @@ def text(figures: dict[str, Any]) -> list[str]:
     for pair in pairs:
         lines.append(f"seed {pair['seed']}: {' then '.join(pair['order'])}")
     return lines
-
-
-def _mbit(bps: float) -> str:
-    return f"{bps / 1e6:.3f}"
-
-
-def _two(value: float) -> str:
-    return f"{value:.2f}"
-
-
-def _three(value: float) -> str:
-    return f"{value:.3f}"
 
 
 EXPERIMENT = Experiment(

@@ -28,7 +28,7 @@ from experiments.capabilities import TargetFacts
 from experiments.counters import MEMBER_COUNTERS, PORT_TX_COUNTERS, link_loads
 from experiments.experiment import Experiment
 from experiments.metrics import failed_transfer_metrics, transfer_metrics
-from experiments.stats import describe, seed_pairs, spread
+from experiments.stats import describe, mbit, seed_pairs, spread, two_places
 from experiments.topology_variant import Variant
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
@@ -229,7 +229,7 @@ def text(figures: dict[str, Any]) -> list[str]:
     pairs = figures["pairs"]
     lines = [
         "aggregate goodput MRC / single: "
-        f"{describe(figures, 'goodput_ratio', _two_places, len(pairs))} "
+        f"{describe(figures, 'goodput_ratio', two_places, len(pairs))} "
         f"[{phrase(figures['bottleneck'])}] (target >= 1.3; reported, not asserted)"
     ]
     for pair in pairs:
@@ -241,21 +241,13 @@ def text(figures: dict[str, Any]) -> list[str]:
         f = figures[mode]
         lines.append(
             f"{mode:<7} aggregate "
-            f"{describe(f, 'aggregate_goodput_bps', _mbit, len(pairs), 'Mbit/s')}; link load "
+            f"{describe(f, 'aggregate_goodput_bps', mbit, len(pairs), 'Mbit/s')}; link load "
             f"max {f['link_packets_max']} min {f['link_packets_min']} packets "
             f"({_counters_phrase(f['link_counters'])}); busiest link "
             f"{_percent(f['busiest_link_utilisation_max'])} of its rate; busiest core "
             f"{_percent(f['busiest_core_max'])}, all cores {f['cpu_busy_fraction_max'] * 100:.0f} %"
         )
     return lines
-
-
-def _two_places(value: float) -> str:
-    return f"{value:.2f}"
-
-
-def _mbit(bps: float) -> str:
-    return f"{bps / 1e6:.3f}"
 
 
 def _percent(share: float | None) -> str:

@@ -85,3 +85,18 @@ def seed_pairs(
             entry[name] = {mode: value(runs[mode][seed]) for mode in modes}
         pairs.append(entry)
     return pairs
+
+
+def mbit(bps: float) -> str:
+    """Bits per second as summary.txt writes them: Mbit/s, three decimals."""
+    return f"{bps / 1e6:.3f}"
+
+
+def two_places(value: float) -> str:
+    """A ratio or a time in seconds as summary.txt writes it."""
+    return f"{value:.2f}"
+
+
+def three_places(value: float) -> str:
+    """A retention as summary.txt writes it."""
+    return f"{value:.3f}"
