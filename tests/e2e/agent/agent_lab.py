@@ -7,12 +7,16 @@ exit, a failed assertion included.
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from hostenv.netns import NetnsLab, run
 from tools.bench_agent import REPO, Background, VethPair, make_veth_pair
+from wire.constants import ROCEV2_UDP_PORT
 
 AGENT = [sys.executable, "-m", "agent.cli.agent_main"]
 PERF = [sys.executable, "-m", "agent.cli.perf_main"]
@@ -91,6 +95,30 @@ class AgentLab:
             cwd=REPO,
             check=False,
         )
+
+    def capture(self, pcap: Path) -> subprocess.Popen[bytes]:
+        """tcpdump on the receiver's veth, UDP 4791 only, full frames, each written as it
+        arrives; returns once tcpdump is listening. Stop it with SIGTERM."""
+        proc = subprocess.Popen(
+            # --immediate-mode: otherwise libpcap hands packets over in blocks after a 1 s
+            # timeout, and a transfer that ends sooner leaves an empty capture.
+            ["ip", "netns", "exec", self.netns("rx"), "tcpdump", "-i", self.pair.rx_if, "-s", "0",
+             "-U", "--immediate-mode", "-w", str(pcap), "udp", "port", str(ROCEV2_UDP_PORT)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        # tcpdump says "listening on" once its capture socket is attached; the file header
+        # alone comes earlier, and a fast transfer on a loaded machine could finish in between.
+        assert proc.stderr is not None
+        fd = proc.stderr.fileno()
+        seen, deadline = b"", time.monotonic() + 10
+        while b"listening on" not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0 and proc.poll() is None, f"tcpdump did not start: {seen.decode()}"
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if ready:
+                seen += os.read(fd, 4096)
+        return proc
 
     def close(self) -> None:
         """Stop every process, then remove namespaces and veths."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import struct
@@ -54,48 +53,6 @@ def lab(tmp_path: Path) -> Iterator[AgentLab]:
         yield lab
     finally:
         lab.close()
-
-
-def _capture(lab: AgentLab, pcap: Path) -> subprocess.Popen[bytes]:
-    """tcpdump on the receiver's veth, UDP 4791 only, full frames."""
-    proc = subprocess.Popen(
-        [
-            "ip",
-            "netns",
-            "exec",
-            lab.netns("rx"),
-            "tcpdump",
-            "-i",
-            lab.pair.rx_if,
-            "-s",
-            "0",
-            "-U",
-            # Each packet to the file as it arrives: otherwise libpcap hands packets over in
-            # blocks after a 1 s timeout, and a transfer that ends sooner before tcpdump is
-            # stopped leaves an empty capture.
-            "--immediate-mode",
-            "-w",
-            str(pcap),
-            "udp",
-            "port",
-            "4791",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    # tcpdump says "listening on" once its capture socket is attached; the file header alone
-    # comes earlier, and a fast transfer on a loaded machine could finish in between.
-    assert proc.stderr is not None
-    fd = proc.stderr.fileno()
-    seen = b""
-    deadline = time.monotonic() + 10
-    while b"listening on" not in seen:
-        left = deadline - time.monotonic()
-        assert left > 0 and proc.poll() is None, f"tcpdump did not start: {seen.decode()}"
-        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-        if ready:
-            seen += os.read(fd, 4096)
-    return proc
 
 
 def _captured_opcodes(pcap: Path) -> list[int]:
@@ -148,7 +105,7 @@ def test_tshark_decodes_every_mrc_header_of_a_real_agent_transfer(lab, tmp_path)
     source = tmp_path / "payload.bin"
     source.write_bytes(os.urandom(FILE_BYTES))
     pcap = tmp_path / "agent.pcap"
-    tcpdump = _capture(lab, pcap)
+    tcpdump = lab.capture(pcap)
     try:
         sent = lab.run(
             "tx", [*AGENT, "send", str(source), "--to", lab.addresses["rx"], "--no-agent"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -24,7 +23,7 @@ from scapy.layers.inet import UDP
 from scapy.utils import rdpcap
 
 from tests.e2e.agent.agent_lab import AGENT, AgentLab
-from wire.constants import ROCEV2_UDP_PORT, RoceOpcode
+from wire.constants import RoceOpcode
 from wire.layers import BTH, RoceRETH, icrc_matches
 
 REPO = Path(__file__).resolve().parents[3]
@@ -54,25 +53,6 @@ def lab(tmp_path: Path) -> Iterator[AgentLab]:
         lab.close()
 
 
-def _start_capture(lab: AgentLab, pcap: Path) -> subprocess.Popen[bytes]:
-    """tcpdump on the receiver's veth, UDP 4791, every packet written as it comes."""
-    proc = subprocess.Popen(
-        ["ip", "netns", "exec", lab.netns("rx"), "tcpdump", "-i", lab.pair.rx_if, "-s", "0",
-         "-U", "--immediate-mode", "-w", str(pcap), "udp", "port", str(ROCEV2_UDP_PORT)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    seen, deadline = b"", time.monotonic() + 10
-    while b"listening on" not in seen:
-        left = deadline - time.monotonic()
-        assert left > 0 and proc.poll() is None, f"tcpdump did not start: {seen.decode()}"
-        ready, _, _ = select.select([proc.stderr.fileno()], [], [], min(left, 0.2))
-        if ready:
-            seen += os.read(proc.stderr.fileno(), 4096)
-    return proc
-
-
 def _wait_for_the_last_ack(pcap: Path, deadline_s: float = 20.0) -> None:
     """Until the capture holds the ACK of the newest data packet: the sender exited once it
     had it, but tcpdump may still be writing it."""
@@ -96,7 +76,7 @@ def test_a_roce_transfer_decodes_as_infiniband_with_valid_icrcs(lab, tmp_path):
     source = tmp_path / "payload.bin"
     source.write_bytes(os.urandom(FILE_BYTES))
     pcap = tmp_path / "roce.pcap"
-    tcpdump = _start_capture(lab, pcap)
+    tcpdump = lab.capture(pcap)
     try:
         sent = lab.run(
             "tx",
