@@ -145,15 +145,15 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
 
             # One EV: every data packet takes its path, which must be the loaded one.
             _start_transfer(page, "12", evs="1")
-            page.wait_for_function(
+            # The key is taken when the connection is seen: later it may be idle for a moment
+            # (a stall on the busy bmv2 path) and no longer count as active (moved within 2.5 s).
+            key = page.wait_for_function(
                 "window.liveView.update.transfers.length === 2"
-                " && window.liveView.update.connections.some(c => c.active && c.evs.length === 1)",
+                " && (window.liveView.update.connections.find("
+                "c => c.active && c.evs.length === 1) || {}).key",
                 timeout=20_000,
-            )
+            ).json_value()
             page.wait_for_timeout(3500)  # two controller periods of load with the new transfer
-            key = page.evaluate(
-                "window.liveView.update.connections.find(c => c.active && c.evs.length === 1).key"
-            )
             single = _hover_path(page, f'.evgrid .ev[data-key="{key}"]')
             links = page.evaluate("window.liveView.update.links")
             for _ in range(6):  # until the earlier transfer's tail has left the load window
