@@ -154,13 +154,15 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
                 timeout=20_000,
             ).json_value()
             page.wait_for_timeout(3500)  # two controller periods of load with the new transfer
-            single = _hover_path(page, f'.evgrid .ev[data-key="{key}"]')
-            links = page.evaluate("window.liveView.update.links")
-            for _ in range(6):  # until the earlier transfer's tail has left the load window
+            # Until the earlier transfer's tail has left the load window; hovered again each
+            # time, since a loss retires the one EV and its stand-in may hash elsewhere.
+            for _ in range(6):
+                single = _hover_path(page, f'.evgrid .ev[data-key="{key}"]')
+                links = page.evaluate("window.liveView.update.links")
                 if single["ok"] and _only_the_path_is_loaded(single, links):
                     break
+                page.mouse.move(5, 5)
                 page.wait_for_timeout(1000)
-                links = page.evaluate("window.liveView.update.links")
         finally:
             page.close()
     assert nodes == 6 + 4 and edges == 8 + 4
