@@ -14,10 +14,10 @@ What a RoCE NIC does, and no more (IBTA Vol. 1, 9.7):
 * The local ACK timer runs while packets are unacknowledged and restarts whenever an ACK
   acknowledges something new; when it expires the requester goes back to the oldest
   unacknowledged packet.
-* Each timeout and each NAK-triggered go-back counts one retry; an ACK that acknowledges
-  something new resets the count. More than ``retry_cnt`` retries in a row, and the QP enters
-  the error state: every outstanding WQE fails (``ConnectionFailed``, then ``MessageFailed``
-  for each), as a NIC completes them with ``IBV_WC_RETRY_EXC_ERR``.
+* Each timeout and each NAK-triggered go-back counts one retry; an ACK or NAK that
+  acknowledges something new resets the count. More than ``retry_cnt`` retries in a row, and
+  the QP enters the error state: every outstanding WQE fails (``ConnectionFailed``, then
+  ``MessageFailed`` for each), as a NIC completes them with ``IBV_WC_RETRY_EXC_ERR``.
 * A NAK for a remote access or invalid request error also puts the QP in the error state.
 
 Packets are paced at DCQCN's current rate (``agent.roce.dcqcn.ReactionPoint``), at most
@@ -333,8 +333,9 @@ class Requester:
         if seq < self._una:
             self.counters.duplicate_acks += 1
             return None  # stale: a later ACK or NAK already covered it
-        if seq > self._una:
+        if seq > self._una:  # the NAK acknowledges every PSN before it: progress
             self._acknowledge_through(seq - 1, now)
+            self.retries = 0
         if seq == self._resend_from and self._cursor < self._resend_until:
             return None  # the resend this NAK asks for is already under way
         if self._retry(now, f"sequence-error NAK for PSN {psn}"):

@@ -194,15 +194,27 @@ def test_progress_resets_the_retry_count():
     assert requester.counters.timeouts == 4
 
 
-def test_naks_count_as_retries_too():
+def test_naks_without_progress_count_as_retries_too():
     requester, events = make(retry_cnt=1)
     requester.post_write(bytes(4 * PMTU), 0, 1, None)
     requester.next_packets(0.0, 100)
     requester.on_ack(NAK_SEQ, psn(1), 0.0)
     requester.next_packets(0.0, 100)  # the resend completes: a later NAK is a new loss
-    requester.on_ack(NAK_SEQ, psn(2), 0.0)
+    requester.on_ack(NAK_SEQ, psn(1), 0.0)  # PSN 1 lost again: no progress
     assert isinstance(events[-1], MessageFailed)
     assert "sequence-error NAK" in (requester.error or "")
+
+
+def test_a_nak_that_acknowledges_something_new_resets_the_retry_count():
+    requester, events = make(retry_cnt=1)
+    requester.post_write(bytes(8 * PMTU), 0, 1, None)
+    requester.next_packets(0.0, 100)
+    for lost in range(1, 7):  # each resend gets further: a loss per window, never stuck
+        requester.on_ack(NAK_SEQ, psn(lost), 0.0)
+        requester.next_packets(0.0, 100)
+    assert requester.error is None and requester.retries == 1
+    requester.on_ack(ACK, psn(7), 0.0)
+    assert events[-1] == MessageAcked(3, 0, 8 * PMTU)
 
 
 def test_timeout_zero_means_no_timer_at_all():
