@@ -13,7 +13,8 @@ peer's control traffic:
   until the peer answers.
 
 It fails (``ConnectionFailed``) when it has messages outstanding and hears nothing at all from
-its peer for ``peer_timeout``, or ``peer_timeout_rtos`` measured RTOs where that is longer.
+its peer for ``peer_timeout`` (or the connection's own, ``set_peer_timeout``), or
+``peer_timeout_rtos`` measured RTOs where that is longer.
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ class Connection:
         self.qp = spec.local_qp
         self._remote_qp = spec.remote_qp
         self._config = config
+        #: Silence allowed with work outstanding (None: any); ``set_peer_timeout``.
+        self._peer_timeout: float | None = config.peer_timeout
         self._events = events
         self._remote = tuple(spec.remote_addresses)
         self._paths = [
@@ -497,7 +500,7 @@ class Connection:
         deadline = self._peer_deadline()
         if deadline is not None and now >= deadline:
             reason = (
-                f"peer unreachable: nothing heard for {self.peer_silence_limit():.3g} s "
+                f"peer unreachable: nothing heard for {deadline - self._last_heard:.3g} s "
                 f"with messages outstanding"
             )
             self.close(reason)
@@ -528,18 +531,30 @@ class Connection:
             self._watch_from_next_call = False
             self._last_heard = max(self._last_heard, now)
 
-    def peer_silence_limit(self) -> float:
-        """How long the peer may stay silent: ``peer_timeout``, or ``peer_timeout_rtos`` times
-        the measured RTO where that is longer (before any RTT sample, ``peer_timeout``)."""
-        config = self._config
+    def set_peer_timeout(self, seconds: float | None) -> None:
+        """Fail after ``seconds`` of silence with work outstanding instead of the configured
+        ``peer_timeout`` (None: never fail for silence). The host API's QP ``timeout`` and
+        ``retry`` come here: verbs' retry exhaustion is this connection's silence limit."""
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"a peer timeout must be > 0 s or None, got {seconds}")
+        self._peer_timeout = seconds
+
+    def peer_silence_limit(self) -> float | None:
+        """How long the peer may stay silent: the peer timeout, or ``peer_timeout_rtos`` times
+        the measured RTO where that is longer (before any RTT sample, the peer timeout); None
+        when silence never fails the connection."""
+        timeout = self._peer_timeout
+        if timeout is None:
+            return None
         if self.rtt.srtt is None:
-            return config.peer_timeout
-        return max(config.peer_timeout, config.peer_timeout_rtos * self.rtt.rto())
+            return timeout
+        return max(timeout, self._config.peer_timeout_rtos * self.rtt.rto())
 
     def _peer_deadline(self) -> float | None:
         if not self.sender.has_unconfirmed:
             return None
-        return self._last_heard + self.peer_silence_limit()
+        limit = self.peer_silence_limit()
+        return None if limit is None else self._last_heard + limit
 
     def next_timer(self) -> float | None:
         """When ``handle_timer`` (or pacing in ``datagrams_to_send``) next has work."""

@@ -173,6 +173,11 @@ class Endpoint:
         """Start ``qp``'s send PSNs at ``psn`` (before anything was posted on it)."""
         self._connection(qp).sender.set_initial_psn(psn)
 
+    def set_peer_timeout(self, qp: int, seconds: float | None) -> None:
+        """Fail ``qp`` after ``seconds`` of its peer's silence with work outstanding, in place
+        of the configured ``peer_timeout`` (None: never for silence)."""
+        self._connection(qp).set_peer_timeout(seconds)
+
     def can_post(self, qp: int) -> bool:
         """Whether ``post_write`` on ``qp`` would be accepted now."""
         connection = self._connection(qp)

@@ -96,14 +96,16 @@ class AgentLab:
             check=False,
         )
 
-    def capture(self, pcap: Path) -> subprocess.Popen[bytes]:
-        """tcpdump on the receiver's veth, UDP 4791 only, full frames, each written as it
-        arrives; returns once tcpdump is listening. Stop it with SIGTERM."""
+    def capture(self, pcap: Path, snaplen: int = 0) -> subprocess.Popen[bytes]:
+        """tcpdump on the receiver's veth, UDP 4791 only, full frames (or their first
+        ``snaplen`` bytes: headers only, for long captures), each written as it arrives;
+        returns once tcpdump is listening. Stop it with SIGTERM."""
         proc = subprocess.Popen(
             # --immediate-mode: otherwise libpcap hands packets over in blocks after a 1 s
             # timeout, and a transfer that ends sooner leaves an empty capture.
-            ["ip", "netns", "exec", self.netns("rx"), "tcpdump", "-i", self.pair.rx_if, "-s", "0",
-             "-U", "--immediate-mode", "-w", str(pcap), "udp", "port", str(ROCEV2_UDP_PORT)],
+            ["ip", "netns", "exec", self.netns("rx"), "tcpdump", "-i", self.pair.rx_if,
+             "-s", str(snaplen), "-U", "--immediate-mode", "-w", str(pcap),
+             "udp", "port", str(ROCEV2_UDP_PORT)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )  # fmt: skip

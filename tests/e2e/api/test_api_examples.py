@@ -10,20 +10,25 @@ sweeps and checks every size. Needs root; every namespace, rule and process goes
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import select
 import shutil
+import struct
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from agent.api import Controller, CtlEvState, EpRequest, Ev
 from hostenv.netns import run
 from tests.e2e.agent.agent_lab import AgentLab
+from tests.e2e.agent.sniff import summarise
 from tools.bench_agent import REPO, Background
 
 PYTHON = sys.executable
@@ -201,6 +206,58 @@ def test_explicit_evs_a_denied_ev_carries_no_packet_afterwards(api):
     assert ports <= others, "only the profile's EVs carried data"
 
 
+def test_denying_a_live_ev_stops_its_use_within_an_rtt(api, tmp_path):
+    """An EV carrying a QP's data is denied mid-transfer: no packet of the sender's leaves on
+    it later than one RTT after the controller's call returned.
+
+    The cut-off: ``returned`` is the wall clock just after ``set_ev_states`` answered (the
+    agent denied the EV before it answered); one RTT later (the slowest of a few EV probes
+    sent through the same loaded agents just before) anything the agent had already handed
+    to the kernel has arrived. The capture's timestamps are taken as the veth hands each
+    packet over, on the same clock."""
+    made = api.example("tx", "explicit_evs", "--count", "16")
+    assert made.returncode == 0, made.stderr
+    evs = [Ev(bytes.fromhex(e["val"][2:]), e["port"]) for e in json.loads(made.stdout)["evs"]]
+    victim, probed = evs[2], evs[8:12]
+    victim_port = victim.as_int(16)  # the first 16 bits: the source port
+    pcap = tmp_path / "deny.pcap"
+    tcpdump = api.lab.capture(pcap, snaplen=HEADERS)
+    try:
+        frames = PcapFrames(pcap, api.lab.addresses["tx"])
+        benchmark = ["--min-size", "65536", "--size", "65536", "--duration", "30", "--json"]
+        api.start("rx", "benchmark", *benchmark)
+        api.start("tx", "benchmark", api.lab.addresses["rx"], *benchmark, "--ev-profile", "1")
+        live = frames.wait_for(lambda seen: any(p.sport == victim_port for p in seen))
+        assert any(p.sport == victim_port for p in live), "the EV carried the QP's data"
+        with Controller.open(api.sockets["tx"]) as ctl:
+            requests = [EpRequest(i, api.lab.addresses["rx"], ev) for i, ev in enumerate(probed)]
+            answers = ctl.ep_batch_send_wait(requests, rsp_timeout=2 * 10**9)
+            assert answers, "the probes were answered"
+            rtt = max(answer.rtt for answer in answers) / 1e9
+            asked = time.time()
+            ctl.set_ev_states(1, [(victim, CtlEvState.DENIED)])
+            returned = time.time()
+        cutoff = returned + rtt
+        after = frames.wait_for(lambda seen: sum(p.time > cutoff for p in seen) >= AFTER_PACKETS)
+    finally:
+        tcpdump.terminate()
+        tcpdump.wait(timeout=30)
+    later = [p for p in after if p.time > cutoff]
+    assert len(later) >= AFTER_PACKETS, "the QP kept sending after the deny"
+    late = [p for p in later if p.sport == victim_port]
+    assert not late, (
+        f"{len(late)} packets on the denied EV after the cut-off "
+        f"(first {late[0].time - returned:.6f} s after the call returned, RTT {rtt:.6f} s)"
+    )
+    before = [p for p in after if p.time <= asked]
+    assert any(p.sport == victim_port for p in before)
+    in_flight = [p for p in after if asked < p.time <= cutoff and p.sport == victim_port]
+    print(
+        f"deny: call {returned - asked:.6f} s, RTT {rtt:.6f} s, {len(in_flight)} packets on "
+        f"the EV within the cut-off, {len(later)} after it on other EVs"
+    )
+
+
 def test_a_cut_path_raises_assumed_bad_events_and_its_repair_good_ones(api):
     made = api.example("tx", "explicit_evs", "--count", "8")
     assert made.returncode == 0, made.stderr
@@ -284,6 +341,67 @@ class EventLines:
             *lines, self.buffer = self.buffer.split(b"\n")
             self.events += [json.loads(line) for line in lines if b'"state"' in line]
         return self.events
+
+
+#: Bytes of each frame the capture keeps: Ethernet, IPv4, UDP and BTH headers, and some.
+HEADERS = 96
+#: Packets on the other EVs after the cut-off that show the QP went on without the EV.
+AFTER_PACKETS = 2000
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A packet the sender put on the veth: when, and the EV's source port."""
+
+    time: float
+    sport: int
+
+
+class PcapFrames:
+    """The packets from ``source`` in a pcap file tcpdump is still writing, read as they
+    come (only whole records; a partly written one is read on the next call)."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path = path
+        self.source = ipaddress.ip_address(source).packed
+        self.offset = 0
+        self.scale = 0.0
+        self.packets: list[Sent] = []
+
+    def read(self) -> list[Sent]:
+        if not self.path.exists():
+            return self.packets
+        with self.path.open("rb") as file:
+            file.seek(self.offset)
+            data = file.read()
+        at = 0
+        if self.offset == 0:
+            if len(data) < 24:
+                return self.packets
+            magic = struct.unpack_from("<I", data)[0]
+            assert magic in (0xA1B2C3D4, 0xA1B23C4D), f"not a little-endian pcap: {magic:#x}"
+            self.scale = 1e-6 if magic == 0xA1B2C3D4 else 1e-9
+            at = 24
+        while at + 16 <= len(data):
+            seconds, fraction, captured, _length = struct.unpack_from("<IIII", data, at)
+            if at + 16 + captured > len(data):
+                break
+            frame = data[at + 16 : at + 16 + captured]
+            at += 16 + captured
+            summary = summarise(frame)
+            if summary is not None and frame[26:30] == self.source:
+                sport = summary["sport"]
+                assert isinstance(sport, int)
+                self.packets.append(Sent(seconds + fraction * self.scale, sport))
+        self.offset += at
+        return self.packets
+
+    def wait_for(self, done: Callable[[list[Sent]], bool]) -> list[Sent]:
+        """Read until ``done(packets)`` or ``DEADLINE_S`` pass; every packet seen so far."""
+        deadline = time.monotonic() + DEADLINE_S
+        while not done(self.read()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.packets
 
 
 def _ports(events: list[dict], state: str) -> set[int]:

@@ -61,6 +61,8 @@ class Watch:
 
     def __init__(self, agents: Agents) -> None:
         self.ports: list[int] = []
+        #: Where a test marked the record (e.g. the moment of a call).
+        self.mark = 0
         self.cut: Callable[[int], bool] = lambda _port: False
         agents.drop("a", self)
 
@@ -246,3 +248,61 @@ def test_a_controller_goes_away_and_the_profiles_stay(agents):
     attrs, _ = again.query_ev_profile(1)
     assert attrs["cur_profile_state"] == "ONLINE"
     assert os.path.exists(agents.server_a.path)
+
+
+def _deny_mid_message(agents: Agents, ctl: Controller, profile: int, victim: Ev) -> Watch:
+    """A's QP to B on ``profile`` sends one large WRITE; ``victim`` is denied once it has
+    carried some of it. Returns the watch, marked (``mark``) where the call was made."""
+    watch = Watch(agents)
+    a, b = (
+        Endpoint(agents.context("a"), region=4 << 20),
+        Endpoint(agents.context("b"), region=4 << 20),
+    )
+    connect(a, b, ev_profile_id=profile)
+    _send(a, b, 4 << 20)
+    port = victim.as_int(16)
+    agents.run_until(lambda: port in watch.ports)
+    watch.mark = len(watch.ports)
+    ctl.set_ev_states(profile, [(victim, CtlEvState.DENIED)])
+    (wc,) = poll_until(a.cq, 1, agents)
+    assert wc.status is WcStatus.SUCCESS
+    return watch
+
+
+def test_a_denied_ev_carries_nothing_more_though_a_message_is_under_way(agents):
+    ctl = agents.controller("a")
+    _explicit_profile(ctl)
+    victim = Ev.stev(EVS[2])
+    watch = _deny_mid_message(agents, ctl, 1, victim)
+    after = watch.ports[watch.mark :]
+    assert after, "the message went on after the deny"
+    assert victim.as_int(16) not in after, "no data packet on the EV once the call was made"
+
+
+def test_an_auto_profiles_evs_on_a_live_qp_are_listed_and_can_be_denied(agents):
+    ctl = agents.controller("a")
+    ctl.modify_ev_profile(2, profile_state=OFF, ev_mode=EvMode.AUTO, ev_count=16)
+    ctl.modify_ev_profile(2, profile_state=ON)
+    a, b = Endpoint(agents.context("a")), Endpoint(agents.context("b"))
+    connect(a, b, ev_profile_id=2)  # the agent's random EVs, 16 of them
+    _, entries = ctl.query_ev_profile(2, EvOp.QUERY_EV_ARRAY)
+    assert len(entries) == 16 and all(e.state is CtlEvState.GOOD for e in entries)
+    a.qp.destroy()
+    _, entries = ctl.query_ev_profile(2, EvOp.QUERY_EV_ARRAY)
+    assert entries == [], "a QP's EVs leave with it"
+    watch = Watch(agents)
+    a = Endpoint(agents.context("a"))
+    b = Endpoint(agents.context("b"))
+    connect(a, b, ev_profile_id=2)
+    _, entries = ctl.query_ev_profile(2, EvOp.QUERY_EV_ARRAY)
+    _send(a, b, 200_000)
+    agents.run_until(lambda: bool(watch.ports))
+    used = watch.ports[0]
+    victim = next(e.ev for e in entries if e.ev.as_int(16) == used)
+    mark = len(watch.ports)
+    ctl.set_ev_states(2, [(victim, CtlEvState.DENIED)])
+    (wc,) = poll_until(a.cq, 1, agents)
+    assert wc.status is WcStatus.SUCCESS
+    assert watch.ports[mark:] and used not in watch.ports[mark:]
+    _, states = ctl.query_ev_profile(2, EvOp.QUERY_EV_STATE, [EvOpEntry(victim)])
+    assert states[0].state is CtlEvState.DENIED

@@ -6,6 +6,7 @@ import pytest
 
 from agent.core import (
     ConnectionClosed,
+    ConnectionFailed,
     ConnectionSpec,
     DropReason,
     Endpoint,
@@ -111,3 +112,29 @@ def test_an_idle_endpoint_has_no_timer():
     link.run(2e-3)
     link.run(0.1, delay=0.01)
     assert link.a.next_timer() is None and link.b.next_timer() is None
+
+
+def _silence_until(link: Loopback, end: float) -> None:
+    """Lose everything from now on, until the connection fails or ``end`` (simulated s)."""
+    while link.a.can_post(link.qp_a) and link.now < end:
+        link.in_flight.clear()
+        link.idle_until_timer()
+
+
+def test_a_connections_own_peer_timeout_replaces_the_configured_one():
+    link = Loopback.create(MrcConfig(ev_set_size=8, peer_timeout=10.0, rto_max=0.005))
+    link.a.set_peer_timeout(link.qp_a, 0.02)
+    link.post(b"w")
+    _silence_until(link, 1.0)
+    assert not link.a.can_post(link.qp_a), "failed long before the configured 10 s"
+    assert any(isinstance(e, ConnectionFailed) for e in link.events_a)
+
+
+def test_a_connection_without_a_peer_timeout_outlasts_any_silence():
+    link = Loopback.create(MrcConfig(ev_set_size=8, peer_timeout=0.01, rto_max=0.005))
+    link.a.set_peer_timeout(link.qp_a, None)
+    link.post(b"w")
+    _silence_until(link, 1.0)
+    assert link.a.can_post(link.qp_a), "still retrying after 100 configured timeouts"
+    with pytest.raises(ValueError, match="peer timeout"):
+        link.a.set_peer_timeout(link.qp_a, 0.0)
