@@ -1,7 +1,9 @@
 /* MRC-aware switch program for BMv2 (v1model).
  *
  * Ingress: drop and count malformed packets, packet I/O with the controller, DSCP classification,
- * L3 routing to a multipath group hashed on the entropy value, TTL, trimming and priority.
+ * SRv6 uSID source routing of IPv6-in-IPv6 carriers, L3 routing to a multipath group hashed on the
+ * entropy value or, with structured EV, to the uplink the EV's fields name, TTL, trimming and
+ * priority.
  * Egress: queue-occupancy tracking, RED-like ECN marking, per-port counters.
  * Every P4Runtime-visible name is pinned with an absolute @name, so P4Info never drifts when the
  * code is reorganised (controller/southbound maps to these names). */
@@ -15,6 +17,8 @@
 #include "include/control/packet_io.p4"
 #include "include/control/classify.p4"
 #include "include/control/routing.p4"
+#include "include/control/srv6.p4"
+#include "include/control/structured_ev.p4"
 #include "include/control/next.p4"
 #include "include/control/trim.p4"
 #include "include/control/ecn.p4"
@@ -30,7 +34,9 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
 
     PacketIoIngress() packet_io;
     Classify() classify;
+    Srv6() srv6;
     Routing() routing;
+    StructuredEv() structured_ev;
     Next() next;
     Trim() trim;
 
@@ -73,24 +79,48 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
             drop(DROP_NOT_IP);
             exit;
         }
-        if ((hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1) || (hdr.ipv6.isValid() && hdr.ipv6.hop_limit <= 1)) {
+        meta.srv6_transit = false;
+        if (hdr.srv6.isValid()) {
+            if (hdr.srv6.hop_limit <= 1) {
+                drop(DROP_TTL_EXPIRED);
+                exit;
+            }
+            bit<32> srv6_drop;
+            srv6.apply(hdr, meta, std_meta, srv6_drop);
+            if (srv6_drop != 0) {
+                drop(srv6_drop);
+                exit;
+            }
+        }
+        if (meta.srv6_transit) {
+            /* The fabric classifies a carrier by its outer DSCP, which the sender copies from
+             * the inner one; the inner header is untouched until the last hop. */
+            meta.dscp = hdr.srv6.dscp;
+        } else if ((hdr.ipv4.isValid() && hdr.ipv4.ttl <= 1)
+                   || (hdr.ipv6.isValid() && hdr.ipv6.hop_limit <= 1)) {
             drop(DROP_TTL_EXPIRED);
             exit;
         }
-
         classify.apply(hdr, meta);
-        routing.apply(hdr, meta);
-        if (meta.routed) {
-            next.apply(hdr, meta, std_meta);
-        }
-        if (!meta.routed) {
-            drop(DROP_NO_ROUTE);
-            exit;
-        }
-        if (hdr.ipv4.isValid()) {
-            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        if (meta.srv6_transit) {
+            hdr.srv6.hop_limit = hdr.srv6.hop_limit - 1;
         } else {
-            hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+            routing.apply(hdr, meta);
+            if (meta.routed) {
+                structured_ev.apply(hdr, meta, std_meta);
+                if (!meta.steered) {
+                    next.apply(hdr, meta, std_meta);
+                }
+            }
+            if (!meta.routed) {
+                drop(DROP_NO_ROUTE);
+                exit;
+            }
+            if (hdr.ipv4.isValid()) {
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            } else {
+                hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+            }
         }
         trim.apply(hdr, meta, std_meta);
     }

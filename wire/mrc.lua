@@ -430,3 +430,54 @@ function mrc.dissector(tvb, pinfo, tree)
 end
 
 register_postdissector(mrc, true)
+
+--[[
+SRv6 uSID carriers (wire/srv6.py): an IPv6 header whose next header is IPv6 (41) or IPv4 (4)
+has its path in its destination: a 32-bit block, then 16-bit uSIDs, active first, up to
+End-of-Carrier (0). Wireshark decodes both IP headers itself; this post-dissector adds the
+block and the uSID list of the outer one. A uSID after End-of-Carrier is flagged malformed.
+]]
+local srv6 = Proto("mrc_srv6", "MRC SRv6 uSID carrier")
+local S = {
+    block = ProtoField.string("mrc_srv6.block", "Block"),
+    usid = ProtoField.uint16("mrc_srv6.usid", "uSID", base.HEX),
+    active = ProtoField.uint16("mrc_srv6.active", "Active uSID", base.HEX),
+    count = ProtoField.uint8("mrc_srv6.count", "uSIDs left"),
+}
+srv6.fields = { S.block, S.usid, S.active, S.count }
+local E_srv6_hole = ProtoExpert.new("mrc_srv6.hole", "uSID after End-of-Carrier",
+                                    expert.group.MALFORMED, expert.severity.ERROR)
+srv6.experts = { E_srv6_hole }
+local f_ipv6_nxt = Field.new("ipv6.nxt")
+local f_ipv6_dst = Field.new("ipv6.dst")
+
+function srv6.dissector(tvb, pinfo, tree)
+    local nxt = { f_ipv6_nxt() }
+    local dst = { f_ipv6_dst() }
+    if #nxt == 0 or #dst == 0 then return end
+    if nxt[1].value ~= 41 and nxt[1].value ~= 4 then return end
+    local src = dst[1].source or tvb
+    local off = dst[1].offset
+    if off + 16 > src:len() then return end
+    local root = tree:add(srv6, src(off, 16))
+    local block = string.format("%x:%x::/32", src(off, 2):uint(), src(off + 2, 2):uint())
+    root:add(S.block, src(off, 4), block)
+    local count, ended = 0, false
+    for i = 0, 5 do
+        local range = src(off + 4 + 2 * i, 2)
+        local usid = range:uint()
+        if usid == 0 then
+            ended = true
+        elseif ended then
+            root:add_proto_expert_info(E_srv6_hole)
+            return
+        else
+            if count == 0 then root:add(S.active, range) end
+            root:add(S.usid, range)
+            count = count + 1
+        end
+    end
+    root:add(S.count, count):set_generated()
+end
+
+register_postdissector(srv6, true)

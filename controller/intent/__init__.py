@@ -8,6 +8,8 @@ asyncio (an import-linter contract keeps it so), hence unit-testable without a s
 
 The routing policy (:mod:`controller.intent.policy`: static, reactive, converge) decides which
 down links the fabric-wide computation sees; ``routed_intent`` adds each switch's own pruning.
+The path mode (``topologies.paths.PathMode``) adds the static tables of structured EV or SRv6
+routing (:mod:`controller.intent.path_tables`).
 """
 
 from controller.intent.compute import compute_intent
@@ -21,13 +23,17 @@ from controller.intent.diff import (
 )
 from controller.intent.model import (
     DscpRule,
+    EvFieldIntent,
+    EvUplink,
     FabricIntent,
     LldpIntent,
+    LocalUsid,
     NextHopGroup,
     NextHopMember,
     PortIntent,
     Route,
     SwitchIntent,
+    UsidNextHop,
 )
 from controller.intent.policy import (
     DEFAULT_CONVERGE_S,
@@ -40,9 +46,12 @@ from controller.intent.policy import (
 __all__ = [
     "DEFAULT_CONVERGE_S",
     "DscpRule",
+    "EvFieldIntent",
+    "EvUplink",
     "FabricDiff",
     "FabricIntent",
     "LldpIntent",
+    "LocalUsid",
     "NextHopGroup",
     "NextHopMember",
     "PortIntent",
@@ -52,6 +61,7 @@ __all__ = [
     "SwitchDiff",
     "SwitchIntent",
     "TableDiff",
+    "UsidNextHop",
     "compute_intent",
     "diff_intents",
     "diff_switch",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from controller.intent.model import DscpRule, FabricIntent, LldpIntent, SwitchIntent
+from controller.intent.path_tables import PathTableBuilder
 from controller.intent.paths import shortest_path_ports
 from controller.intent.ports import switch_ports
 from controller.intent.routing import (
@@ -20,10 +21,18 @@ from controller.intent.routing import (
 )
 from topologies.graph import fabric_graph
 from topologies.model import LinkId, Topology
+from topologies.paths import PathMode
 
 
-def compute_intent(topology: Topology, down: Collection[LinkId] = frozenset()) -> FabricIntent:
+def compute_intent(
+    topology: Topology,
+    down: Collection[LinkId] = frozenset(),
+    path_mode: PathMode = PathMode.ECMP,
+) -> FabricIntent:
     """What every switch of ``topology`` should hold while the links in ``down`` are down.
+
+    ``path_mode`` adds the static tables of structured EV or SRv6 routing
+    (``controller.intent.path_tables``); they depend on the topology alone, not on ``down``.
 
     Raises ValueError for a link id the topology does not have: link discovery reports unknown
     links instead of routing over them, so one reaching here is a caller's mistake.
@@ -47,9 +56,11 @@ def compute_intent(topology: Topology, down: Collection[LinkId] = frozenset()) -
             for traffic_class, value in settings.dscp.by_class().items()
         )
     )
+    path_tables = PathTableBuilder(topology, path_mode)
     intents = []
     for switch in topology.switches:
         members = switch_members(topology, switch)
+        tables = path_tables.for_switch(switch, members)
         groups, routes_v4, routes_v6 = switch_routing(
             topology, switch, members, ports_toward, prefixes, live_nics
         )
@@ -64,6 +75,10 @@ def compute_intent(topology: Topology, down: Collection[LinkId] = frozenset()) -
                 groups=groups,
                 routes_v4=routes_v4,
                 routes_v6=routes_v6,
+                ev_field=tables.ev_field,
+                ev_uplinks=tables.ev_uplinks,
+                local_usids=tables.local_usids,
+                usid_next_hops=tables.usid_next_hops,
             )
         )
     return FabricIntent(tuple(intents))

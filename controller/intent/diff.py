@@ -18,13 +18,17 @@ from typing import Generic, Protocol, TypeVar
 
 from controller.intent.model import (
     DscpRule,
+    EvFieldIntent,
+    EvUplink,
     FabricIntent,
     LldpIntent,
+    LocalUsid,
     NextHopGroup,
     NextHopMember,
     PortIntent,
     Route,
     SwitchIntent,
+    UsidNextHop,
 )
 
 
@@ -87,8 +91,14 @@ class SwitchDiff:
     members: TableDiff[NextHopMember] = field(default_factory=TableDiff)
     ports: TableDiff[PortIntent] = field(default_factory=TableDiff)
     dscp_rules: TableDiff[DscpRule] = field(default_factory=TableDiff)
+    ev_uplinks: TableDiff[EvUplink] = field(default_factory=TableDiff)
+    local_usids: TableDiff[LocalUsid] = field(default_factory=TableDiff)
+    usid_next_hops: TableDiff[UsidNextHop] = field(default_factory=TableDiff)
     cpu_port: int | None = None
     lldp: LldpIntent | None = None
+    #: The new structured EV field when it changes; ``ev_field_cleared`` when it goes away.
+    ev_field: EvFieldIntent | None = None
+    ev_field_cleared: bool = False
 
     @property
     def change_count(self) -> int:
@@ -100,8 +110,15 @@ class SwitchDiff:
             self.members,
             self.ports,
             self.dscp_rules,
+            self.ev_uplinks,
+            self.local_usids,
+            self.usid_next_hops,
         )
-        settings = (self.cpu_port is not None) + (self.lldp is not None)
+        settings = (
+            (self.cpu_port is not None)
+            + (self.lldp is not None)
+            + (self.ev_field is not None or self.ev_field_cleared)
+        )
         return sum(len(table) for table in tables) + settings
 
     @property
@@ -126,6 +143,10 @@ def diff_switch(old: SwitchIntent | None, new: SwitchIntent | None) -> SwitchDif
             members=diff_table(old.members, ()),
             ports=diff_table(old.ports, ()),
             dscp_rules=diff_table(old.dscp_rules, ()),
+            ev_uplinks=diff_table(old.ev_uplinks, ()),
+            local_usids=diff_table(old.local_usids, ()),
+            usid_next_hops=diff_table(old.usid_next_hops, ()),
+            ev_field_cleared=old.ev_field is not None,
         )
     return SwitchDiff(
         switch=new.switch,
@@ -135,6 +156,11 @@ def diff_switch(old: SwitchIntent | None, new: SwitchIntent | None) -> SwitchDif
         members=diff_table(old.members if old else (), new.members),
         ports=diff_table(old.ports if old else (), new.ports),
         dscp_rules=diff_table(old.dscp_rules if old else (), new.dscp_rules),
+        ev_uplinks=diff_table(old.ev_uplinks if old else (), new.ev_uplinks),
+        local_usids=diff_table(old.local_usids if old else (), new.local_usids),
+        usid_next_hops=diff_table(old.usid_next_hops if old else (), new.usid_next_hops),
+        ev_field=None if old is not None and old.ev_field == new.ev_field else new.ev_field,
+        ev_field_cleared=old is not None and old.ev_field is not None and new.ev_field is None,
         cpu_port=None if old is not None and old.cpu_port == new.cpu_port else new.cpu_port,
         lldp=None if old is not None and old.lldp == new.lldp else new.lldp,
     )

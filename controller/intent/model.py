@@ -116,6 +116,67 @@ class DscpRule:
         return self.dscp
 
 
+@dataclass(frozen=True, order=True)
+class EvFieldIntent:
+    """Where this switch reads its structured EV field: ``width`` bits from EV bit ``shift``
+    (``topologies.paths.EvLayout``)."""
+
+    shift: int
+    width: int
+
+    @property
+    def mask(self) -> int:
+        """The field's value mask, applied after shifting the EV right by ``shift``."""
+        return (1 << self.width) - 1
+
+
+@dataclass(frozen=True, order=True)
+class EvUplink:
+    """Structured EV: toward next-hop group ``next_id``, EV field value ``field_value`` leaves
+    by one port exactly, instead of a hash bucket of the group."""
+
+    next_id: int
+    field_value: int
+    egress_port: int
+    src_mac: str
+    dst_mac: str
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Identity within the uplink table: the group and the field value."""
+        return (self.next_id, self.field_value)
+
+
+@dataclass(frozen=True, order=True)
+class LocalUsid:
+    """SRv6: a uSID of this switch in a block; a carrier whose active uSID it is gets shifted
+    here (and decapsulated when it was the last)."""
+
+    block: IPv6Network
+    usid: int
+
+    @property
+    def key(self) -> tuple[IPv6Network, int]:
+        """Identity within the local uSID table: block and uSID."""
+        return (self.block, self.usid)
+
+
+@dataclass(frozen=True, order=True)
+class UsidNextHop:
+    """SRv6: a carrier whose next uSID is ``usid`` (a neighbour's) leaves by this port."""
+
+    block: IPv6Network
+    usid: int
+    egress_port: int
+    src_mac: str
+    dst_mac: str
+
+    @property
+    def key(self) -> tuple[IPv6Network, int]:
+        """Identity within the uSID forwarding table: block and uSID."""
+        return (self.block, self.usid)
+
+
 @dataclass(frozen=True)
 class LldpIntent:
     """Link probing: a probe out of every port each ``interval_ms``; ``miss_limit`` missed
@@ -139,6 +200,13 @@ class SwitchIntent:
     groups: tuple[NextHopGroup, ...]
     routes_v4: tuple[Route, ...]
     routes_v6: tuple[Route, ...]
+    #: Structured EV (``controller.intent.path_tables``): where this switch's field sits (None:
+    #: the switch hashes only) and its exact uplinks. Static: computed from the whole topology.
+    ev_field: EvFieldIntent | None = None
+    ev_uplinks: tuple[EvUplink, ...] = ()
+    #: SRv6 uSID: this switch's own uSIDs and its static per-neighbour forwarding.
+    local_usids: tuple[LocalUsid, ...] = ()
+    usid_next_hops: tuple[UsidNextHop, ...] = ()
 
     def group(self, group_id: int) -> NextHopGroup:
         """The group with ``group_id`` (KeyError if none)."""

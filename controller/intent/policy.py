@@ -38,6 +38,7 @@ from enum import StrEnum
 from controller.intent.compute import compute_intent
 from controller.intent.model import FabricIntent, SwitchIntent
 from topologies.model import LinkId, Topology
+from topologies.paths import PathMode
 
 #: ``converge`` without a delay: a few seconds, like a routing protocol's hold timer.
 DEFAULT_CONVERGE_S = 3.0
@@ -101,10 +102,13 @@ def routed_intent(
     topology: Topology,
     routed_down: Collection[LinkId] = frozenset(),
     down: Collection[LinkId] = frozenset(),
+    path_mode: PathMode = PathMode.ECMP,
 ) -> FabricIntent:
     """What every switch holds when the fabric-wide computation knows of ``routed_down`` and
-    each switch sees the links in ``down`` dead at its own ports (module docs)."""
-    return prune_dead_next_hops(compute_intent(topology, routed_down), topology, down)
+    each switch sees the links in ``down`` dead at its own ports (module docs). The path
+    mode's static tables are neither recomputed nor pruned: a dead path stays dead until the
+    endpoints stop using it."""
+    return prune_dead_next_hops(compute_intent(topology, routed_down, path_mode), topology, down)
 
 
 def prune_dead_next_hops(

@@ -21,7 +21,12 @@ The one place that knows how intent concepts become P4 state:
 * a port is a ``trim_config`` entry and a ``port_ecn`` entry (thresholds, or marking off
   toward hosts); queue depth and rate are not P4 state (:mod:`controller.southbound.queues`);
 * DSCP rules are ``dscp_classes`` entries, and the TRIMMED / TRIMMED_LASTHOP values also set
-  the default action of the keyless ``trim_dscp`` table.
+  the default action of the keyless ``trim_dscp`` table;
+* structured EV is the default action of the keyless ``ev_field`` table (``set_ev_field``, or
+  ``NoAction`` when the switch does not steer: always written, so leaving the mode undoes it)
+  and an ``uplinks`` entry per (group, field value);
+* SRv6 is a ``my_usid`` entry per local uSID and a ``usid_next`` entry per neighbour, matched
+  on the outer destination's block (its top 32 bits) and a uSID.
 """
 
 from __future__ import annotations
@@ -29,7 +34,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from ipaddress import IPv4Network, IPv6Network
 
-from controller.intent import DscpRule, NextHopGroup, NextHopMember, PortIntent, Route
+from controller.intent import (
+    DscpRule,
+    EvFieldIntent,
+    EvUplink,
+    LocalUsid,
+    NextHopGroup,
+    NextHopMember,
+    PortIntent,
+    Route,
+    UsidNextHop,
+)
 from controller.intent.model import SwitchIntent
 from controller.southbound import p4_program as p4
 from controller.southbound.records import (
@@ -172,6 +187,60 @@ def trim_dscp_record(rules: tuple[DscpRule, ...]) -> TableEntryRecord | None:
     )
 
 
+def ev_field_record(field: EvFieldIntent | None) -> TableEntryRecord:
+    """The default action of ``ev_field``: where the switch reads its field, or nothing."""
+    action = (
+        ActionCall.of(p4.NO_ACTION)
+        if field is None
+        else ActionCall.of(p4.SET_EV_FIELD, shift=field.shift, mask=field.mask)
+    )
+    return TableEntryRecord(p4.EV_FIELD, (), action, is_default=True)
+
+
+def ev_uplink_record(uplink: EvUplink) -> TableEntryRecord:
+    """The exact uplink of one (group, EV field value)."""
+    return TableEntryRecord(
+        p4.EV_UPLINKS,
+        (("ev_field", uplink.field_value), ("next_id", uplink.next_id)),
+        ActionCall.of(
+            p4.EV_UPLINK,
+            port=uplink.egress_port,
+            smac=mac_to_int(uplink.src_mac),
+            dmac=mac_to_int(uplink.dst_mac),
+        ),
+    )
+
+
+def usid_block_value(block: IPv6Network) -> int:
+    """The top 32 bits of a /32 uSID block: what ``my_usid`` and ``usid_next`` match."""
+    if block.prefixlen != 32:
+        raise ValueError(f"a uSID block is a /32, not {block}")
+    return int(block.network_address) >> 96
+
+
+def local_usid_record(local: LocalUsid) -> TableEntryRecord:
+    """The entry that makes a carrier's active uSID this switch's."""
+    return TableEntryRecord(
+        p4.MY_USID,
+        (("block", usid_block_value(local.block)), ("usid", local.usid)),
+        ActionCall.of(p4.USID_END),
+    )
+
+
+def usid_next_record(hop: UsidNextHop) -> TableEntryRecord:
+    """The entry that sends a carrier toward the neighbour its next uSID names."""
+    return TableEntryRecord(
+        p4.USID_NEXT,
+        (("block", usid_block_value(hop.block)), ("usid", hop.usid)),
+        ActionCall.of(
+            p4.USID_FORWARD,
+            port=hop.egress_port,
+            smac=mac_to_int(hop.src_mac),
+            dmac=mac_to_int(hop.dst_mac),
+        ),
+    )
+
+
 def _records(intent: SwitchIntent) -> Iterator[Record]:
     # Every member has its twin, used or not: a failover that moves a group's anchor is then a
     # group modify alone, with no member to insert or delete first.
@@ -189,3 +258,10 @@ def _records(intent: SwitchIntent) -> Iterator[Record]:
     default = trim_dscp_record(intent.dscp_rules)
     if default is not None:
         yield default
+    yield ev_field_record(intent.ev_field)
+    for uplink in intent.ev_uplinks:
+        yield ev_uplink_record(uplink)
+    for local in intent.local_usids:
+        yield local_usid_record(local)
+    for hop in intent.usid_next_hops:
+        yield usid_next_record(hop)

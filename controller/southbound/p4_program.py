@@ -33,12 +33,32 @@ SET_ECN_THRESHOLDS = "MrcEgress.ecn.set_ecn_thresholds"
 ECN_DISABLED = "MrcEgress.ecn.ecn_disabled"
 DSCP_CLASSES = "MrcIngress.classify.dscp_classes"
 SET_CLASS = "MrcIngress.classify.set_class"
+EV_FIELD = "MrcIngress.structured_ev.ev_field"
+SET_EV_FIELD = "MrcIngress.structured_ev.set_ev_field"
+EV_UPLINKS = "MrcIngress.structured_ev.uplinks"
+EV_UPLINK = "MrcIngress.structured_ev.ev_uplink"
+MY_USID = "MrcIngress.srv6.my_usid"
+USID_END = "MrcIngress.srv6.usid_end"
+USID_NEXT = "MrcIngress.srv6.usid_next"
+USID_FORWARD = "MrcIngress.srv6.usid_forward"
+#: The action of a keyless table that does nothing (ev_field's default: no steering).
+NO_ACTION = "NoAction"
 
 #: Tables the controller owns entirely: what a read-back finds there and the intent lacks is
 #: deleted. (trim_dscp is keyless: only its default entry is written.)
-MANAGED_TABLES = (ROUTES_V4, ROUTES_V6, NEXT_HASHED, TRIM_CONFIG, PORT_ECN, DSCP_CLASSES)
+MANAGED_TABLES = (
+    ROUTES_V4,
+    ROUTES_V6,
+    NEXT_HASHED,
+    TRIM_CONFIG,
+    PORT_ECN,
+    DSCP_CLASSES,
+    EV_UPLINKS,
+    MY_USID,
+    USID_NEXT,
+)
 #: Keyless tables whose default action the controller sets.
-MANAGED_DEFAULT_TABLES = (TRIM_DSCP,)
+MANAGED_DEFAULT_TABLES = (TRIM_DSCP, EV_FIELD)
 
 # Counters (indexed by port, or by member index for member_packets).
 PORT_RX = "MrcIngress.port_rx"

@@ -13,6 +13,7 @@ typedef bit<32>  ipv4_addr_t;
 typedef bit<128> ipv6_addr_t;
 typedef bit<16>  next_id_t;
 typedef bit<19>  qdepth_t;
+typedef bit<16>  usid_t;        /* one micro-SID */
 
 /* The CPU port must match simple_switch_grpc --cpu-port (the topology file's cpu_port, default 255). */
 const port_t CPU_PORT = 255;
@@ -23,6 +24,8 @@ const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_IPV6 = 0x86DD;
 const bit<16> ETHERTYPE_LLDP = 0x88CC;
 const bit<8>  IP_PROTO_UDP = 17;
+const bit<8>  IP_PROTO_IPV4 = 4;   /* IPv4-in-IPv6: an SRv6 carrier over an IPv4 packet */
+const bit<8>  IP_PROTO_IPV6 = 41;  /* IPv6-in-IPv6: an SRv6 carrier over an IPv6 packet */
 const bit<16> ROCEV2_UDP_PORT = 4791;
 
 /* BTH opcodes (MRC's own data opcodes, in the vendor range). */
@@ -50,6 +53,9 @@ const bit<8> ROCE_WRITE_ONLY      = 0x0A;  /* RETH */
 const bit<8> ROCE_WRITE_ONLY_IMM  = 0x0B;  /* RETH, ImmDt */
 const bit<8> ROCE_ACK             = 0x11;  /* AETH: an ACK or a NAK */
 const bit<8> ROCE_CNP             = 0x81;  /* 16 reserved bytes */
+
+/* SRv6 uSID (docs/routing.md): the uSID that ends a carrier (End-of-Carrier). */
+const usid_t USID_END_OF_CARRIER = 0;
 
 /* Header sizes in bytes, for trimming. */
 const bit<16> ETH_LEN = 14;
@@ -97,6 +103,8 @@ const bit<32> DROP_IPV4_CHECKSUM      = 6;
 const bit<32> DROP_NO_ROUTE           = 7;
 const bit<32> DROP_TTL_EXPIRED        = 8;
 const bit<32> DROP_NOT_IP             = 9;
+const bit<32> DROP_SRV6_FOREIGN_SID   = 10; /* outer destination's block or active uSID not ours */
+const bit<32> DROP_SRV6_BAD_NEXT      = 11; /* after the shift, the next uSID names no neighbour */
 const bit<32> DROP_REASONS            = 16;
 
 #endif

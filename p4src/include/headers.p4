@@ -164,6 +164,7 @@ struct headers_t {
     packet_out_t packet_out;
     packet_in_t  packet_in;
     ethernet_t   ethernet;
+    ipv6_t       srv6;      /* the outer IPv6 header of an SRv6 uSID carrier (IPv6/IPv4-in-IPv6) */
     ipv4_t       ipv4;
     ipv6_t       ipv6;
     udp_t        udp;
@@ -179,6 +180,9 @@ struct headers_t {
     eph_t        eph;
     cnp_t        cnp;
 }
+
+/* With an SRv6 carrier, ipv4/ipv6 are the inner (end-to-end) header and srv6 the outer one, so
+ * every control that looks at the end-to-end packet works unchanged. */
 
 /* Per-packet state. The selector hashes hash_* and ev only: BMv2 keeps stale values in invalid
  * headers, so hashing header fields directly would mix IPv4 and IPv6 garbage into the hash. */
@@ -196,6 +200,8 @@ struct local_metadata_t {
     bit<1>      trim_host_facing;
     bit<6>      trimmed_dscp;
     bit<6>      trimmed_lasthop_dscp;
+    bool        srv6_transit;  /* an SRv6 carrier forwarded on its uSIDs, outer header kept */
+    bool        steered;       /* egress chosen by a structured-EV uplink entry */
 }
 
 #endif

@@ -5,6 +5,8 @@
  *
  * v1model does not drop a packet whose parse failed: it hands it to ingress with parser_error set,
  * half-parsed. MrcIngress drops and counts every such packet first thing.
+ * IPv6-in-IPv6 and IPv4-in-IPv6 are SRv6 uSID carriers (control/srv6.p4): the outer header is
+ * hdr.srv6, the inner one hdr.ipv6 or hdr.ipv4.
  * Built with MRC_L3_BASELINE defined, the parser stops at UDP (the baseline program of
  * `make bench-dataplane`). */
 #ifndef MRC_PARSER_P4
@@ -40,10 +42,36 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout local_metadata_t meta,
         pkt.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
+#ifdef MRC_L3_BASELINE
             ETHERTYPE_IPV6: parse_ipv6;
+#else
+            ETHERTYPE_IPV6: parse_ipv6_or_carrier;
+#endif
             default: accept;
         }
     }
+
+    /* IPv6 whose next header is IPv6 or IPv4 is an SRv6 uSID carrier: the outer header goes to
+     * hdr.srv6 and the inner packet is parsed as if it had come alone. The next-header byte is
+     * the 7th of the IPv6 header. */
+#ifndef MRC_L3_BASELINE
+    state parse_ipv6_or_carrier {
+        transition select(pkt.lookahead<bit<56>>()[7:0]) {
+            IP_PROTO_IPV6: parse_srv6;
+            IP_PROTO_IPV4: parse_srv6;
+            default: parse_ipv6;
+        }
+    }
+
+    state parse_srv6 {
+        pkt.extract(hdr.srv6);
+        verify(hdr.srv6.version == 6, error.BadIpv6Header);
+        transition select(hdr.srv6.next_hdr) {
+            IP_PROTO_IPV4: parse_ipv4;
+            default: parse_ipv6;
+        }
+    }
+#endif
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
@@ -208,6 +236,7 @@ control MrcDeparser(packet_out pkt, in headers_t hdr) {
     apply {
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.srv6);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv6);
         pkt.emit(hdr.udp);

@@ -37,7 +37,9 @@ control EcnMarking(inout headers_t hdr, inout local_metadata_t meta,
 
     @name(".MrcEgress.ecn.mark_ce")
     action mark_ce() {
-        if (hdr.ipv4.isValid()) {
+        if (hdr.srv6.isValid()) {
+            hdr.srv6.ecn = ECN_CE;  /* the inner header gets it at decapsulation (RFC 6040) */
+        } else if (hdr.ipv4.isValid()) {
             hdr.ipv4.ecn = ECN_CE;
         } else {
             hdr.ipv6.ecn = ECN_CE;
@@ -47,7 +49,9 @@ control EcnMarking(inout headers_t hdr, inout local_metadata_t meta,
 
     apply {
         bit<2> ecn = ECN_NOT_ECT;
-        if (hdr.ipv4.isValid()) {
+        if (hdr.srv6.isValid()) {
+            ecn = hdr.srv6.ecn;
+        } else if (hdr.ipv4.isValid()) {
             ecn = hdr.ipv4.ecn;
         } else if (hdr.ipv6.isValid()) {
             ecn = hdr.ipv6.ecn;

@@ -69,17 +69,25 @@ control Trim(inout headers_t hdr, inout local_metadata_t meta,
                     }
                     hdr.udp.len = l4_len;
                     hdr.udp.checksum = 0;
-                    bit<32> cut_len;
+                    bit<16> ip_len;
                     if (hdr.ipv4.isValid()) {
                         hdr.ipv4.total_len = IPV4_LEN + l4_len;
                         hdr.ipv4.dscp = dscp;
-                        cut_len = (bit<32>)(ETH_LEN + IPV4_LEN + l4_len);
+                        ip_len = IPV4_LEN + l4_len;
                     } else {
                         hdr.ipv6.payload_len = l4_len;
                         hdr.ipv6.dscp = dscp;
-                        cut_len = (bit<32>)(ETH_LEN + IPV6_LEN + l4_len);
+                        ip_len = IPV6_LEN + l4_len;
                     }
-                    truncate(cut_len);
+                    /* An SRv6 carrier in transit: the outer header is cut to fit and re-marked
+                     * too, so the rest of the path and, after decapsulation, the receiver both
+                     * see a trimmed packet. */
+                    if (hdr.srv6.isValid()) {
+                        hdr.srv6.payload_len = ip_len;
+                        hdr.srv6.dscp = dscp;
+                        ip_len = IPV6_LEN + ip_len;
+                    }
+                    truncate((bit<32>)(ETH_LEN + ip_len));
                     std_meta.priority = PRIO_HIGH;
                     trims.count((bit<32>)std_meta.egress_spec);
                 }

@@ -298,3 +298,26 @@ def test_wiresharks_own_rocev2_dissector_reads_opcode_qp_and_psn_of_every_packet
         assert as_int(shown["infiniband.bth.opcode"]) == bth.opcode, label
         assert as_int(shown["infiniband.bth.destqp"]) == bth.dqpn, label
         assert as_int(shown["infiniband.bth.psn"]) == bth.psn, label
+
+
+def test_an_srv6_carrier_shows_its_block_and_usid_list(tmp_path: Path) -> None:
+    from ipaddress import IPv6Network
+
+    from scapy.layers.inet6 import IPv6
+    from scapy.utils import wrpcap
+
+    from wire import srv6
+
+    inner = IPv6(src="fd00:0:1::1", dst="fd00:0:2::1") / UDP(sport=49152, dport=4791)
+    block = IPv6Network("fcbb:bb00::/32")
+    frame = Ether(dst="02:00:00:00:00:01") / srv6.encapsulate(
+        inner, src="fd00:0:1::1", block=block, usids=[1, 4, 2]
+    )
+    pcap = tmp_path / "srv6.pcap"
+    wrpcap(str(pcap), [frame])
+    fields = ["mrc_srv6.block", "mrc_srv6.active", "mrc_srv6.usid", "mrc_srv6.count"]
+    (layers,) = decoded(pcap, fields)
+    assert layers["mrc_srv6.block"] == ["fcbb:bb00::/32"]
+    assert [int(v, 0) for v in layers["mrc_srv6.usid"]] == [1, 4, 2]
+    assert int(layers["mrc_srv6.active"][0], 0) == 1
+    assert int(layers["mrc_srv6.count"][0], 0) == 3

@@ -259,3 +259,32 @@ def test_every_name_the_mapping_writes_exists_in_the_p4info(schema, l1_records):
 def test_a_malformed_mac_is_refused():
     with pytest.raises(ValueError, match="malformed MAC"):
         mac_to_int("02:00:00:01")
+
+
+@pytest.mark.parametrize("mode", ["structured", "srv6"])
+def test_path_table_records_use_p4info_names_and_survive_a_round_trip(schema, mode):
+    from topologies.paths import PathMode
+
+    intent = compute_intent(load_topology("fat-tree"), path_mode=PathMode(mode))
+    records = desired_records(intent.switch("a1"))
+    tables = {p4.EV_UPLINKS, p4.EV_FIELD} if mode == "structured" else {p4.MY_USID, p4.USID_NEXT}
+    written = [r for r in records.values() if isinstance(r, TableEntryRecord) and r.table in tables]
+    assert {r.table for r in written} == tables
+    for record in written:
+        assert schema.tables[record.table].name == record.table
+        message = to_entity(record).encode(schema)
+        assert from_entity(type(to_entity(record)).decode(message, schema), schema) == record
+
+
+def test_ecmp_resets_the_structured_field_to_no_action(l1_records):
+    (default,) = _of_table(l1_records, p4.EV_FIELD)
+    assert default.is_default
+    assert default.action is not None and default.action.name == p4.NO_ACTION
+
+
+def test_a_usid_entry_matches_the_blocks_top_32_bits(leaf_spine):
+    from topologies.paths import PathMode
+
+    records = desired_records(compute_intent(leaf_spine, path_mode=PathMode.SRV6).switch("l1"))
+    (mine,) = _of_table(records, p4.MY_USID)
+    assert dict(mine.match) == {"block": 0xFCBBBB00, "usid": 1}
