@@ -118,6 +118,6 @@ run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] with contr
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|reboot|loss|spray|incast [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
+experiment:  ## NAME=failover|reboot|loss|spray|incast|collective [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
 	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments import failover, incast, loss, spray
+from experiments import collectives, failover, incast, loss, spray
 from experiments.experiment import Experiment
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -13,5 +13,6 @@ EXPERIMENTS: dict[str, Experiment] = {
         loss.EXPERIMENT,
         spray.EXPERIMENT,
         incast.EXPERIMENT,
+        collectives.EXPERIMENT,
     )
 }

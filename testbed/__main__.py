@@ -129,7 +129,8 @@ def _run(
                 if live is not None:
                     page.enter_context(live_view(testbed, host=live[0], port=live[1]))
                 print(
-                    "testbed ready: fail, restore, restart, mrc, status; exit or Ctrl-C ends it",
+                    "testbed ready: fail, restore, restart, mrc, collective, status; "
+                    "exit or Ctrl-C ends it",
                     flush=True,
                 )
                 cli = TestbedCLI(testbed)

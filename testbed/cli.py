@@ -6,6 +6,8 @@
     loss 1 | loss off   drop 1 % of UDP 4791 frames on every fabric link (never LLDP) | stop
     mrc h1 h3 [--bytes N] [--duration S] [--evs K]
                         a transfer through the hosts' agents (as mrc-perf), progress and summary
+    collective allreduce h1,h5,h9,h13 [--size 16M] [--iters 10] [--transport mrc|single]
+                        a collective job, a rank per host on its agent, progress per iteration
     status              the controller's status (links, groups, counters, last failover)
 
 Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``, and on the linux
@@ -33,8 +35,12 @@ from mininet.util import quietRun
 
 from agent.cli.common import parse_size, positive_float, positive_int
 from agent.cli.report import perf_report, progress_line
+from collective.cli import Progress, add_job_options, final_report, job_spec
+from collective.job import JobHooks
+from collective.report import summarize
 from controller.app.status import format_status
 from testbed.agents import TransferSpec
+from testbed.collective_run import parse_hosts
 from testbed.session import Testbed
 from testbed.stdin_lines import InterruptibleLines
 from topologies.model import LinkId
@@ -65,13 +71,20 @@ def _mrc_parser() -> _ArgumentParser:
     return parser
 
 
+def _collective_parser() -> _ArgumentParser:
+    parser = _ArgumentParser(prog="collective", add_help=False)
+    add_job_options(parser)
+    parser.add_argument("hosts", help="the ranks' hosts in ring order: h1,h5,h9,h13")
+    return parser
+
+
 #: What ``mrc`` sends when neither --bytes nor --duration is given.
 DEFAULT_MRC_BYTES = 1 << 20
 
 
 class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
     """Mininet's CLI on the run's network, plus ``fail``, ``restore``, ``restart``, ``loss``,
-    ``mrc``, ``status``."""
+    ``mrc``, ``collective``, ``status``."""
 
     __test__ = False
 
@@ -164,6 +177,32 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
                 spec, lambda sample: self.stdout.write(progress_line(sample) + "\n")
             )
             self.stdout.write(perf_report(result, full_ev_table=False) + "\n")
+
+        self._guarded(action)
+
+    def do_collective(self, line: str) -> None:
+        """collective COLL HOSTS [--size N] [--iters K] [--transport T] [--compute S]: a
+        collective job (allreduce, allgather, reducescatter, alltoall), a rank per host."""
+
+        def action() -> None:
+            args = _collective_parser().parse_args(shlex.split(line))
+            try:
+                hosts = parse_hosts(args.hosts)
+            except ValueError as error:
+                raise CommandError(str(error)) from None
+            spec, note = job_spec(args, len(hosts))
+            if note:
+                self.stdout.write(note + "\n")
+
+            def show(text: str) -> None:
+                self.stdout.write(text + "\n")
+                self.stdout.flush()
+
+            hooks = JobHooks(on_iteration=Progress(show, quiet=args.json))
+            result = self.testbed.collective(hosts, spec, hooks)
+            self.stdout.write(final_report(summarize(result), args.json) + "\n")
+            if not result.ok:
+                self.failures += 1
 
         self._guarded(action)
 

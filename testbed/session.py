@@ -23,9 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from collective.job import JobHooks, JobSpec
+from collective.report import JobResult
 from hostenv.netns import terminate_on_signals
 from hostenv.qdiscs import probe_qdiscs
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
+from testbed.collective_run import run_collective
 from testbed.controller_run import ControllerRun
 from testbed.targets import AUTO, choose_target, differences
 from topologies import load_topology
@@ -269,6 +272,12 @@ class Testbed:
         """Run transfers at the same time; each one's result or failure, in order;
         ``on_progress[i]`` gets the samples of ``specs[i]``."""
         return self._agents().transfer_all(specs, self.network.cut_links, on_progress)
+
+    def collective(
+        self, hosts: list[str], spec: JobSpec, hooks: JobHooks | None = None
+    ) -> JobResult:
+        """Run a collective job, rank r on ``hosts[r]`` (``testbed.collective_run``)."""
+        return run_collective(self._agents(), hosts, spec, hooks)
 
     def _controller(self) -> ControllerRun:
         if self.controller is None:

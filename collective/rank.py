@@ -1,0 +1,408 @@
+"""One rank of a job: its plan, run over its host's agent through the host API.
+
+A rank holds one context on its host's agent, one CQ, one registered region (laid out by
+its plan) and one QP to each peer its plan names. ``setup`` makes them and returns what the
+peers need (``RankWire``: the QPs' numbers and first PSNs, the region's address and R_Key,
+the host's plane addresses); ``connect`` takes every rank's and moves the QPs to RTS; then
+``progress`` is called whenever the agent may have said something, and runs the state
+machine as far as it can without waiting:
+
+    COMPUTE (optional, between iterations) -> STEP 0 .. STEP n-1 -> DRAIN -> next iteration
+
+A step posts its WRITEs (each chunk cut into segments of at most ``segment_bytes``, every
+segment a signalled WRITE WITH IMMEDIATE whose immediate names the iteration and step), then
+waits until every segment it expects has arrived (a receive completion carrying the same
+immediate, from the QP of the peer that sends it), then reduces. Immediates are counted, not
+matched in order, so segments may complete in any order and a fast neighbour's next-step or
+next-iteration segments may arrive early. DRAIN waits for the rank's own WRITEs to be
+acknowledged before the next iteration overwrites what they read.
+
+Any completion in error (a QP out of retries, a flushed request) fails the rank with the
+completion's status and reason: the job stops, as an NCCL communicator aborts.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from agent.api import (
+    CQ,
+    MR,
+    PD,
+    QP,
+    Access,
+    ApiError,
+    Context,
+    QpState,
+    RecvWR,
+    SendFlags,
+    SendWR,
+    Sge,
+    WcOpcode,
+    WcStatus,
+    WrOpcode,
+)
+from collective.data import Verdict, apply_copy, apply_reduce, fill_input, verify
+from collective.plans import Plan, Step
+from collective.report import RankIteration
+
+#: Largest WRITE a rank posts; a chunk is cut into segments of at most this.
+DEFAULT_SEGMENT_BYTES = 256 << 10
+#: Send and receive queue depth of each QP.
+SEND_DEPTH = 256
+RECV_DEPTH = 512
+#: Most completions taken from the CQ per poll call.
+POLL_BATCH = 64
+
+
+class Phase(Enum):
+    """Where a rank is in its iteration."""
+
+    READY = "ready"
+    COMPUTE = "compute"
+    STEP = "step"
+    DRAIN = "drain"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class RankWire:
+    """What a rank's peers need to write to it (OCP's examples' ``struct wire``, per rank)."""
+
+    rank: int
+    ports: tuple[str, ...]
+    addr: int
+    rkey: int
+    #: peer -> (our QP number towards that peer, the first PSN that QP sends)
+    qps: dict[int, tuple[int, int]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "ports": list(self.ports),
+            "addr": self.addr,
+            "rkey": self.rkey,
+            "qps": {str(peer): list(value) for peer, value in self.qps.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RankWire:
+        """The inverse of :meth:`to_json`; ValueError for a malformed record."""
+        try:
+            return cls(
+                int(data["rank"]),
+                tuple(str(p) for p in data["ports"]),
+                int(data["addr"]),
+                int(data["rkey"]),
+                {int(peer): (int(v[0]), int(v[1])) for peer, v in data["qps"].items()},
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ValueError(f"malformed rank record: {exc!r}") from None
+
+
+def immediate(iteration: int, step: int) -> int:
+    """The immediate every segment of ``step`` in ``iteration`` carries (16 bits each)."""
+    return ((iteration & 0xFFFF) << 16) | (step & 0xFFFF)
+
+
+def segments(length: int, segment_bytes: int) -> list[tuple[int, int]]:
+    """(offset, length) of each segment of a ``length``-byte chunk."""
+    return [
+        (offset, min(segment_bytes, length - offset)) for offset in range(0, length, segment_bytes)
+    ]
+
+
+class Rank:
+    """One rank (see the module's docstring)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        context: Context,
+        *,
+        iterations: int,
+        compute_s: float = 0.0,
+        ev_profile_id: int = 0,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if iterations < 1:
+            raise ValueError(f"iterations must be at least 1, got {iterations}")
+        if segment_bytes < 1:
+            raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
+        self.plan = plan
+        self.rank = plan.rank
+        self.ctx = context
+        self.iterations = iterations
+        self.compute_s = compute_s
+        self.ev_profile_id = ev_profile_id
+        self.segment_bytes = segment_bytes
+        self.clock = clock
+        self.phase = Phase.READY
+        self.records: list[RankIteration] = []
+        self.failure: tuple[float, str] | None = None
+        self.cq: CQ | None = None
+        self.pd: PD | None = None
+        self.mr: MR | None = None
+        self.qps: dict[int, QP] = {}
+        self._peer_of_qp: dict[int, int] = {}
+        self._psn: dict[int, int] = {}
+        self._remote: dict[int, tuple[int, int]] = {}
+        self._pending: dict[int, deque[SendWR]] = {}
+        self._reposts: Counter[int] = Counter()
+        self._arrived: Counter[tuple[int, int]] = Counter()
+        self._outstanding = 0
+        self._inflight: Counter[int] = Counter()
+        self._next_wr = 0
+        self.iteration = 0
+        self.step = 0
+        self._posted = False
+        self._compute_end = 0.0
+        self._started = 0.0
+        self._work = 0.0
+
+    # --- setup ---------------------------------------------------------------------------
+
+    def setup(self) -> RankWire:
+        """CQ, region (filled with the rank's input), a QP per peer in INIT with receives
+        posted; what the peers need to connect."""
+        ctx = self.ctx
+        peers = self.plan.peers
+        self.cq = ctx.create_cq(min(1 << 16, len(peers) * (SEND_DEPTH + RECV_DEPTH)))
+        self.pd = ctx.alloc_pd()
+        self.mr = self.pd.reg_mr(
+            self.plan.layout.region_bytes, Access.LOCAL_WRITE | Access.REMOTE_WRITE
+        )
+        fill_input(self.mr.buf, self.plan)
+        qps = {}
+        for peer in peers:
+            qp = ctx.create_qp(
+                self.pd, self.cq, self.cq, max_send_wr=SEND_DEPTH, max_recv_wr=RECV_DEPTH
+            )
+            qp.modify(QpState.INIT, ev_profile_id=self.ev_profile_id)
+            qp.post_recv([RecvWR(peer) for _ in range(RECV_DEPTH)])
+            self.qps[peer] = qp
+            self._peer_of_qp[qp.qp_num] = peer
+            self._psn[peer] = secrets.randbelow(1 << 24)
+            self._pending[peer] = deque()
+            qps[peer] = (qp.qp_num, self._psn[peer])
+        return RankWire(self.rank, tuple(ctx.device.ports), self.mr.addr, self.mr.rkey, qps)
+
+    def connect(self, wires: Sequence[RankWire]) -> None:
+        """Every QP to RTR towards its peer's QP, then RTS (``wires[r]`` is rank r's)."""
+        for peer, qp in self.qps.items():
+            wire = wires[peer]
+            if wire.rank != peer or self.rank not in wire.qps:
+                raise ValueError(f"rank {peer}'s record has no QP towards rank {self.rank}")
+            dest_qp, rq_psn = wire.qps[self.rank]
+            qp.modify(QpState.RTR, dest_qp_num=dest_qp, rq_psn=rq_psn, dgids=list(wire.ports))
+            qp.modify(QpState.RTS, sq_psn=self._psn[peer])
+            self._remote[peer] = (wire.addr, wire.rkey)
+
+    # --- running -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin the first iteration."""
+        self._begin_iteration(self.clock())
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in (Phase.DONE, Phase.FAILED)
+
+    def waiting_for(self) -> str:
+        """What the rank waits for, in words (for a stall's report)."""
+        if self.phase is Phase.STEP:
+            step = self.plan.steps[self.step]
+            missing = [
+                recv.peer
+                for recv in step.recvs
+                if self._arrived[(immediate(self.iteration, self.step), recv.peer)]
+                < len(segments(recv.length, self.segment_bytes))
+            ]
+            return (
+                f"rank {self.rank}, iteration {self.iteration} step {self.step}: waits for "
+                f"data from rank(s) {missing}"
+            )
+        if self.phase is Phase.DRAIN:
+            return (
+                f"rank {self.rank}, iteration {self.iteration}: waits for {self._outstanding} "
+                "of its WRITEs to be acknowledged"
+            )
+        return f"rank {self.rank}: {self.phase.value}"
+
+    def progress(self) -> bool:
+        """Take every completion, post what can be posted, advance the state machine as far as
+        it goes; whether anything happened."""
+        if self.finished:
+            return False
+        try:
+            moved = self._take_completions()
+            if self.finished:
+                return True
+            moved |= self._advance()
+            moved |= self._flush()
+        except ApiError as exc:
+            self._fail(f"host API: {exc}")
+            return True
+        return moved
+
+    def _take_completions(self) -> bool:
+        assert self.cq is not None
+        moved = False
+        while True:
+            completions = self.cq.poll(POLL_BATCH)
+            if not completions:
+                break
+            moved = True
+            for wc in completions:
+                peer = self._peer_of_qp.get(wc.qp_num)
+                if wc.status is not WcStatus.SUCCESS:
+                    kind = "receive" if wc.opcode is WcOpcode.RECV_RDMA_WITH_IMM else "WRITE"
+                    self._fail(
+                        f"{kind} on the QP to rank {peer} completed {wc.status.name}: "
+                        f"{wc.vendor_err or 'no reason given'}"
+                    )
+                    return True
+                if wc.opcode is WcOpcode.RECV_RDMA_WITH_IMM:
+                    assert peer is not None and wc.imm_data is not None
+                    self._arrived[(wc.imm_data, peer)] += 1
+                    self._reposts[peer] += 1
+                else:
+                    self._outstanding -= 1
+                    if peer is not None:
+                        self._inflight[peer] -= 1
+        for peer, count in self._reposts.items():
+            if count:
+                self.qps[peer].post_recv([RecvWR(peer) for _ in range(count)])
+        self._reposts.clear()
+        return moved
+
+    def _advance(self) -> bool:
+        moved = False
+        while True:
+            now = self.clock()
+            if self.phase is Phase.COMPUTE:
+                if now < self._compute_end:
+                    return moved
+                self._start_collective(now)
+                moved = True
+            elif self.phase is Phase.STEP:
+                step = self.plan.steps[self.step]
+                if not self._posted:
+                    self._post_step(step)
+                    self._posted = moved = True
+                if not self._step_arrived(step):
+                    return moved
+                started = self.clock()
+                for op in step.reduces:
+                    assert self.mr is not None
+                    apply_reduce(self.mr.buf, self.plan.layout, op)
+                self._work += self.clock() - started
+                self.step += 1
+                self._posted = False
+                moved = True
+                if self.step == len(self.plan.steps):
+                    self.phase = Phase.DRAIN
+            elif self.phase is Phase.DRAIN:
+                if self._outstanding or any(self._pending.values()):
+                    return moved
+                self.records.append(RankIteration(self._started, now, self._work))
+                self.iteration += 1
+                moved = True
+                if self.iteration == self.iterations:
+                    self.phase = Phase.DONE
+                    return moved
+                self._begin_iteration(now)
+            else:
+                return moved
+
+    def _begin_iteration(self, now: float) -> None:
+        if self.compute_s > 0:
+            self.phase = Phase.COMPUTE
+            self._compute_end = now + self.compute_s
+        else:
+            self._start_collective(now)
+
+    def _start_collective(self, now: float) -> None:
+        self._started = now
+        self._work = 0.0
+        assert self.mr is not None
+        for op in self.plan.prologue:
+            apply_copy(self.mr.buf, self.plan.layout, op)
+        self._work += self.clock() - now
+        self.step = 0
+        self._posted = False
+        self.phase = Phase.STEP
+
+    def _step_arrived(self, step: Step) -> bool:
+        imm = immediate(self.iteration, self.step)
+        for recv in step.recvs:
+            if self._arrived[(imm, recv.peer)] < len(segments(recv.length, self.segment_bytes)):
+                return False
+        for recv in step.recvs:
+            del self._arrived[(imm, recv.peer)]
+        return True
+
+    def _post_step(self, step: Step) -> None:
+        assert self.mr is not None
+        layout = self.plan.layout
+        imm = immediate(self.iteration, self.step)
+        for send in step.sends:
+            remote_addr, rkey = self._remote[send.peer]
+            local = self.mr.addr + layout.offset(send.src) + send.src_offset
+            remote = remote_addr + layout.offset(send.dst) + send.dst_offset
+            for offset, length in segments(send.length, self.segment_bytes):
+                self._pending[send.peer].append(
+                    SendWR(
+                        self._next_wr,
+                        [Sge(local + offset, length, self.mr.lkey)],
+                        remote + offset,
+                        rkey,
+                        WrOpcode.RDMA_WRITE_WITH_IMM,
+                        imm_data=imm,
+                        send_flags=SendFlags.SIGNALED,
+                    )
+                )
+                self._next_wr += 1
+
+    def _flush(self) -> bool:
+        """Post queued WRITEs as far as each QP's send queue has room."""
+        moved = False
+        for peer, pending in self._pending.items():
+            if not pending:
+                continue
+            qp = self.qps[peer]
+            # Every WRITE carries an immediate: max_wimm bounds them as the send queue does.
+            room = min(
+                qp.send_queue_free, (qp.max_wimm or SEND_DEPTH) - self._inflight[peer], len(pending)
+            )
+            if room <= 0:
+                continue
+            batch = [pending.popleft() for _ in range(room)]
+            qp.post_send(batch)
+            self._outstanding += len(batch)
+            self._inflight[peer] += len(batch)
+            moved = True
+        return moved
+
+    def _fail(self, reason: str) -> None:
+        if self.failure is None:
+            self.failure = (self.clock(), reason)
+        self.phase = Phase.FAILED
+
+    def abort(self, reason: str) -> None:
+        """Stop the rank from outside (another rank failed, or the job stalled)."""
+        if not self.finished:
+            self._fail(reason)
+
+    def verify(self) -> Verdict:
+        """The rank's result against the exact expected one."""
+        assert self.mr is not None
+        return verify(self.mr.buf, self.plan)

@@ -1,0 +1,132 @@
+"""The collectives' plans as a specification: run every rank's plan on plain buffers, with
+the network replaced by copies between them, and the results are exact; every send meets a
+receive of the same length in the same step; each rank sends what nccl-tests' bus factor
+says the links carry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from collective.data import apply_copy, apply_reduce, fill_input, verify
+from collective.plans import (
+    Buf,
+    Collective,
+    check_size,
+    make_plan,
+    parse_collective,
+    round_size,
+)
+
+
+def run_plans(collective: Collective, ranks: int, size: int) -> list[memoryview]:
+    """Every rank's plan in lockstep: all sends of a step land, then every rank reduces."""
+    plans = [make_plan(collective, r, ranks, size) for r in range(ranks)]
+    regions = [memoryview(bytearray(plan.layout.region_bytes)) for plan in plans]
+    for plan, region in zip(plans, regions, strict=True):
+        fill_input(region, plan)
+        for op in plan.prologue:
+            apply_copy(region, plan.layout, op)
+    layout = plans[0].layout
+    for index in range(len(plans[0].steps)):
+        landed = []
+        for plan, region in zip(plans, regions, strict=True):
+            for send in plan.steps[index].sends:
+                start = layout.offset(send.src) + send.src_offset
+                landed.append((send, bytes(region[start : start + send.length])))
+        for send, data in landed:
+            start = layout.offset(send.dst) + send.dst_offset
+            regions[send.peer][start : start + len(data)] = data
+        for plan, region in zip(plans, regions, strict=True):
+            for op in plan.steps[index].reduces:
+                apply_reduce(region, layout, op)
+    return regions
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+@pytest.mark.parametrize("ranks", [2, 3, 4, 7, 16])
+def test_every_rank_ends_with_the_exact_result(collective, ranks):
+    size = 4 * ranks * 5
+    regions = run_plans(collective, ranks, size)
+    for rank, region in enumerate(regions):
+        verdict = verify(region, make_plan(collective, rank, ranks, size))
+        assert verdict.ok, verdict.describe()
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+def test_a_step_that_is_skipped_leaves_a_wrong_result(collective):
+    ranks, size = 4, 4 * 4 * 3
+    plans = [make_plan(collective, r, ranks, size) for r in range(ranks)]
+    regions = [memoryview(bytearray(p.layout.region_bytes)) for p in plans]
+    for plan, region in zip(plans, regions, strict=True):
+        fill_input(region, plan)
+    # no step runs at all: nobody may pass verification
+    assert not any(verify(r, p).ok for r, p in zip(regions, plans, strict=True))
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+def test_sends_and_receives_pair_up_step_by_step(collective):
+    ranks, size = 5, 4 * 5 * 8
+    plans = [make_plan(collective, r, ranks, size) for r in range(ranks)]
+    assert len({len(p.steps) for p in plans}) == 1
+    for index in range(len(plans[0].steps)):
+        sent = sorted((p.rank, s.peer, s.length) for p in plans for s in p.steps[index].sends)
+        received = sorted((r.peer, p.rank, r.length) for p in plans for r in p.steps[index].recvs)
+        assert sent == received
+
+
+def test_step_counts_are_nccls_ring_counts():
+    assert len(make_plan(Collective.ALLREDUCE, 0, 8, 4 * 8).steps) == 14  # 2(N-1)
+    assert len(make_plan(Collective.ALLGATHER, 0, 8, 4 * 8).steps) == 7
+    assert len(make_plan(Collective.REDUCESCATTER, 0, 8, 4 * 8).steps) == 7
+    assert len(make_plan(Collective.ALLTOALL, 0, 8, 4 * 8).steps) == 1
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+def test_each_rank_sends_the_bus_factor_times_the_size(collective):
+    ranks, size = 8, 4 * 8 * 16
+    plan = make_plan(collective, 3, ranks, size)
+    assert plan.bytes_sent == pytest.approx(collective.bus_factor(ranks) * size)
+
+
+def test_bus_factors_are_nccl_tests():
+    assert Collective.ALLREDUCE.bus_factor(4) == 1.5
+    for collective in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL):
+        assert collective.bus_factor(4) == 0.75
+
+
+def test_ring_neighbours_and_all_to_all_peers():
+    assert make_plan(Collective.ALLREDUCE, 0, 4, 64).peers == (1, 3)
+    assert make_plan(Collective.ALLTOALL, 1, 4, 64).peers == (2, 3, 0)
+
+
+def test_no_peer_writes_into_a_ranks_input():
+    for collective in Collective:
+        for rank in range(4):
+            for step in make_plan(collective, rank, 4, 64).steps:
+                assert all(send.dst is not Buf.IN for send in step.sends)
+
+
+def test_sizes_must_split_into_equal_float_chunks():
+    check_size(4 * 3 * 10, 3)
+    for size, ranks in ((10, 3), (0, 2), (4 * 3 * 10, 1)):
+        with pytest.raises(ValueError):
+            check_size(size, ranks)
+    assert round_size(16 << 20, 3) == (16 << 20) - (16 << 20) % 12
+    assert round_size(5, 4) == 16
+    with pytest.raises(ValueError, match="outside"):
+        make_plan(Collective.ALLREDUCE, 4, 4, 64)
+
+
+def test_collective_names():
+    assert parse_collective("all-reduce") is Collective.ALLREDUCE
+    assert parse_collective("AllToAll") is Collective.ALLTOALL
+    with pytest.raises(ValueError, match="allreduce, allgather"):
+        parse_collective("broadcast")
+
+
+def test_stage_slots_only_where_something_is_reduced():
+    assert make_plan(Collective.ALLGATHER, 0, 4, 64).layout.stage_slots == 0
+    layout = make_plan(Collective.ALLREDUCE, 0, 4, 64).layout
+    assert layout.region_bytes == 2 * 64 + 3 * 16
+    assert np.dtype(np.float32).itemsize == 4

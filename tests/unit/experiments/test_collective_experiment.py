@@ -1,0 +1,94 @@
+"""The collective experiment's pure parts: the ring across leaves, the second job's ring,
+what the links allow, the modes and their networks, and recovery around an event."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.collectives import (
+    Params,
+    allowed_busbw,
+    check_topology,
+    missing,
+    modes_of,
+    recovery,
+    ring_across_leaves,
+    second_ring,
+    variant,
+)
+from topologies import load_topology
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return load_topology("leaf-spine-4x4")
+
+
+def test_the_ring_crosses_a_leaf_at_every_step(fabric):
+    ring = ring_across_leaves(fabric)
+    assert ring[:5] == ["h1", "h5", "h9", "h13", "h2"]
+    assert sorted(ring) == sorted(h.name for h in fabric.hosts)
+    leaf = {h.name: h.nics[0].switch for h in fabric.hosts}
+    assert all(leaf[a] != leaf[b] for a, b in zip(ring, ring[1:] + ring[:1], strict=True))
+
+
+def test_the_second_job_takes_the_leaves_in_another_order(fabric):
+    assert second_ring(fabric)[:4] == ["h1", "h9", "h5", "h13"]
+
+
+def test_links_allow_a_spine_per_flow_leaving_a_leaf(fabric):
+    params = Params(fabric_rate_pps=200, payload_bytes=1024)
+    # four flows leave each leaf over four spines: one link's rate each
+    assert allowed_busbw(fabric, ring_across_leaves(fabric), params) == 200 * 1024
+    # one rank per leaf: one flow per four spines, still capped at one link (no spraying
+    # gives a flow more than its share in this figure)
+    assert allowed_busbw(fabric, ["h1", "h5", "h9", "h13"], params) == 200 * 1024
+
+
+def test_modes_and_their_routing():
+    params = Params(transports="mrc,single", scenarios="clean,cut-converge")
+    assert modes_of(params) == (
+        "mrc-clean",
+        "single-clean",
+        "mrc-cut-converge",
+        "single-cut-converge",
+    )
+    assert variant(params, "mrc-clean").routing == "static"
+    assert variant(params, "mrc-cut-converge").routing == "converge:3"
+    assert variant(params, "mrc-clean") == variant(params, "single-clean"), "one bring-up"
+    with pytest.raises(ValueError, match="unknown scenario"):
+        modes_of(Params(scenarios="reboot"))
+
+
+def test_roce_is_missing_until_the_host_api_has_it():
+    assert missing(Params()) == []
+    (line,) = missing(Params(transports="mrc,roce"))
+    assert "transport roce" in line
+
+
+def test_bad_settings_are_refused(fabric):
+    with pytest.raises(ValueError):
+        Params(event_after=10, iterations=10).check()
+    with pytest.raises(ValueError, match="SPINE:LEAF"):
+        Params(cut="s1").check()
+    with pytest.raises(ValueError, match="no link joins"):
+        check_topology(fabric, Params(cut="l1:l2"))
+    with pytest.raises(ValueError, match="distinct hosts"):
+        check_topology(fabric, Params(hosts="h1,h1"))
+
+
+def _job(times):
+    records, t = [], 0.0
+    for index, time_s in enumerate(times):
+        records.append({"iteration": index, "start_s": t, "end_s": t + time_s, "time_s": time_s})
+        t += time_s
+    return {"per_iteration": records}
+
+
+def test_recovery_counts_iterations_until_one_is_back_to_normal():
+    job = _job([1.0, 1.0, 1.0, 3.0, 1.6, 1.1, 1.0])
+    got = recovery(job, event_at_s=3.5)
+    assert got == {"baseline_s": 1.0, "event_iteration": 3, "slowdown": 3.0, "iterations": 2}
+    assert recovery(_job([1.0, 1.0, 1.0, 1.1]), 2.5)["iterations"] == 0
+    assert recovery(_job([1.0, 1.0, 4.0, 4.0]), 2.5)["iterations"] is None
+    assert recovery(job, None)["event_iteration"] is None
