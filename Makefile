@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := mininet iproute2 ethtool tcpdump tshark iperf3 tcpreplay nftables \
 	python3-venv python3-pip python3-dev gcc python3-thrift util-linux procps iputils-ping chromium
 # Root is needed for namespaces, veths and BMv2 interfaces; the toolchain overrides travel along.
-SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,P4C_BAREFOOT,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
 P4C ?= $(shell command -v p4c 2>/dev/null)
+P4C_BAREFOOT ?= $(shell command -v p4c-barefoot 2>/dev/null)
 P4SRC := p4src
 P4_PROGRAMS := mrc l3_baseline
 # pytest exits 5 when every test was deselected or skipped away: that is not a failure here.
@@ -70,16 +71,20 @@ lint:  ## ruff, mypy and the import-linter architecture contracts
 	$(VENV)/bin/lint-imports
 
 # P4Info is written as .txt (the suffix every p4c release knows) and renamed to .txtpb.
-build:  ## Compile p4src/*.p4 into p4src/build/ (BMv2 JSON + P4Info)
-	@if [ -z "$(P4C)" ]; then echo "p4c not found: install it (see README) or set P4C=/path/to/p4c"; exit 1; fi
-	@for prog in $(P4_PROGRAMS); do \
+# Each program is built where its compiler is present: BMv2 with p4c, Tofino (TNA) with p4c-barefoot.
+build:  ## Compile p4src/*.p4 into p4src/build/ (BMv2 JSON + P4Info) and, with p4c-barefoot, p4src/tna/ into p4src/build/tna/
+	@if [ -z "$(P4C)" ] && [ -z "$(P4C_BAREFOOT)" ]; then echo "p4c not found: install it (see README) or set P4C=/path/to/p4c"; exit 1; fi
+	@if [ -z "$(P4C)" ]; then echo "p4c not found: BMv2 programs not built"; else \
+	for prog in $(P4_PROGRAMS); do \
 		echo "p4c: $(P4SRC)/$$prog.p4"; \
 		$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4SRC)/build \
 			--p4runtime-files $(P4SRC)/build/$$prog.p4info.txt $(P4SRC)/$$prog.p4 || exit 1; \
 		mv $(P4SRC)/build/$$prog.p4info.txt $(P4SRC)/build/$$prog.p4info.txtpb; \
 		rm -f $(P4SRC)/build/$$prog.p4i; \
-	done
-	@$(P4C) --version | head -1 > $(P4SRC)/build/p4c-version.txt
+	done; \
+	$(P4C) --version | head -1 > $(P4SRC)/build/p4c-version.txt; fi
+	@if [ -z "$(P4C_BAREFOOT)" ]; then echo "p4c-barefoot not found: TNA program not built (see \`make doctor\`)"; \
+	else P4C_BAREFOOT=$(P4C_BAREFOOT) $(PY) -m tools.build_tna; fi
 
 doctor:  ## Which optional tools are present, and what each missing one disables
 	$(PY) -m tools.doctor
@@ -112,12 +117,12 @@ clean:  ## Remove caches and build/ (the native agent too: `make native`); keeps
 # -- the testbed runner and experiments (testbed/, experiments/) ---------------------------------
 .PHONY: run-topology stop experiment
 
-run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] with controller and agents; Mininet CLI + fail/restore/restart/mrc/status; live view on LIVE_PORT (8765)
-	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) --live-port $(or $(LIVE_PORT),8765) $(if $(LIVE_HOST),--live-host $(LIVE_HOST))
+run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] [PATH_MODE=ecmp|structured|srv6] with controller and agents; Mininet CLI + fail/restore/restart/mrc/status; live view on LIVE_PORT (8765)
+	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) --live-port $(or $(LIVE_PORT),8765) $(if $(LIVE_HOST),--live-host $(LIVE_HOST))
 
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|reboot|loss|spray|incast|collective [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
+experiment:  ## NAME=failover|reboot|loss|spray|incast|collective [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [PATH_MODE=] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
-	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))
+	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))

@@ -4,6 +4,7 @@
     mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
     mrc-controller run leaf-spine --target linux --netns-prefix mn3fa2   # kernel switches
     mrc-controller run leaf-spine --routing static     # or reactive (default), converge:3
+    mrc-controller run leaf-spine --path-mode structured   # or ecmp (default), srv6 (bmv2)
     mrc-controller status [--socket PATH] [--json]
     mrc-controller watch [--socket PATH] [--period S] [--all] [--json]   # events as they happen
 
@@ -33,6 +34,7 @@ from controller.app.status_socket import (
 )
 from controller.app.watch import NOTABLE_EVENTS, FabricWatch, format_event, format_period
 from topologies import TopologyError, load_topology
+from topologies.paths import PathMode
 
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
@@ -84,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         help="static (prune own dead next hops only), reactive (recompute the fabric at once; "
         "the default) or converge[:SECONDS] (recompute after SECONDS, default 3)",
     )
+    run.add_argument(
+        "--path-mode",
+        choices=[mode.value for mode in PathMode],
+        help="how an EV picks its path: ecmp (hashed, the default), structured (EV fields name "
+        "the uplinks) or srv6 (uSID carriers); the last two on bmv2 only",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="finsy's own log on stderr")
     status = commands.add_parser("status", help="ask a running controller")
     status.add_argument("--socket", type=Path, default=ControllerConfig().status_socket)
@@ -112,6 +120,7 @@ def _run(args: argparse.Namespace) -> int:
             discovery=args.discovery,
             queues=args.queues,
             routing=args.routing,
+            path_mode=args.path_mode,
         )
         check_compatible(topology, config)
     except (TopologyError, ConfigError) as error:

@@ -3,6 +3,7 @@
     python -m experiments failover [--topo leaf-spine] [--target auto|bmv2|linux] [--seeds 5]
                                    [--set duration_s=10 --set cut_at_s=3 ...] [--out results]
                                    [--routing static|reactive|converge[:SECONDS][,...]]
+                                   [--path-mode ecmp|structured|srv6]
 
 Prints the results directory and its summary.txt. Exit status: 0 when the invariants held
 (every transfer that must complete did, without losing a byte; a RoCE transfer that failed
@@ -60,6 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the controller's routing policy (static, reactive, converge[:SECONDS]; failover "
         "takes a comma-separated list): the experiment's routings/routing parameter",
     )
+    parser.add_argument(
+        "--path-mode",
+        choices=("ecmp", "structured", "srv6"),
+        help="how the fabric reads EVs in every bring-up (default ecmp; the others on bmv2)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "results", help="results root")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -94,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Resolved here, so that summary.json names the target that ran, never "auto".
         choice = choose_target(args.target, topology)
         print(f"experiments: {choice.announcement}", file=sys.stderr)
+        if args.path_mode not in (None, "ecmp") and choice.target.name == "linux":
+            raise ValueError(
+                f"--path-mode {args.path_mode} needs the bmv2 target (docs/routing.md)"
+            )
         directory = run_experiment(
             experiment,
             topology_ref=args.topo,
@@ -101,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeds=args.seeds,
             params=params,
             results_root=args.out,
+            path_mode=args.path_mode,
         )
     except TargetUnavailable as error:
         print(f"experiments: {error}", file=sys.stderr)

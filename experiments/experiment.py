@@ -152,10 +152,12 @@ def run_experiment(
     seeds: int,
     params: Any,
     results_root: Path,
+    path_mode: str | None = None,
 ) -> Path:
     """Run every seed in every mode, in counter-balanced order (one bring-up per stretch of
     consecutive runs on the same topology variant); write and return the results
-    directory."""
+    directory. ``path_mode`` is how the fabric reads EVs in every bring-up (None: the
+    controller's default, ``ecmp``)."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
@@ -172,7 +174,9 @@ def run_experiment(
     facts = probe_target_facts(target)
     plan = plan_bring_ups(experiment, params, seeds)
     variants = {suffix: variant for suffix, (variant, _) in groups.items()}
-    runs, series, done = _measure(experiment, plan, files, variants, target, params, directory)
+    runs, series, done = _measure(
+        experiment, plan, files, variants, target, params, directory, path_mode
+    )
     figures = experiment.summarize(runs, facts)
     first_file = files[modes[0]]
     order = seed_orders(modes, seeds)
@@ -343,6 +347,7 @@ def _measure(
     target: str,
     params: Any,
     directory: Path,
+    path_mode: str | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Bring each planned network up, run its runs, tear it down; the records and time series
     per mode and seed, and each bring-up's account (its runs, its controller's event log,
@@ -365,10 +370,15 @@ def _measure(
             "runs": [f"{seed}/{mode}" for seed, mode in bring_up.runs],
             "controller_events": None,
             "routing": routing or "the controller's default",
+            "path_mode": path_mode or "ecmp",
         }
         with (
             Testbed.open(
-                str(topology_file), target, experiment.discovery, controller_routing(routing)
+                str(topology_file),
+                target,
+                experiment.discovery,
+                controller_routing(routing),
+                path_mode,
             ) as testbed,
             _live_view(testbed),
         ):

@@ -1,8 +1,9 @@
 """Locate the optional external tools the testbed uses (P4 toolchain, Mininet, tcpreplay, ...).
 
 Every tool is looked up on PATH unless an environment variable names it (``P4C``,
-``SIMPLE_SWITCH_GRPC``, ``SIMPLE_SWITCH_CLI``), so a user with a toolchain outside PATH, or several
-BMv2 builds, can choose one per command. The Makefile passes these variables through sudo.
+``P4C_BAREFOOT``, ``SIMPLE_SWITCH_GRPC``, ``SIMPLE_SWITCH_CLI``), so a user with a toolchain
+outside PATH, or several BMv2 builds, can choose one per command. The Makefile passes these
+variables through sudo.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ P4C = ToolSpec(
     ("--version",),
     "`make build` and the test that checks p4src/build/ is up to date",
     "build p4c from source (github.com/p4lang/p4c, README 'Installing from source')",
+)
+P4C_BAREFOOT = ToolSpec(
+    "p4c-barefoot",
+    "P4C_BAREFOOT",
+    ("--version",),
+    "the Tofino (TNA) build of `make build` and the test that checks p4src/build/tna/",
+    "build p4c with its Tofino backend (github.com/p4lang/p4c, cmake -DENABLE_TOFINO=ON), "
+    "see docs/tofino.md",
 )
 SIMPLE_SWITCH_GRPC = ToolSpec(
     "simple_switch_grpc",
@@ -69,7 +78,7 @@ TCPREPLAY = ToolSpec(
     "`make bench-dataplane`",
     "apt-get install tcpreplay (done by `make setup`)",
 )
-ALL_TOOLS = (P4C, SIMPLE_SWITCH_GRPC, SIMPLE_SWITCH_CLI, MININET, TC, TCPREPLAY)
+ALL_TOOLS = (P4C, P4C_BAREFOOT, SIMPLE_SWITCH_GRPC, SIMPLE_SWITCH_CLI, MININET, TC, TCPREPLAY)
 
 
 def find_tool(spec: ToolSpec) -> str | None:
@@ -82,7 +91,8 @@ def find_tool(spec: ToolSpec) -> str | None:
 
 
 def tool_version(spec: ToolSpec, path: str) -> str:
-    """First line the tool prints for its version flag ('' when it has none or fails)."""
+    """First line the tool prints for its version flag, other than its bare name ('' when it
+    has none or fails)."""
     if not spec.version_args:
         return ""
     try:
@@ -91,8 +101,13 @@ def tool_version(spec: ToolSpec, path: str) -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    text = (proc.stdout or proc.stderr).strip()
-    return text.splitlines()[0] if text else ""
+    # p4c-barefoot prints its own name on the first line and the version on the next.
+    lines = [
+        line.strip()
+        for line in (proc.stdout or proc.stderr).splitlines()
+        if line.strip() and line.strip() not in (path, Path(path).name)
+    ]
+    return lines[0] if lines else ""
 
 
 def bmv2_has_thrift(path: str) -> bool:

@@ -2,6 +2,7 @@
 
     python -m testbed run [TOPO] [--target auto|bmv2|linux]   # bring up, open the CLI, tear down
         [--routing static|reactive|converge[:SECONDS]]      # the controller's routing policy
+        [--path-mode ecmp|structured|srv6]                  # how EVs pick paths (bmv2 only)
         [--live-port 8765] [--live-host 127.0.0.1] [--no-live]  # the live view (web page)
     python -m testbed stop [PREFIX...]             # stop every run (or those) and clean up
 
@@ -62,6 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the controller's routing policy: static, reactive (its default) or "
         "converge[:SECONDS] (docs/routing.md)",
     )
+    run.add_argument(
+        "--path-mode",
+        choices=("ecmp", "structured", "srv6"),
+        help="how the fabric reads a packet's EV: ecmp (hashed, the default), structured (EV "
+        "fields name the uplinks) or srv6 (bmv2 only; docs/routing.md)",
+    )
     run.add_argument("--live-port", type=int, default=8765, help="the live view's port")
     run.add_argument(
         "--live-host",
@@ -76,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args.command == "run":
         live = None if args.no_live else (args.live_host, args.live_port)
-        return _run(args.topology, args.target, live, args.routing)
+        return _run(args.topology, args.target, live, args.routing, args.path_mode)
     return _stop(args.prefixes)
 
 
@@ -95,6 +102,7 @@ def _run(
     target: str,
     live: tuple[str, int] | None = None,
     routing: str | None = None,
+    path_mode: str | None = None,
 ) -> int:
     from mininet.log import setLogLevel
 
@@ -105,7 +113,7 @@ def _run(
 
     setLogLevel("output")
     try:
-        testbed = Testbed(topology_ref, target, routing=routing)
+        testbed = Testbed(topology_ref, target, routing=routing, path_mode=path_mode)
     except (TopologyError, ValueError) as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -121,7 +129,8 @@ def _run(
                 print(f"  {testbed.target}: {difference}")
             assert testbed.controller is not None
             print(
-                f"controller: routing {testbed.controller.routing}, status socket "
+                f"controller: routing {testbed.controller.routing}, paths "
+                f"{testbed.controller.path_mode}, status socket "
                 f"{testbed.controller.socket}; agents on "
                 f"{len(testbed.topology.hosts)} hosts; logs in {testbed.run_dir}"
             )

@@ -101,10 +101,20 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 class HostAgents:
     """One ``mrc-agent serve`` per host; :meth:`stop` ends them all."""
 
-    def __init__(self, topology: Topology, run_dir: Path, prefix: str) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        run_dir: Path,
+        prefix: str,
+        structured_topology: str | None = None,
+    ) -> None:
+        """``structured_topology``: the topology's reference (preset or file) when the fabric
+        runs in structured EV mode; each agent then gives its connections EVs that name the
+        exact paths to the peer (``mrc-agent serve --path-mode structured``)."""
         self.topology = topology
         self.run_dir = run_dir
         self.prefix = prefix
+        self.structured_topology = structured_topology
         self.agents: dict[str, ManagedProcess] = {}
 
     def socket_of(self, host: str) -> Path:
@@ -135,6 +145,8 @@ class HostAgents:
         for nic in sorted(host.nics, key=lambda n: (n.plane, n.index)):
             options += ["--plane", str(nic.ipv4.ip)]
         options += ["--socket", str(self.socket_of(host.name))]
+        if self.structured_topology is not None:
+            options += ["--path-mode", "structured", "--topology", self.structured_topology]
         return [*options, "--dscp", self.topology.settings.dscp.option()]
 
     def address_of(self, host: str, source: str | None = None, cut: Collection[LinkId] = ()) -> str:

@@ -13,7 +13,9 @@ LLDP. On ``bmv2`` the command line is the one it always was.
 
 ``routing`` is the controller's routing policy (``static``, ``reactive``, ``converge[:SECONDS]``:
 ``controller.intent.policy``), checked here so that a bad one fails before anything starts;
-None leaves the controller's default (``reactive``).
+None leaves the controller's default (``reactive``). ``path_mode`` (``ecmp``, ``structured``,
+``srv6``: ``topologies.paths.PathMode``) is how the fabric reads a packet's EV; None leaves the
+controller's default (``ecmp``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from controller.app.status_socket import request_status
 from controller.intent.policy import RoutingPolicy
 from testbed.processes import ManagedProcess, ProcessFailed
+from topologies.paths import PathMode
 
 #: Seconds the controller gets to push the pipeline and the intent to every switch.
 IN_SERVICE_TIMEOUT_S = 120.0
@@ -56,13 +59,16 @@ class ControllerRun:
         discovery: bool = True,
         target: str = "bmv2",
         routing: str | None = None,
+        path_mode: str | None = None,
     ) -> None:
         self.socket = run_dir / f"{prefix}-controller.sock"
         self.event_log = run_dir / f"{prefix}-controller.jsonl"
         #: The routing policy the controller runs (its default when none was asked for).
         self.routing = RoutingPolicy() if routing is None else RoutingPolicy.parse(routing)
+        #: How the fabric reads EVs (the controller's default when none was asked for).
+        self.path_mode = PathMode.ECMP if path_mode is None else PathMode(path_mode)
         self.command = controller_command(
-            topology_ref, self.socket, self.event_log, prefix, discovery, target, routing
+            topology_ref, self.socket, self.event_log, prefix, discovery, target, routing, path_mode
         )
         self.process = ManagedProcess(
             "mrc-controller", self.command, run_dir / f"{prefix}-controller.out"
@@ -113,9 +119,11 @@ def controller_command(
     discovery: bool = True,
     target: str = "bmv2",
     routing: str | None = None,
+    path_mode: str | None = None,
 ) -> list[str]:
     """The controller's command line for one run (``discovery=False``: ``--no-discovery``,
-    links as the topology lists them; ``routing``: ``--routing``, checked, ValueError if bad)."""
+    links as the topology lists them; ``routing``: ``--routing``, ``path_mode``:
+    ``--path-mode``, each checked, ValueError if bad)."""
     command = [sys.executable, "-m", "controller.cli", "run", topology_ref]
     if target == "linux":
         command += ["--target", "linux", "--netns-prefix", prefix]
@@ -124,4 +132,6 @@ def controller_command(
         command.append("--no-discovery")
     if routing is not None:
         command += ["--routing", str(RoutingPolicy.parse(routing))]
+    if path_mode is not None:
+        command += ["--path-mode", str(PathMode(path_mode))]
     return command

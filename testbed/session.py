@@ -33,6 +33,7 @@ from testbed.controller_run import ControllerRun
 from testbed.targets import AUTO, choose_target, differences
 from topologies import load_topology
 from topologies.model import LinkId, Topology
+from topologies.paths import PathMode
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Testbed:
         target: str = AUTO,
         discovery: bool = True,
         routing: str | None = None,
+        path_mode: str | None = None,
     ) -> None:
         """Check the target and plan the run; nothing starts until :meth:`start`.
 
@@ -67,7 +69,9 @@ class Testbed:
         same queue as the data and arrive late, which the controller takes for cuts.
         ``routing`` is the controller's routing policy (``static``, ``reactive``,
         ``converge:SECONDS``; None: the controller's default); UnsupportedRouting when this
-        tree's controller takes none.
+        tree's controller takes none. ``path_mode`` is how the fabric reads EVs (``ecmp``,
+        ``structured``, ``srv6``; None: the controller's default, ``ecmp``); the exact modes
+        need the bmv2 target (ValueError on linux).
         """
         from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
@@ -82,6 +86,12 @@ class Testbed:
         self.topology: Topology = load_topology(topology_ref)
         choice = choose_target(target, self.topology)
         self.target = choice.target.name
+        self.path_mode = None if path_mode is None else PathMode(path_mode)
+        if self.path_mode not in (None, PathMode.ECMP) and self.target == "linux":
+            raise ValueError(
+                f"path mode {self.path_mode} needs the bmv2 target: the linux southbound "
+                "programs no structured EV or SRv6 tables (docs/routing.md)"
+            )
         #: One line: the target and why (asked for, or the default choice for this machine).
         self.target_announcement = choice.announcement
         self.network = TestbedNetwork(self.topology, target=self.target)
@@ -97,9 +107,10 @@ class Testbed:
         target: str = AUTO,
         discovery: bool = True,
         routing: str | None = None,
+        path_mode: str | None = None,
     ) -> contextlib.AbstractContextManager[Testbed]:
         """A started testbed for the ``with`` block, closed however the block ends."""
-        return cls(topology_ref, target, discovery, routing).running()
+        return cls(topology_ref, target, discovery, routing, path_mode).running()
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Testbed]:
@@ -126,11 +137,17 @@ class Testbed:
         try:
             self.network.start()
             options: dict[str, Any] = {} if self.routing is None else {"routing": self.routing}
+            if self.path_mode is not None:
+                options["path_mode"] = str(self.path_mode)
             self.controller = ControllerRun(
                 self.topology_ref, self.run_dir, self.prefix, self.discovery, self.target, **options
             )
             self.controller.wait_in_service([s.name for s in self.topology.switches])
-            self.agents = HostAgents(self.topology, self.run_dir, self.prefix)
+            structured = None
+            if self.path_mode is PathMode.STRUCTURED:  # the agents' cwd may differ: absolute
+                ref = Path(self.topology_ref)
+                structured = str(ref.resolve()) if ref.is_file() else self.topology_ref
+            self.agents = HostAgents(self.topology, self.run_dir, self.prefix, structured)
             self.agents.start()
             self._point_shells_at_agents(self.agents)
         except BaseException:

@@ -34,6 +34,19 @@ from topologies.model import Topology
 ECN_QDISCS = ("red", "codel", "fq_codel")
 #: The target name that means "the default choice for this machine" (:func:`default_target`).
 AUTO = "auto"
+#: Targets the controller drives but the runner cannot start: the switches are hardware.
+HARDWARE_TARGETS = {
+    "tofino": (
+        "there is no Tofino switch to start here: the testbed brings up software switches only; "
+        "run `mrc-controller run TOPOLOGY --target tofino --config FILE` against your switches "
+        "(docs/tofino.md)"
+    ),
+}
+
+
+def hardware_target_problem(name: str) -> str | None:
+    """Why the runner cannot start ``name``, a target of real switches; None for others."""
+    return HARDWARE_TARGETS.get(name)
 
 
 class TargetUnavailable(RuntimeError):
@@ -147,6 +160,9 @@ def choose_target(name: str, topology: Topology) -> TargetChoice:
         choice = default_target()
     else:
         target = TARGETS.get(name)
+        hardware = hardware_target_problem(name)
+        if hardware is not None:
+            raise ValueError(f"target {name!r}: {hardware}")
         if target is None:
             known = ", ".join([*TARGETS, AUTO])
             raise ValueError(f"unknown target {name!r}; targets: {known}")

@@ -208,7 +208,7 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; prints the JSON and returns 0 unless a run lost bytes or stalled."""
-    from testbed.targets import TARGETS
+    from testbed.targets import TARGETS, hardware_target_problem
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -221,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "results", help="results root")
     args = parser.parse_args(argv)
     targets = [name.strip() for name in args.targets.split(",") if name.strip()]
+    hardware = [problem for name in targets if (problem := hardware_target_problem(name))]
+    if hardware:
+        print(f"bench-targets: {hardware[0]}", file=sys.stderr)
+        return 2
     unknown = [name for name in targets if name not in TARGETS]
     if unknown or args.seeds < 1:
         problem = f"unknown targets {unknown}" if unknown else "--seeds must be at least 1"

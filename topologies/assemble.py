@@ -27,7 +27,7 @@ from topologies.model import (
     Switch,
     Topology,
 )
-from topologies.parse import HostSpec, Located, NicSpec, ParsedDocument
+from topologies.parse import HostSpec, Located, NicSpec, ParsedDocument, device_port_key
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ def assemble_topology(doc: ParsedDocument, source: str, log: ProblemLog) -> Topo
     ports = _Registry("port", log)
     links = _check_links(doc, switches, settings, ports, log)
     hosts = _build_hosts(doc, switches, settings, ports, log)
+    _check_port_maps(doc, ports, log)
     _check_queue_depths(doc, log)
     log.raise_if_any()
     return Topology(
@@ -296,6 +297,38 @@ def _inside_plane(
             f"{owner}: {key} {interface} is not inside plane {plane.id}'s prefix {prefix}",
         )
     return not outside
+
+
+def _check_port_maps(doc: ParsedDocument, ports: _Registry, log: ProblemLog) -> None:
+    """A switch with a port map maps exactly the ports its links and NICs use, and its CPU
+    port is none of theirs: a port left out would be written to the device under the
+    topology's number, which names some other port there."""
+    used: dict[str, dict[int, str]] = {}
+    for end, use in ports.uses.items():
+        if isinstance(end, Endpoint):
+            used.setdefault(end.node, {})[end.port] = use.owner
+    for located in doc.switches:
+        switch = located.item
+        owner = f"switch {switch.name!r}"
+        in_use = used.get(switch.name, {})
+        mapped = dict(switch.device_ports)
+        if mapped:
+            for port in sorted(set(mapped) - set(in_use)):
+                log.add(
+                    located.line(device_port_key(port)),
+                    f"{owner}: device_ports maps port {port}, which no link or NIC uses",
+                )
+            for port in sorted(set(in_use) - set(mapped)):
+                log.add(
+                    located.line("device_ports"),
+                    f"{owner}: device_ports has no entry for port {port} ({in_use[port]})",
+                )
+        cpu = switch.cpu_device_port
+        if cpu is not None and cpu in mapped.values():
+            log.add(
+                located.line("cpu_device_port"),
+                f"{owner}: cpu_device_port {cpu} is also the device port of a switch port",
+            )
 
 
 def _check_queue_depths(doc: ParsedDocument, log: ProblemLog) -> None:

@@ -19,6 +19,8 @@ from wire.dscp import DscpMap
 
 #: BMv2's port numbers are 9 bits wide and 511 is its drop port.
 MAX_PORT = 510
+#: Device port numbers of hardware switches: 9 bits, as Tofino's ports are.
+MAX_DEVICE_PORT = 511
 DEFAULT_CPU_PORT = 255
 DEFAULT_LINK_PARAMS = LinkParams(bandwidth_mbps=1000.0, queue_depth=64, queue_rate_pps=0)
 DEFAULT_SETTINGS = Settings(

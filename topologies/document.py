@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from topologies.model import LinkParams, Topology
+from topologies.model import LinkParams, Switch, Topology
 
 Document = dict[str, Any]
 
@@ -59,6 +59,7 @@ def explicit_document(topology: Topology) -> Document:
                 "grpc_port": switch.grpc_port,
                 "thrift_port": switch.thrift_port,
                 "plane": switch.plane,
+                **_port_map(switch),
             }
             for switch in topology.switches
         ],
@@ -93,3 +94,15 @@ def _params(params: LinkParams) -> dict[str, float | int]:
         "queue_depth": params.queue_depth,
         "queue_rate_pps": params.queue_rate_pps,
     }
+
+
+def _port_map(switch: Switch) -> dict[str, object]:
+    """The port map fields, only where the file gave them (most topologies have none)."""
+    fields: dict[str, object] = {}
+    if switch.device_ports:
+        fields["device_ports"] = [
+            {"port": port, "device_port": device} for port, device in switch.device_ports
+        ]
+    if switch.cpu_device_port is not None:
+        fields["cpu_device_port"] = switch.cpu_device_port
+    return fields

@@ -105,10 +105,20 @@ class Switch:
     grpc_port: int
     thrift_port: int
     plane: int
+    #: Hardware switches (the ``tofino`` target): the device port of each used switch port, as
+    #: the switch's P4Runtime server numbers it, as (port, device port) pairs sorted by port.
+    #: Empty: the device numbers its ports as the topology does (BMv2, kernel switches).
+    device_ports: tuple[tuple[int, int], ...] = ()
+    #: The device's CPU port (where packet-outs come from and packet-ins go); None: not given.
+    cpu_device_port: int | None = None
 
     def port_mac(self, port: int) -> str:
         """MAC of one of this switch's ports (derived from device id and port)."""
         return switch_port_mac(self.device_id, port)
+
+    def device_port(self, port: int) -> int:
+        """The device's number for topology ``port`` (the same number without a port map)."""
+        return dict(self.device_ports).get(port, port)
 
 
 @dataclass(frozen=True, order=True)

@@ -21,7 +21,7 @@ from topologies.addressing import (
     plane_ipv4_prefix,
     plane_ipv6_prefix,
 )
-from topologies.defaults import DEFAULT_SETTINGS, MAX_PORT
+from topologies.defaults import DEFAULT_SETTINGS, MAX_DEVICE_PORT, MAX_PORT
 from topologies.errors import ItemRejected, ProblemLog
 from topologies.fields import NODE_NAME, SHORT_NAME, TOPOLOGY_NAME, MapReader, describe
 from topologies.marked_yaml import YamlList, YamlNode, YamlScalar
@@ -303,7 +303,17 @@ def _parse_switch(node: YamlNode, index: int, log: ProblemLog) -> Located[Switch
     reader = MapReader(
         node,
         f"switch #{index + 1}",
-        ("name", "role", "tier", "device_id", "grpc_port", "thrift_port", "plane"),
+        (
+            "name",
+            "role",
+            "tier",
+            "device_id",
+            "grpc_port",
+            "thrift_port",
+            "plane",
+            "device_ports",
+            "cpu_device_port",
+        ),
         log,
     )
     name = reader.string("name", NODE_NAME)
@@ -316,6 +326,7 @@ def _parse_switch(node: YamlNode, index: int, log: ProblemLog) -> Located[Switch
             "role", f"unknown role {role_text!r} (known: {', '.join(role.value for role in Role)})"
         ) from None
     device_id = reader.integer("device_id", 1, MAX_DEVICE_ID)
+    device_ports, port_lines = _parse_device_ports(reader, log)
     return Located(
         Switch(
             name=name,
@@ -329,9 +340,45 @@ def _parse_switch(node: YamlNode, index: int, log: ProblemLog) -> Located[Switch
                 reader.optional_integer("thrift_port", 1, 65535), default_thrift_port(device_id)
             ),
             plane=_or(reader.optional_integer("plane", 0, 255), 0),
+            device_ports=device_ports,
+            cpu_device_port=reader.optional_integer("cpu_device_port", 0, MAX_DEVICE_PORT),
         ),
-        reader.lines(),
+        {**reader.lines(), **port_lines},
     )
+
+
+def device_port_key(port: int) -> str:
+    """The key under which a switch's ``Located.lines`` holds the line mapping ``port``."""
+    return f"device_ports[{port}]"
+
+
+def _parse_device_ports(
+    reader: MapReader, log: ProblemLog
+) -> tuple[tuple[tuple[int, int], ...], dict[str, int]]:
+    """A switch's port map: ``[{port: P, device_port: D}, ...]``, each port and device port
+    once; with the line of each entry (key :func:`device_port_key`)."""
+    nodes = reader.list_of("device_ports", required=False)
+    pairs: dict[int, int] = {}
+    lines: dict[str, int] = {}
+    device_lines: dict[int, int] = {}
+    for index, node in enumerate(nodes):
+        entry = MapReader(
+            node, f"{reader.what} device_ports #{index + 1}", ("port", "device_port"), log
+        )
+        port = entry.integer("port", 0, MAX_PORT)
+        device = entry.integer("device_port", 0, MAX_DEVICE_PORT)
+        if port in pairs:
+            first = lines[device_port_key(port)]
+            raise entry.fail("port", f"port {port} is mapped twice (first at line {first})")
+        if device in device_lines:
+            first = device_lines[device]
+            raise entry.fail(
+                "device_port", f"device port {device} is given to two ports (first at line {first})"
+            )
+        pairs[port] = device
+        lines[device_port_key(port)] = entry.line
+        device_lines[device] = entry.line
+    return tuple(sorted(pairs.items())), lines
 
 
 def _parse_host(

@@ -177,13 +177,17 @@ class QpSession(SessionBase):
             if payload != config.payload_size:
                 config = dataclasses.replace(config, payload_size=payload)
         endpoint = pool.endpoint_for(config)
+        chosen = homes
+        if chosen is None and self.runtime.choose_evs is not None:
+            # AUTO in structured EV mode: EVs that name the paths to the peer, not random ones.
+            chosen = self.runtime.choose_evs(peers, config.ev_set_size)
         spec = ConnectionSpec(
             qp.num,
             dest,
             peers,
             send_psn=0,
             receive_psn=rq_psn,
-            evs=homes,
+            evs=chosen,
             ev_min_active=binding.min_active,
             ev_events=True,
             pd=qp.pd,

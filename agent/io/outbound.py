@@ -322,12 +322,16 @@ class OutboundTransfer(ABC):
                 )
             else:
                 assert isinstance(self.endpoint, Endpoint)
+                choose = self.runtime.choose_evs
                 spec = ConnectionSpec(
                     local_qp=self.qp,
                     remote_qp=welcome.qp,
                     remote_addresses=remote,
                     send_psn=self._psn,
                     receive_psn=welcome.psn,
+                    evs=None
+                    if choose is None
+                    else choose(remote, self.endpoint.config.ev_set_size),
                 )
                 self.runtime.pool.connect(self.endpoint, spec)
         except ValueError as exc:

@@ -88,6 +88,11 @@ class AgentRuntime:
         self.side_channel_secret = side_channel_secret
         #: Sections ``mrc-agent status`` adds, by name (the side channel registers one).
         self.status_providers: dict[str, Callable[[], dict[str, Any]]] = {}
+        #: Given EVs for a connection toward the peer's plane addresses, with the set's size
+        #: (structured EV mode: ``agent.io.structured_evs``); None, or None returned: random.
+        self.choose_evs: (
+            Callable[[Sequence[bytes], int], tuple[tuple[int, int], ...] | None] | None
+        ) = None
         self.local_addresses = tuple(local_addresses)
         if not self.local_addresses:
             raise UsageError("an agent needs at least one plane address")

@@ -3,7 +3,13 @@
 Everything has a default, so ``mrc-controller run leaf-spine`` needs no file. The file (all
 keys optional)::
 
-    target: bmv2                 # bmv2 (P4Runtime + Thrift) or linux (kernel switches, netlink)
+    target: bmv2                 # bmv2 (P4Runtime + Thrift), linux (kernel switches, netlink)
+                                 # or tofino (P4Runtime on Tofino: Stratum or the SDE)
+    tofino:                      # the tofino target only (docs/tofino.md)
+      program: build/tna         # p4c-barefoot's output directory (or its .conf file)
+      device_config: stratum     # stratum (stratum_bfrt) or bf_p4rt (bf_switchd --p4rt-server)
+      p4info: p4src/build/tna/mrc.p4info.txtpb
+      cells_per_packet: 19       # queue cells per intent packet in ECN/trim thresholds
     netns_prefix: ""             # linux: switch s1 lives in namespace <prefix>-s1 ('' : s1)
     election_id: 10              # P4Runtime arbitration; the highest live id is primary
     grpc_host: 127.0.0.1         # where the switches' gRPC and Thrift servers listen
@@ -19,8 +25,10 @@ keys optional)::
     probe_interval_ms: 10        # default: the topology's settings.lldp.interval_ms
     miss_limit: 3                # default: the topology's settings.lldp.miss_limit
     probe_host_ports: true       # probe host-facing ports too (finds miswired links)
-    queues: true                 # set queue depth and rate (Thrift on bmv2, tbf on linux)
+    queues: true                 # queue depth and rate (Thrift on bmv2, tbf on linux; tofino: none)
     routing: reactive            # static | reactive | converge[:SECONDS] (docs/routing.md)
+    path_mode: ecmp              # ecmp | structured | srv6: how an EV picks its path (the
+                                 # exact modes' tables need a P4 target: docs/routing.md)
     max_batch: 1000              # updates per P4Runtime write request
     status_socket: /tmp/mrc-controller.sock
     event_log: null              # a file for the JSON-lines event log; null: stdout
@@ -43,8 +51,11 @@ import yaml
 
 from controller.intent.policy import RoutingPolicy
 from controller.southbound import p4_program
+from controller.southbound.tofino.device_config import DeviceConfigFormat
+from controller.southbound.tofino.tna_program import DEFAULT_CELLS_PER_PACKET, TNA_P4INFO_PATH
 from controller.southbound.writer import DEFAULT_MAX_BATCH
 from topologies import bounded_yaml
+from topologies.paths import PathMode
 
 #: What a namespace name may be made of (``ip netns`` refuses '/', and names are files).
 _NETNS_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")
@@ -63,6 +74,20 @@ class Target(StrEnum):
     BMV2 = "bmv2"
     #: Network namespaces forwarding in the Linux kernel: netlink, link state by carrier.
     LINUX = "linux"
+    #: Tofino switches running the TNA program: P4Runtime (Stratum or the SDE), LLDP probes.
+    TOFINO = "tofino"
+
+
+@dataclass(frozen=True)
+class TofinoConfig:
+    """The ``tofino`` section: the compiled TNA program and how its server takes it."""
+
+    #: p4c-barefoot's output directory or ``.conf`` file; None: not given (the tofino target
+    #: then refuses to start).
+    program: Path | None = None
+    device_config: DeviceConfigFormat = DeviceConfigFormat.STRATUM
+    p4info: Path = TNA_P4INFO_PATH
+    cells_per_packet: int = DEFAULT_CELLS_PER_PACKET
 
 
 @dataclass(frozen=True)
@@ -85,6 +110,7 @@ class ControllerConfig:
     grpc_host: str = "127.0.0.1"
     switch_hosts: dict[str, str] = field(default_factory=dict)
     tls: TlsConfig | None = None
+    tofino: TofinoConfig = field(default_factory=TofinoConfig)
     p4info: Path = p4_program.P4INFO_PATH
     p4blob: Path = p4_program.P4BLOB_PATH
     discovery: bool = True
@@ -93,6 +119,7 @@ class ControllerConfig:
     probe_host_ports: bool = True
     queues: bool = True
     routing: RoutingPolicy = field(default_factory=RoutingPolicy)
+    path_mode: PathMode = PathMode.ECMP
     max_batch: int = DEFAULT_MAX_BATCH
     status_socket: Path = DEFAULT_STATUS_SOCKET
     event_log: Path | None = None
@@ -112,6 +139,8 @@ class ControllerConfig:
             changes["target"] = parse_target(changes["target"], "command line")
         if "routing" in changes:
             changes["routing"] = parse_routing(changes["routing"], "command line")
+        if "path_mode" in changes:
+            changes["path_mode"] = parse_path_mode(changes["path_mode"], "command line")
         config = replace(self, **changes)
         config.validate("command line")
         return config
@@ -126,6 +155,8 @@ class ControllerConfig:
             raise ConfigError(f"{source}: miss_limit must be at least 1")
         if self.max_batch < 1:
             raise ConfigError(f"{source}: max_batch must be at least 1")
+        if self.tofino.cells_per_packet < 1:
+            raise ConfigError(f"{source}: tofino: cells_per_packet must be at least 1")
         if not _NETNS_PREFIX.fullmatch(self.netns_prefix):
             raise ConfigError(
                 f"{source}: netns_prefix may hold only letters, digits, '_', '.' and '-', "
@@ -190,6 +221,14 @@ def parse_routing(value: object, source: str) -> RoutingPolicy:
         raise ConfigError(f"{source}: {error}") from None
 
 
+def parse_path_mode(value: object, source: str) -> PathMode:
+    """``value`` as a :class:`PathMode`, or a ConfigError listing the valid ones."""
+    valid = [mode.value for mode in PathMode]
+    if isinstance(value, str) and value in valid:
+        return PathMode(value)
+    raise ConfigError(f"{source}: path_mode must be one of {', '.join(valid)}, not {value!r}")
+
+
 _TOP_KEYS = {
     "target",
     "netns_prefix",
@@ -197,6 +236,7 @@ _TOP_KEYS = {
     "grpc_host",
     "switch_hosts",
     "tls",
+    "tofino",
     "pipeline",
     "discovery",
     "probe_interval_ms",
@@ -204,6 +244,7 @@ _TOP_KEYS = {
     "probe_host_ports",
     "queues",
     "routing",
+    "path_mode",
     "max_batch",
     "status_socket",
     "event_log",
@@ -228,10 +269,12 @@ def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfi
     values["probe_host_ports"] = reader.boolean("probe_host_ports", default.probe_host_ports)
     values["queues"] = reader.boolean("queues", default.queues)
     values["routing"] = parse_routing(document.get("routing", str(default.routing)), source)
+    values["path_mode"] = parse_path_mode(document.get("path_mode", default.path_mode), source)
     values["max_batch"] = reader.integer("max_batch", default.max_batch)
     values["status_socket"] = reader.path("status_socket") or default.status_socket
     values["event_log"] = reader.path("event_log")
     values["tls"] = _parse_tls(document.get("tls"), source, base)
+    values["tofino"] = _parse_tofino(document.get("tofino"), source, base)
     pipeline = document.get("pipeline")
     if pipeline is not None:
         if not isinstance(pipeline, dict) or set(pipeline) - {"p4info", "json"}:
@@ -240,6 +283,30 @@ def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfi
         values["p4info"] = pipe.path("p4info") or default.p4info
         values["p4blob"] = pipe.path("json") or default.p4blob
     return ControllerConfig(**values)
+
+
+def _parse_tofino(section: object, source: str, base: Path) -> TofinoConfig:
+    if section is None:
+        return TofinoConfig()
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: tofino must be a mapping")
+    unknown = set(section) - {"program", "device_config", "p4info", "cells_per_packet"}
+    if unknown:
+        raise ConfigError(f"{source}: tofino: unknown keys: {', '.join(sorted(map(str, unknown)))}")
+    reader = _Reader(section, f"{source}: tofino", base)
+    default = TofinoConfig()
+    form = section.get("device_config", default.device_config.value)
+    valid = [choice.value for choice in DeviceConfigFormat]
+    if form not in valid:
+        raise ConfigError(
+            f"{source}: tofino: device_config must be one of {', '.join(valid)}, not {form!r}"
+        )
+    return TofinoConfig(
+        program=reader.path("program"),
+        device_config=DeviceConfigFormat(form),
+        p4info=reader.path("p4info") or default.p4info,
+        cells_per_packet=reader.integer("cells_per_packet", default.cells_per_packet),
+    )
 
 
 def _parse_tls(section: object, source: str, base: Path) -> TlsConfig | None:

@@ -56,6 +56,7 @@ from controller.intent import (
 from controller.intent.model import SwitchIntent
 from controller.southbound.interface import ProgramResult, Southbound, SwitchRole
 from topologies.model import Endpoint, LinkId, Topology
+from topologies.paths import PathMode
 
 #: A failover whose switches are not all programmed by then is recorded as incomplete.
 FAILOVER_WAIT_S = 30.0
@@ -159,6 +160,8 @@ class FabricController:
     nonce: int = field(default_factory=lambda: secrets.randbits(32))
     #: When link changes reach the switches beyond the link's two ends.
     routing: RoutingPolicy = field(default_factory=RoutingPolicy)
+    #: How EVs pick paths: the exact modes add static tables no link change recomputes.
+    path_mode: PathMode = PathMode.ECMP
     views: dict[str, SwitchView] = field(init=False)
     intent: FabricIntent = field(init=False)
     generation: int = field(init=False, default=0)
@@ -170,7 +173,7 @@ class FabricController:
     def __post_init__(self) -> None:
         self.started_at = self.clock.monotonic()
         self.views = {switch.name: SwitchView() for switch in self.topology.switches}
-        self.intent = compute_intent(self.topology)
+        self.intent = compute_intent(self.topology, path_mode=self.path_mode)
         self._down: set[LinkId] = set()
         #: The down links the fabric-wide computation knows of, and its result (before each
         #: switch prunes its own dead next hops): never any under ``static``.
@@ -222,6 +225,7 @@ class FabricController:
             probe_interval_ms=round(self.discovery.interval_s * 1000, 3),
             miss_limit=self.discovery.miss_limit,
             routing=str(self.routing),
+            path_mode=str(self.path_mode),
             nonce=self.nonce,
         )
         workers: list[Coroutine[Any, Any, None]] = [
@@ -500,7 +504,7 @@ class FabricController:
     ) -> None:
         """The intent for the current routed and live link state; program what changed."""
         if self._routed_down != self._routed_key:
-            self._routed = compute_intent(self.topology, self._routed_down)
+            self._routed = compute_intent(self.topology, self._routed_down, self.path_mode)
             self._routed_key = self._routed_down
         new_intent = prune_dead_next_hops(self._routed, self.topology, self._down)
         changed = tuple(

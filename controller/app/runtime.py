@@ -1,7 +1,8 @@
 """Assemble and run a controller for a topology: southbound, queues, fabric logic, status socket.
 
 The target picks the southbound: ``bmv2`` is P4Runtime with Thrift queues and LLDP link
-discovery; ``linux`` is netlink into one namespace per switch, with link state from carrier.
+discovery; ``linux`` is netlink into one namespace per switch, with link state from carrier;
+``tofino`` is P4Runtime to Tofino switches (the TNA program, the topology's port map, LLDP).
 
 ``run_controller`` is what ``mrc-controller run`` does after parsing its arguments; it returns
 when cancelled (Ctrl-C, SIGTERM), after closing every channel and removing the status socket.
@@ -21,7 +22,9 @@ from controller.app.fabric import FabricController, LinkEvidence, discovery_sett
 from controller.app.status import collect_status
 from controller.app.status_socket import EventFeed, serve_status
 from controller.app.watch import describe_topology
+from controller.intent import compute_intent
 from controller.southbound import p4_program
+from controller.southbound.device_ports import DevicePorts
 from controller.southbound.interface import Southbound
 from controller.southbound.linux.southbound import LinuxOptions, LinuxSouthbound
 from controller.southbound.p4runtime import (
@@ -31,13 +34,23 @@ from controller.southbound.p4runtime import (
     grpc_address,
 )
 from controller.southbound.queues import ThriftEndpoint, ThriftQueueBackend
+from controller.southbound.tofino.device_config import (
+    DeviceConfigError,
+    pack_device_config,
+    read_program,
+)
+from controller.southbound.tofino.southbound import TofinoOptions, TofinoSouthbound
+from controller.southbound.tofino.tna_program import missing_tables
 from topologies.model import Topology
+from topologies.paths import PathMode
 
 
 def check_compatible(topology: Topology, config: ControllerConfig) -> None:
     """Raise ConfigError when the topology or the configuration cannot work with the target."""
     if config.target is Target.LINUX:
         _check_linux(config)
+    elif config.target is Target.TOFINO:
+        _check_tofino(topology, config)
     else:
         _check_bmv2(topology, config)
 
@@ -54,6 +67,12 @@ def _check_linux(config: ControllerConfig) -> None:
             f"{', '.join(meaningless)}: no meaning on the linux target (switches are network "
             "namespaces on this machine, reached over netlink)"
         )
+    if config.path_mode is not PathMode.ECMP:
+        raise ConfigError(
+            f"path_mode {config.path_mode}: the linux target forwards by hashed ECMP only; its "
+            "southbound has no structured EV tables and does not program seg6local routes yet "
+            "(use the bmv2 target for the exact path modes)"
+        )
 
 
 def _check_bmv2(topology: Topology, config: ControllerConfig) -> None:
@@ -66,6 +85,37 @@ def _check_bmv2(topology: Topology, config: ControllerConfig) -> None:
     for path in (config.p4info, config.p4blob):
         if not path.is_file():
             raise ConfigError(f"pipeline file {path} not found (run `make build`)")
+    _check_grpc(topology, config)
+
+
+def _check_tofino(topology: Topology, config: ControllerConfig) -> None:
+    """The compiled TNA program must be readable and packable before any switch is touched."""
+    tofino = config.tofino
+    if tofino.program is None:
+        raise ConfigError(
+            "the tofino target needs tofino.program in the config file: p4c-barefoot's "
+            "output directory for the TNA program, built for the switch's SDE (docs/tofino.md)"
+        )
+    if not tofino.p4info.is_file():
+        raise ConfigError(f"TNA P4Info {tofino.p4info} not found (docs/tofino.md)")
+    try:
+        pack_device_config(read_program(tofino.program), tofino.device_config)
+    except DeviceConfigError as error:
+        raise ConfigError(f"tofino: {error}") from None
+    try:
+        tables = [table.name for table in fy.P4Schema(tofino.p4info).tables]
+    except Exception as error:  # finsy raises the protobuf parser's own errors
+        raise ConfigError(f"TNA P4Info {tofino.p4info}: cannot parse: {error}") from None
+    missing = missing_tables(compute_intent(topology, path_mode=config.path_mode).switches, tables)
+    if missing:
+        raise ConfigError(
+            f"{topology.source}: needs tables the TNA program lacks: {', '.join(missing)}"
+        )
+    _check_grpc(topology, config)
+
+
+def _check_grpc(topology: Topology, config: ControllerConfig) -> None:
+    """Per-switch hosts must name switches of the topology; TLS files must exist."""
     unknown = set(config.switch_hosts) - {switch.name for switch in topology.switches}
     if unknown:
         raise ConfigError(f"switch_hosts names switches not in the topology: {sorted(unknown)}")
@@ -82,12 +132,13 @@ def build_southbound(topology: Topology, config: ControllerConfig) -> Southbound
             [switch.name for switch in topology.switches],
             LinuxOptions(netns_prefix=config.netns_prefix, shapers=config.queues),
         )
+    if config.target is Target.TOFINO:
+        return build_tofino_southbound(topology, config)
     return build_p4runtime_southbound(topology, config)
 
 
-def build_p4runtime_southbound(topology: Topology, config: ControllerConfig) -> P4RuntimeSouthbound:
-    """The P4Runtime southbound for every switch of ``topology``, with Thrift queues."""
-    endpoints = [
+def _endpoints(topology: Topology, config: ControllerConfig) -> list[SwitchEndpoint]:
+    return [
         SwitchEndpoint(
             switch.name,
             grpc_address(config.host_of(switch.name), switch.grpc_port),
@@ -95,6 +146,29 @@ def build_p4runtime_southbound(topology: Topology, config: ControllerConfig) -> 
         )
         for switch in topology.switches
     ]
+
+
+def build_tofino_southbound(topology: Topology, config: ControllerConfig) -> TofinoSouthbound:
+    """The Tofino southbound for every switch of ``topology``, renumbering by its port map."""
+    tofino = config.tofino
+    if tofino.program is None:
+        raise ConfigError("the tofino target needs tofino.program in the config file")
+    options = TofinoOptions(
+        program=tofino.program,
+        device_config=tofino.device_config,
+        p4info=tofino.p4info,
+        election_id=config.election_id,
+        credentials=_credentials(config.tls),
+        max_batch=config.max_batch,
+        cells_per_packet=tofino.cells_per_packet,
+    )
+    device_ports = {switch.name: DevicePorts.of(switch) for switch in topology.switches}
+    return TofinoSouthbound(_endpoints(topology, config), options, device_ports)
+
+
+def build_p4runtime_southbound(topology: Topology, config: ControllerConfig) -> P4RuntimeSouthbound:
+    """The P4Runtime southbound for every switch of ``topology``, with Thrift queues."""
+    endpoints = _endpoints(topology, config)
     queues = (
         ThriftQueueBackend(
             {
@@ -126,7 +200,12 @@ def build_fabric(topology: Topology, config: ControllerConfig, log: EventLog) ->
         probe_host_ports=config.probe_host_ports,
     )
     return FabricController(
-        topology, build_southbound(topology, config), log, discovery, routing=config.routing
+        topology,
+        build_southbound(topology, config),
+        log,
+        discovery,
+        routing=config.routing,
+        path_mode=config.path_mode,
     )
 
 

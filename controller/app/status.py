@@ -84,6 +84,7 @@ async def collect_status(fabric: FabricController) -> dict[str, Any]:
             "routed_down_links": sorted(str(link) for link in fabric.routed_down_links()),
             "pending_convergences": fabric.pending_convergences(),
         },
+        "path_mode": str(fabric.path_mode),
         "discovery": {
             "enabled": fabric.discovery.enabled,
             "probe_interval_ms": round(fabric.discovery.interval_s * 1000, 3),
@@ -154,7 +155,7 @@ def format_status(status: dict[str, Any]) -> str:
     lines = [
         f"topology {status['topology']}  generation {status['generation']}  "
         f"uptime {status['uptime_s']:.1f} s",
-        _routing_line(status["routing"]),
+        _routing_line(status["routing"], status.get("path_mode", "ecmp")),
         "switches:",
     ]
     for name, switch in status["switches"].items():
@@ -207,9 +208,12 @@ def format_status(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _routing_line(routing: dict[str, Any]) -> str:
-    """The routing policy, and which down links the fabric-wide routes avoid so far."""
+def _routing_line(routing: dict[str, Any], path_mode: str) -> str:
+    """The routing policy, the path mode unless ECMP, and which down links the fabric-wide
+    routes avoid so far."""
     line = f"routing: {routing['policy']}"
+    if path_mode != "ecmp":
+        line += f", paths: {path_mode}"
     routed = routing["routed_down_links"]
     if routed:
         line += f", routes avoid {', '.join(routed)}"

@@ -4,8 +4,10 @@
 ``p4runtime`` implements it for P4Runtime targets (BMv2's simple_switch_grpc) with finsy, using
 ``mapping`` (intent -> mrc.p4 entities), ``plan`` (diff and safe write order), ``writer``
 (batched execution), ``finsy_codec`` (records <-> finsy entities) and ``queues`` (BMv2's
-Thrift-only queue settings); ``linux`` implements it for Linux-kernel switches (one network
-namespace each) over netlink, with link state from carrier instead of probes.
+Thrift-only queue settings); ``tofino`` is that P4Runtime southbound for Tofino switches (the
+TNA program's pipeline packed for Stratum or the SDE, ports renumbered by ``device_ports``, no
+Thrift); ``linux`` implements it for Linux-kernel switches (one network namespace each) over
+netlink, with link state from carrier instead of probes.
 """
 
 from controller.southbound.interface import (

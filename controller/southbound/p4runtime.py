@@ -10,14 +10,18 @@ What the switch holds is cached per channel session: the cache is dropped whenev
 comes up, goes down or changes role, and a ``program()`` without a cache reads the switch back
 first. Writes go out in phased batches (:mod:`controller.southbound.plan`); refused updates are
 reported with their entity, never raised.
+
+Other P4Runtime targets reuse it whole: a :class:`ProgramAdapter` for a program whose names
+differ from mrc.p4's, a device config already packed as bytes, and per-switch port maps
+(:mod:`controller.southbound.device_ports`) applied at this edge (the ``tofino`` target).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,7 +31,9 @@ from finsy.p4client import P4ClientError
 
 from controller.intent.model import SwitchIntent
 from controller.southbound import p4_program as p4
+from controller.southbound.device_ports import DevicePorts
 from controller.southbound.finsy_codec import (
+    FinsyEntity,
     UnmodelledEntity,
     from_entity,
     read_targets,
@@ -66,6 +72,7 @@ PACKET_IN_QUEUE = 4096
 #: noticed).
 RECONNECT_THROTTLE_S = 1.0
 
+_SAME_PORTS = DevicePorts()
 _PORT_COUNTERS = (p4.PORT_RX, p4.PORT_TX, p4.PORT_DROPS, p4.TRIMS, p4.ECN_MARKS)
 
 
@@ -78,18 +85,38 @@ class SwitchEndpoint:
     device_id: int
 
 
+def _same_name(name: str) -> str:
+    return name
+
+
+@dataclass(frozen=True)
+class ProgramAdapter:
+    """How the intent meets the switch program: mrc.p4's entities as they are (the default),
+    or a program that names or scales some of them otherwise (the TNA program)."""
+
+    #: Every entity a switch must hold for an intent (ports already device ports).
+    records: Callable[[SwitchIntent], RecordSet] = desired_records
+    #: Wildcard reads returning everything the controller manages on a switch.
+    read_targets: Callable[[], list[FinsyEntity]] = read_targets
+    #: The program's name of an mrc.p4 counter.
+    counter_name: Callable[[str], str] = _same_name
+
+
 @dataclass(frozen=True)
 class P4RuntimeOptions:
     """Pipeline, arbitration, transport security and batching for every switch."""
 
     p4info: Path = p4.P4INFO_PATH
-    p4blob: Path = p4.P4BLOB_PATH
+    #: The device config pushed with the P4Info: a file (BMv2's JSON) or bytes packed for the
+    #: target (``controller.southbound.tofino.device_config``).
+    p4blob: Path | bytes = p4.P4BLOB_PATH
     election_id: int = 10
     credentials: fy.GRPCCredentialsTLS | None = None
     max_batch: int = DEFAULT_MAX_BATCH
     #: Work around PI's failure to remove a watched member from a group (see
     #: :mod:`controller.southbound.plan`); harmless, one extra write, on other servers.
     unwatch_departing: bool = True
+    adapter: ProgramAdapter = field(default_factory=ProgramAdapter)
 
 
 @dataclass
@@ -110,9 +137,12 @@ class P4RuntimeSouthbound:
         endpoints: Sequence[SwitchEndpoint],
         options: P4RuntimeOptions | None = None,
         queues: QueueBackend | None = None,
+        device_ports: Mapping[str, DevicePorts] | None = None,
     ) -> None:
         self._options = options or P4RuntimeOptions()
         self._queues = queues
+        #: Per switch, how its device numbers ports (hardware targets); absent: as the topology.
+        self._device_ports = dict(device_ports or {})
         switch_options = fy.SwitchOptions(
             p4info=self._options.p4info,
             p4blob=self._options.p4blob,
@@ -151,9 +181,13 @@ class P4RuntimeSouthbound:
             self._events.switch_connected(switch.name, role)
         if role is not SwitchRole.PRIMARY:
             return
+        ports = self._ports(switch.name)
         async for packet in switch.read_packets(queue_size=PACKET_IN_QUEUE):
-            port = packet.metadata.get(p4.PACKET_IN_PORT)
-            if self._events is not None and isinstance(port, int):
+            device_port = packet.metadata.get(p4.PACKET_IN_PORT)
+            if not isinstance(device_port, int):
+                continue
+            port = ports.from_device(device_port)
+            if self._events is not None and port is not None:
                 self._events.frame_received(switch.name, port, packet.payload)
 
     def _on_channel_down(self, switch: fy.Switch) -> None:
@@ -193,7 +227,7 @@ class P4RuntimeSouthbound:
                     return ProgramResult(
                         name, read_back=True, error=f"read-back failed: {_describe(error)}"
                     )
-            desired = desired_records(intent)
+            desired = self._options.adapter.records(self._ports(name).intent(intent))
             plan = plan_writes(held, desired, unwatch_departing=self._options.unwatch_departing)
             outcome = await execute_plan(plan, self._sender(switch), self._options.max_batch)
             if session.number == number:
@@ -230,7 +264,7 @@ class P4RuntimeSouthbound:
     async def _read_held(self, switch: fy.Switch) -> tuple[RecordSet, tuple[str, ...]]:
         records: list[Record] = []
         unmodelled: list[str] = []
-        async for entity in _read(switch, read_targets()):
+        async for entity in _read(switch, self._options.adapter.read_targets()):
             try:
                 records.append(from_entity(entity, switch.p4info))
             except UnmodelledEntity as error:
@@ -264,8 +298,11 @@ class P4RuntimeSouthbound:
         handle = self._switches.get(switch)
         if handle is None or not handle.is_up or not handle.is_primary or not frames:
             return 0
+        ports = self._ports(switch)
         packets = [
-            fy.P4PacketOut(frame, **{p4.PACKET_OUT_PORT: port, p4.PACKET_OUT_PAD: 0})
+            fy.P4PacketOut(
+                frame, **{p4.PACKET_OUT_PORT: ports.to_device(port), p4.PACKET_OUT_PAD: 0}
+            )
             for port, frame in frames
         ]
         try:
@@ -279,10 +316,14 @@ class P4RuntimeSouthbound:
     ) -> SwitchCounters:
         """Port counters (rx, tx, drops, trims, ECN marks) and per-member packet counters."""
         handle = self._require_up(switch)
+        device = self._ports(switch).ports_to_device(ports)
+        named = self._options.adapter.counter_name
         targets = [
-            fy.P4CounterEntry(counter, index=port) for counter in _PORT_COUNTERS for port in ports
+            fy.P4CounterEntry(named(counter), index=device[port])
+            for counter in _PORT_COUNTERS
+            for port in ports
         ]
-        targets += [fy.P4CounterEntry(p4.MEMBER_PACKETS, index=index) for index in members]
+        targets += [fy.P4CounterEntry(named(p4.MEMBER_PACKETS), index=index) for index in members]
         cells: dict[tuple[str, int], tuple[int, int]] = {}
         try:
             async for entry in _read(handle, targets):
@@ -292,12 +333,15 @@ class P4RuntimeSouthbound:
         except Exception as error:
             raise SouthboundError(f"{switch}: counter read failed: {_describe(error)}") from None
         return SwitchCounters(
-            ports={port: _port_counters(cells, port) for port in ports},
+            ports={port: _port_counters(cells, device[port], named) for port in ports},
             members={
-                index: MemberCounters(*cells.get((p4.MEMBER_PACKETS, index), (0, 0)))
+                index: MemberCounters(*cells.get((named(p4.MEMBER_PACKETS), index), (0, 0)))
                 for index in members
             },
         )
+
+    def _ports(self, switch: str) -> DevicePorts:
+        return self._device_ports.get(switch, _SAME_PORTS)
 
     def _require_up(self, switch: str) -> fy.Switch:
         handle = self._switches.get(switch)
@@ -315,17 +359,19 @@ def grpc_address(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-def _port_counters(cells: Mapping[tuple[str, int], tuple[int, int]], port: int) -> PortCounters:
-    rx_packets, rx_bytes = cells.get((p4.PORT_RX, port), (0, 0))
-    tx_packets, tx_bytes = cells.get((p4.PORT_TX, port), (0, 0))
+def _port_counters(
+    cells: Mapping[tuple[str, int], tuple[int, int]], port: int, named: Callable[[str], str]
+) -> PortCounters:
+    rx_packets, rx_bytes = cells.get((named(p4.PORT_RX), port), (0, 0))
+    tx_packets, tx_bytes = cells.get((named(p4.PORT_TX), port), (0, 0))
     return PortCounters(
         rx_packets=rx_packets,
         rx_bytes=rx_bytes,
         tx_packets=tx_packets,
         tx_bytes=tx_bytes,
-        drops=cells.get((p4.PORT_DROPS, port), (0, 0))[0],
-        trims=cells.get((p4.TRIMS, port), (0, 0))[0],
-        ecn_marks=cells.get((p4.ECN_MARKS, port), (0, 0))[0],
+        drops=cells.get((named(p4.PORT_DROPS), port), (0, 0))[0],
+        trims=cells.get((named(p4.TRIMS), port), (0, 0))[0],
+        ecn_marks=cells.get((named(p4.ECN_MARKS), port), (0, 0))[0],
     )
 
 

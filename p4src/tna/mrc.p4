@@ -2,7 +2,8 @@
  *
  * The TNA counterpart of ../mrc.p4 (docs/tofino.md says what differs and why). Ingress: drop and
  * count malformed packets, packet I/O with the controller, DSCP classification, L3 routing to a
- * multipath group hashed on the entropy value, TTL, queue choice. Egress: trimming (mirror with
+ * multipath group hashed on the entropy value or, with structured EV, to the uplink the EV's fields
+ * name, TTL, queue choice. Egress: trimming (mirror with
  * truncation), RED-like ECN marking, per-port counters.
  * P4Runtime-visible names are pinned with absolute @names equal to mrc.p4's wherever the meaning
  * is the same; p4src/tna/name_map.py lists the ones that differ. Shared with mrc.p4: defines,
@@ -18,6 +19,8 @@
 #include "include/control/packet_io.p4"
 #include "../include/control/classify.p4"
 #include "../include/control/routing.p4"
+#include "include/control/hash_inputs.p4"
+#include "include/control/structured_ev.p4"
 #include "include/control/next.p4"
 #include "include/control/priority.p4"
 #include "include/control/trim.p4"
@@ -38,6 +41,9 @@ control MrcIngress(inout tna_headers_t hdr, inout ingress_md_t meta,
     PacketIoIngress() packet_io;
     Classify() classify;
     Routing() routing;
+    HashInputs() hash_inputs;
+    EvField() ev_field;
+    StructuredEv() structured_ev;
     Next() next;
     Priority() priority;
 
@@ -86,10 +92,16 @@ control MrcIngress(inout tna_headers_t hdr, inout ingress_md_t meta,
                 } else {
                     meta.mrc.dscp = hdr.mrc.ipv6.dscp;
                 }
+                hash_inputs.apply(hdr.mrc, meta.mrc);
+                ev_field.apply(meta.mrc, meta.ev_field, meta.ev_configured);
                 classify.apply(hdr.mrc, meta.mrc);
                 routing.apply(hdr.mrc, meta.mrc);
                 if (meta.mrc.routed) {
-                    next.apply(hdr.mrc, meta.mrc, ig_tm_md);
+                    structured_ev.apply(hdr.mrc, meta.mrc, meta.ev_field, meta.ev_configured,
+                                        ig_tm_md);
+                    if (!meta.mrc.steered) {
+                        next.apply(hdr.mrc, meta.mrc, ig_tm_md);
+                    }
                 }
                 if (!meta.mrc.routed) {
                     reason = DROP_NO_ROUTE;

@@ -21,6 +21,9 @@ tells it its own way, asked hop by hop (:class:`NextHops`):
   Active: PI's watch-port enforcer deactivates a member whose watched port is down; every
   member but the group's anchor (its lowest member index, ``controller.southbound.mapping``)
   watches its own egress port.
+  In structured EV mode (docs/routing.md) a switch whose keyless ``ev_field`` table holds a
+  default ``set_ev_field`` reads its EV field first, and a hit in ``uplinks`` for the route's
+  next-hop id and that field value decides the port before any hashing.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from typing import Any, Protocol
 
@@ -202,6 +205,10 @@ MEMBER_ACTION = "MrcIngress.next.routing_hashed"
 ROUTE_ACTION = "MrcIngress.routing.set_next_id"
 #: The exact key of ``NEXT_TABLE``: the next-hop id a route sets.
 NEXT_ID_FIELD = "next_id"
+EV_FIELD_TABLE = "MrcIngress.structured_ev.ev_field"
+EV_FIELD_ACTION = "MrcIngress.structured_ev.set_ev_field"
+UPLINK_TABLE = "MrcIngress.structured_ev.uplinks"
+UPLINK_ACTION = "MrcIngress.structured_ev.ev_uplink"
 
 
 def selector_hash(flow: Flow) -> int:
@@ -235,10 +242,22 @@ class SwitchTables:
     members: dict[int, Member]
     groups: dict[int, list[int]]
     ports_up: dict[int, bool]
+    #: Structured EV: (shift, mask) of this switch's EV field, None when it does not steer.
+    ev_field: tuple[int, int] | None = None
+    #: Structured EV: (next_id, field value) -> egress port.
+    uplinks: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def egress_port(self, flow: Flow) -> int:
         """The port this switch sends ``flow`` out of."""
         next_id = self._route(flow)
+        if self.ev_field is not None:
+            shift, mask = self.ev_field
+            ev = (flow.source_port << 16) | (
+                flow.flow_label if flow.destination.version == 6 else 0
+            )
+            steered = self.uplinks.get((next_id, (ev >> shift) & mask))
+            if steered is not None:
+                return steered
         kind, handle = self.next_ids.get(next_id, ("", -1))
         if kind == "member":
             return self._member(handle).port
@@ -284,16 +303,23 @@ def parse_tables(text: str) -> SwitchTables:
     members: dict[int, Member] = {}
     groups: dict[int, list[int]] = {}
     ports_up: dict[int, bool] = {}
+    ev_field: tuple[int, int] | None = None
+    uplinks: dict[tuple[int, int], int] = {}
     key: tuple[str, str, int | None] | None = None
+    #: The current entry's exact keys, by field name (the uplinks table has two).
+    exact: dict[str, int] = {}
     member: int | None = None
     group: int | None = None
     for raw in text.splitlines():
         line = raw.strip().removeprefix("RuntimeCmd:").strip()
-        if match := _ENTRY.match(line):
+        if (match := _ENTRY.match(line)) or line == "Dumping default entry":
             key, member, group = None, None, None
+            exact = {}
         elif match := _KEY.match(line):
             length = int(match[4]) if match[4] is not None else None
             key = (match[1], match[3], length)
+            if match[2] == "EXACT":
+                exact[match[1].rsplit(".", 1)[-1]] = int(match[3], 16)
         elif match := _INDEX.match(line):
             # BMv2 names a key by the field it reads (scalars.local_metadata_t.next_id), not
             # by the P4Info name the controller writes it under (next_id).
@@ -313,15 +339,21 @@ def parse_tables(text: str) -> SwitchTables:
                 address = int(key[1], 16)
                 literal = IPv4Address(address) if len(key[1]) == 8 else IPv6Address(address)
                 routes.append((ip_network(f"{literal}/{key[2]}", strict=False), data[0]))
+            elif match[1] == EV_FIELD_ACTION and len(data) == 2:
+                ev_field = (data[0], data[1])
+            elif match[1] == UPLINK_ACTION and data and NEXT_ID_FIELD in exact and len(exact) == 2:
+                value = next(v for name, v in exact.items() if name != NEXT_ID_FIELD)
+                uplinks[(exact[NEXT_ID_FIELD], value)] = data[0]
         elif match := _PORT.match(line):
             ports_up[int(match[1])] = match[3] == "UP"
     routes.sort(key=lambda route: -route[0].prefixlen)
-    return SwitchTables(routes, next_ids, members, groups, ports_up)
+    return SwitchTables(routes, next_ids, members, groups, ports_up, ev_field, uplinks)
 
 
 def dump_commands() -> list[str]:
     """The simple_switch_CLI commands whose output :func:`parse_tables` reads."""
-    return ["show_ports", *(f"table_dump {table}" for table in (*ROUTE_TABLES, NEXT_TABLE))]
+    tables = (*ROUTE_TABLES, NEXT_TABLE, EV_FIELD_TABLE, UPLINK_TABLE)
+    return ["show_ports", *(f"table_dump {table}" for table in tables)]
 
 
 CliRunner = Callable[[list[str], int], str]

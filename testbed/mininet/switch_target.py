@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+#: The controller's target for hardware Tofino switches, which Mininet cannot start.
+TOFINO = "tofino"
+
 
 class SwitchTarget(StrEnum):
     """Which switch implementation a run brings up."""
@@ -27,4 +30,9 @@ class SwitchTarget(StrEnum):
             return cls(name)
         except ValueError:
             known = ", ".join(target.value for target in cls)
+            if name == TOFINO:
+                raise ValueError(
+                    f"switch target {name!r}: there is no Tofino switch to start here "
+                    f"(Mininet targets: {known}; docs/tofino.md)"
+                ) from None
             raise ValueError(f"unknown switch target {name!r}; targets: {known}") from None

@@ -33,6 +33,8 @@ struct ingress_md_t {
     bool bad_ipv6;
     bool bad_opcode;
     bool ipv4_checksum_ok;  /* set only when ipv4 is valid */
+    bit<16> ev_field;       /* this switch's structured-EV field of the packet's EV */
+    bool ev_configured;     /* the switch steers on structured EV */
 }
 
 /* ECN's intermediate values. Metadata, not locals: the compiler folds locals back into one

@@ -45,7 +45,12 @@ def _without_bmv2(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_an_unknown_target_is_refused_with_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown target 'tofino'; targets: bmv2, linux, auto"):
+    with pytest.raises(ValueError, match=r"unknown target 'netfpga'; targets: bmv2, linux, auto"):
+        check_target("netfpga", load_topology("leaf-spine"))
+
+
+def test_tofino_is_refused_because_there_is_no_tofino_switch_to_start_here() -> None:
+    with pytest.raises(ValueError, match=r"'tofino': there is no Tofino switch to start here"):
         check_target("tofino", load_topology("leaf-spine"))
 
 
@@ -156,7 +161,7 @@ def test_the_controller_is_started_for_the_target_it_programs(tmp_path: Path) ->
 
 def test_the_runner_exits_2_for_an_unknown_target_or_topology() -> None:
     pytest.importorskip("mininet.net", reason="Mininet is not installed")
-    for args in (["leaf-spine", "--target", "tofino"], ["no-such-topology"]):
+    for args in (["leaf-spine", "--target", "netfpga"], ["no-such-topology"]):
         proc = subprocess.run(
             [sys.executable, "-m", "testbed", "run", *args],
             cwd=REPO,
@@ -167,3 +172,17 @@ def test_the_runner_exits_2_for_an_unknown_target_or_topology() -> None:
         )
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("testbed: ")
+
+
+def test_the_runner_refuses_tofino_saying_there_is_no_tofino_switch_here() -> None:
+    pytest.importorskip("mininet.net", reason="Mininet is not installed")
+    proc = subprocess.run(
+        [sys.executable, "-m", "testbed", "run", "leaf-spine", "--target", "tofino"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "testbed: target 'tofino': there is no Tofino switch to start here" in proc.stderr

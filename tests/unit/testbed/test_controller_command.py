@@ -17,6 +17,15 @@ def test_a_routing_policy_is_passed_on_normalised(tmp_path: Path) -> None:
     assert "--routing" not in controller_command("leaf-spine", socket, log, "mn0a1b")
 
 
+def test_a_path_mode_is_passed_on_and_a_bad_one_refused(tmp_path: Path) -> None:
+    socket, log = tmp_path / "c.sock", tmp_path / "c.jsonl"
+    command = controller_command("leaf-spine", socket, log, "mn0a1b", path_mode="structured")
+    assert command[command.index("--path-mode") + 1] == "structured"
+    assert "--path-mode" not in controller_command("leaf-spine", socket, log, "mn0a1b")
+    with pytest.raises(ValueError, match="'usid' is not a valid PathMode"):
+        controller_command("leaf-spine", socket, log, "mn0a1b", path_mode="usid")
+
+
 def test_a_bad_routing_policy_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="routing must be"):
         controller_command("leaf-spine", tmp_path / "s", tmp_path / "l", "mn0a1b", routing="rip")

@@ -36,3 +36,13 @@ def test_every_agent_gets_the_topologys_dscp_values(tmp_path: Path) -> None:
     assert _option(options, "--plane") == str(topology.host("h1").nics[0].ipv4.ip)
     dscp = _option(options, "--dscp")
     assert parse_dscp(dscp) == DscpMap(trimmable=20, trimmable_retx=21, control=40)
+
+
+def test_in_structured_mode_every_agent_gets_the_topology_to_name_paths(tmp_path: Path) -> None:
+    topology = load_topology("leaf-spine")
+    plain = HostAgents(topology, tmp_path, "mnt").serve_options(topology.host("h1"))
+    assert "--path-mode" not in plain and "--topology" not in plain
+    agents = HostAgents(topology, tmp_path, "mnt", structured_topology="leaf-spine")
+    options = agents.serve_options(topology.host("h1"))
+    assert _option(options, "--path-mode") == "structured"
+    assert _option(options, "--topology") == "leaf-spine"

@@ -45,8 +45,15 @@ def test_lost_bytes_and_incomplete_transfers_are_carried_through() -> None:
 
 
 def test_an_unknown_target_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench_targets.main(["--targets", "tofino"]) == 2
-    assert "unknown targets ['tofino']" in capsys.readouterr().err
+    assert bench_targets.main(["--targets", "netfpga"]) == 2
+    assert "unknown targets ['netfpga']" in capsys.readouterr().err
+
+
+def test_tofino_is_refused_because_there_is_no_tofino_switch_here(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert bench_targets.main(["--targets", "linux,tofino"]) == 2
+    assert "there is no Tofino switch to start here" in capsys.readouterr().err
 
 
 def test_the_seed_table_puts_every_targets_ratio_beside_the_order_that_seed_ran_them():

@@ -57,3 +57,49 @@ def test_a_field_refuses_a_value_it_cannot_hold() -> None:
 def test_a_plane_beyond_the_block_scheme_is_refused() -> None:
     with pytest.raises(PathError, match="plane 256"):
         usid_block(256)
+
+
+@pytest.mark.parametrize("preset", ["leaf-spine", "leaf-spine-4x4", "fat-tree", "two-plane"])
+def test_in_the_presets_an_ev_names_a_path_and_its_reverse(preset: str) -> None:
+    """The receiver answers on the EV it was sent on; the destination's switches then climb by
+    the same field values, which in the presets' regular wiring is the reverse path exactly."""
+    table = path_table(load_topology(preset))
+    for paths in table.paths.values():
+        for path in paths:
+            ev = path.structured_ev(table.layout, 0xC0000000)
+            assert table.reverse(path).structured_ev(table.layout, 0xC0000000) == ev
+
+
+CROSSED = """\
+name: crossed
+planes: [{id: 0}]
+switches:
+- {name: l1, role: leaf, device_id: 1}
+- {name: l2, role: leaf, device_id: 2}
+- {name: s1, role: spine, device_id: 3}
+- {name: s2, role: spine, device_id: 4}
+hosts:
+- {name: h1, nics: [{switch: l1, port: 1}]}
+- {name: h2, nics: [{switch: l2, port: 1}]}
+links:
+- {a: 'l1:3', b: 's1:1'}
+- {a: 'l1:4', b: 's2:1'}
+- {a: 'l2:3', b: 's2:2'}
+- {a: 'l2:4', b: 's1:2'}
+"""
+
+
+def test_with_uplinks_crossed_the_answers_on_an_ev_take_another_spine(tmp_path) -> None:
+    """The reverse path is exact only when the uplinks are in the same order at both ends:
+    here l2's first uplink goes to s2, so the EV of l1 -> s1 -> l2 brings answers via s2."""
+    path_file = tmp_path / "crossed.yaml"
+    path_file.write_text(CROSSED)
+    table = path_table(load_topology(str(path_file)))
+    forward = table.between("l1", "l2")[0]
+    assert forward.switches == ("l1", "s1", "l2")
+    ev = forward.structured_ev(table.layout, 0xC0000000)
+    field = table.layout.field(0)
+    assert field is not None
+    uplink = field.value_of(ev)  # what l2 reads in the answers
+    (answers,) = [p for p in table.between("l2", "l1") if p.choices == ((0, uplink),)]
+    assert answers.switches == ("l2", "s2", "l1")

@@ -38,16 +38,19 @@ control EcnMarking(inout headers_t hdr, in mrc_class_t mrc_class, inout ecn_scra
     /* The draw between min_depth and max_depth, one dependent step per table: a Tofino action
      * runs in one stage, and each step needs the previous one's result. Hidden: the data plane
      * runs them, the controller never sees them. */
+    @hidden
     action ecn_step_span() {
         s.draw = rng.get();
         s.above_min = eg_intr_md.enq_qdepth |-| min_depth;
         s.span = max_depth - min_depth;
     }
 
+    @hidden
     action ecn_step_mask() {
         s.r = s.draw & s.span;
     }
 
+    @hidden
     action ecn_step_excess() {
         s.excess = s.above_min |-| s.r;
     }

@@ -1,8 +1,6 @@
 /* MRC-aware ECMP on Tofino, as mrc.p4's Next: a next-hop id selects a P4Runtime action-profile
- * group, and the selector hashes the addresses and the entropy value (EV: UDP source port, plus
- * the low 16 bits of the IPv6 flow label) with CRC32, so every EV maps to one member and different
- * EVs spread. The hash inputs are metadata set here on every packet: invalid headers hold
- * whatever their containers last held. Tofino's selector drops a member whose watch port is down
+ * group, and the selector hashes the addresses and the entropy value (EV) with CRC32, so every EV
+ * maps to one member and different EVs spread. HashInputs (hash_inputs.p4) sets the inputs. Tofino's selector drops a member whose watch port is down
  * only through the control plane (the switch's port-status handling), not in the data plane. */
 #ifndef MRC_TNA_NEXT_P4
 #define MRC_TNA_NEXT_P4
@@ -17,9 +15,11 @@ control Next(inout headers_t hdr, inout local_metadata_t meta,
     Counter<bit<64>, bit<16>>(MAX_MEMBERS, CounterType_t.PACKETS_AND_BYTES) member_packets;
 
     Hash<bit<32>>(HashAlgorithm_t.CRC32) selector_hash;
-    @name(".MrcIngress.next.hashed_profile")
-    ActionProfile(1024) hashed_profile;
+    /* P4Runtime (standard externs) names the selector after its action profile, so the profile
+     * carries mrc.p4's selector name. */
     @name(".MrcIngress.next.hashed_selector")
+    ActionProfile(1024) hashed_profile;
+    @name(".MrcIngress.next.hashed_selection")
     ActionSelector(hashed_profile, selector_hash, SelectorMode_t.FAIR, MAX_GROUP_SIZE,
                    MAX_GROUPS) hashed_selector;
 
@@ -45,22 +45,6 @@ control Next(inout headers_t hdr, inout local_metadata_t meta,
     }
 
     apply {
-        meta.hash_src = 0;
-        meta.hash_dst = 0;
-        meta.ev = 0;
-        if (hdr.ipv4.isValid()) {
-            meta.hash_src = (bit<128>)hdr.ipv4.src_addr;
-            meta.hash_dst = (bit<128>)hdr.ipv4.dst_addr;
-        } else if (hdr.ipv6.isValid()) {
-            meta.hash_src = hdr.ipv6.src_addr;
-            meta.hash_dst = hdr.ipv6.dst_addr;
-        }
-        if (hdr.udp.isValid()) {
-            meta.ev[31:16] = hdr.udp.src_port;
-            if (hdr.ipv6.isValid()) {
-                meta.ev[15:0] = hdr.ipv6.flow_label[15:0];
-            }
-        }
         if (!hashed.apply().hit) {
             meta.routed = false;
         }

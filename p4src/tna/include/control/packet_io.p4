@@ -1,7 +1,10 @@
 /* Packet I/O with the controller, as in mrc.p4: a packet-out from the CPU port goes to the port
  * the controller names, on the high-priority queue; an LLDP frame goes up to the CPU as a
  * packet-in carrying the port it arrived on. The controller headers are mrc.p4's
- * (@controller_header packet_in / packet_out), which the TNA P4Runtime servers understand. */
+ * (@controller_header packet_in / packet_out), which the TNA P4Runtime servers understand.
+ * packet_in._pad is left as it is: zeroing it in the same action as the port copy would need a
+ * constant and a rotated source at once, which Tofino's ALUs cannot do. The controller ignores
+ * the padding. Packet-ins and packet-outs bypass egress: they carry no bridged metadata. */
 #ifndef MRC_TNA_PACKET_IO_P4
 #define MRC_TNA_PACKET_IO_P4
 

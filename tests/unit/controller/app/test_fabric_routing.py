@@ -19,6 +19,7 @@ from controller.intent import RoutingPolicy
 from controller.southbound.interface import SwitchRole
 from tests.unit.controller.fakes import EventSink, FakeClock, FakeFabric, run_on_clock
 from topologies import Topology
+from topologies.paths import PathMode
 
 H1 = ip_address("10.0.1.1")
 H3 = ip_address("10.0.2.1")
@@ -27,7 +28,9 @@ H3 = ip_address("10.0.2.1")
 class RoutingScenario:
     """A controller with a routing policy over a FakeFabric; the test reports carrier."""
 
-    def __init__(self, topology: Topology, routing: str) -> None:
+    def __init__(
+        self, topology: Topology, routing: str, path_mode: PathMode = PathMode.ECMP
+    ) -> None:
         self.topology = topology
         self.clock = FakeClock()
         self.sink = EventSink(self.clock)
@@ -40,6 +43,7 @@ class RoutingScenario:
             self.clock,
             RetryPolicy(initial_s=0.01, max_s=0.02),
             routing=RoutingPolicy.parse(routing),
+            path_mode=path_mode,
         )
 
     def run(self, body: Callable[[], Awaitable[None]]) -> None:

@@ -341,3 +341,63 @@ def test_a_walk_says_where_it_stops_short():
 
     wrong = walk(topology, Flow.of_ev("10.0.1.1", "10.0.2.2", 0), Misdelivering())
     assert wrong.error == "delivered to h2:0 instead"
+
+
+STRUCTURED_OUTPUT = """\
+RuntimeCmd: ==========
+TABLE ENTRIES
+==========
+Dumping default entry
+Action entry: MrcIngress.structured_ev.set_ev_field - 10, 03
+==========
+RuntimeCmd: ==========
+TABLE ENTRIES
+**********
+Dumping entry 0x0
+Match key:
+* scalars.local_metadata_t.next_id: EXACT     0003
+* scalars.structured_ev_field     : EXACT     0000
+Action entry: MrcIngress.structured_ev.ev_uplink - 03, 020000010003, 020000030001
+**********
+Dumping entry 0x1
+Match key:
+* scalars.local_metadata_t.next_id: EXACT     0003
+* scalars.structured_ev_field     : EXACT     0001
+Action entry: MrcIngress.structured_ev.ev_uplink - 04, 020000010004, 020000040001
+**********
+Dumping entry 0x2
+Match key:
+* scalars.local_metadata_t.next_id: EXACT     0003
+* scalars.structured_ev_field     : EXACT     0002
+Action entry: MrcIngress.structured_ev.ev_uplink - 05, 020000010005, 020000050001
+**********
+Dumping entry 0x3
+Match key:
+* scalars.local_metadata_t.next_id: EXACT     0003
+* scalars.structured_ev_field     : EXACT     0003
+Action entry: MrcIngress.structured_ev.ev_uplink - 06, 020000010006, 020000060001
+==========
+Dumping default entry
+Action entry: NoAction -
+==========
+RuntimeCmd:
+"""
+
+
+def test_in_structured_mode_the_ev_field_picks_the_uplink_before_any_hash():
+    """The dumps of a leaf in structured mode (EV bits 17-16 name the spine): the field's
+    uplink is taken even with its port down (the switch does not check), and a next hop
+    without uplink entries is hashed as before."""
+    plain = parse_tables(CLI_OUTPUT)
+    assert plain.ev_field is None and plain.uplinks == {}
+    tables = parse_tables(CLI_OUTPUT + STRUCTURED_OUTPUT)
+    assert tables.ev_field == (16, 3)
+    assert tables.uplinks == {(3, 0): 3, (3, 1): 4, (3, 2): 5, (3, 3): 6}
+    for value, port in enumerate((3, 4, 5, 6)):
+        flows = [
+            Flow.of_ev("10.0.1.2", "10.0.2.2", (0xC000 | high << 2 | value) << 16)
+            for high in range(50)
+        ]
+        assert {tables.egress_port(flow) for flow in flows} == {port}
+    assert tables.egress_port(Flow.of_ev("10.0.2.2", "10.0.1.1", 0xC0010000)) == 1
+    assert any("structured_ev.uplinks" in command for command in dump_commands())

@@ -197,5 +197,10 @@ def test_kernel_switch_namespaces_never_collide_with_host_or_panel_namespaces(pr
 
 
 def test_an_unknown_switch_target_names_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown switch target 'tofino'; targets: bmv2, linux"):
+    with pytest.raises(ValueError, match=r"unknown switch target 'netfpga'; targets: bmv2, linux"):
+        SwitchTarget.parse("netfpga")
+
+
+def test_tofino_is_refused_because_there_is_no_tofino_switch_to_start_here():
+    with pytest.raises(ValueError, match=r"'tofino': there is no Tofino switch to start here"):
         SwitchTarget.parse("tofino")

@@ -31,9 +31,18 @@ def test_target_and_prefix_come_from_the_file(tmp_path: Path) -> None:
 
 def test_an_unknown_target_is_named_with_the_valid_ones(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text("target: tofino\n")
-    with pytest.raises(ConfigError, match="target must be one of bmv2, linux, not 'tofino'"):
+    path.write_text("target: netfpga\n")
+    with pytest.raises(
+        ConfigError, match="target must be one of bmv2, linux, tofino, not 'netfpga'"
+    ):
         load_config(path)
+
+
+def test_tofino_is_a_target_of_the_file_and_of_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("target: tofino\n")
+    assert load_config(path).target is Target.TOFINO
+    assert ControllerConfig().with_overrides(target="tofino").target is Target.TOFINO
 
 
 @pytest.mark.parametrize("prefix", ["a/b", "x y", "..\n"])
@@ -81,9 +90,17 @@ def test_cli_refuses_an_unknown_target_before_touching_anything(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["run", "leaf-spine", "--target", "tofino"])
+        cli.main(["run", "leaf-spine", "--target", "netfpga"])
     assert exit_info.value.code == 2
-    assert "invalid choice: 'tofino'" in capsys.readouterr().err
+    assert "invalid choice: 'netfpga'" in capsys.readouterr().err
+
+
+def test_cli_accepts_tofino_and_asks_for_the_compiled_program_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = cli.main(["run", "leaf-spine", "--target", "tofino"])
+    assert status == cli.EXIT_USAGE
+    assert "the tofino target needs tofino.program" in capsys.readouterr().err
 
 
 def test_cli_reports_grpc_settings_with_linux_as_a_usage_error(

@@ -1,0 +1,95 @@
+"""The path mode in the controller: ``path_mode:`` in the file, ``--path-mode`` on the command
+line (which wins), ECMP when neither says; the running controller programs the mode's static
+tables and keeps them through link changes; the linux target refuses the exact modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.app.config import ConfigError, ControllerConfig, Target, load_config
+from controller.app.runtime import check_compatible
+from controller.app.status import collect_status, format_status
+from controller.cli import main
+from tests.unit.controller.app.test_fabric_routing import H3, RoutingScenario, settle
+from topologies import Topology
+from topologies.paths import PathMode
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "controller.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_default_is_ecmp():
+    assert load_config(None).path_mode is PathMode.ECMP
+
+
+@pytest.mark.parametrize("mode", ["ecmp", "structured", "srv6"])
+def test_the_file_sets_the_mode(tmp_path, mode):
+    assert load_config(_write(tmp_path, f"path_mode: {mode}\n")).path_mode is PathMode(mode)
+
+
+@pytest.mark.parametrize("text", ["hashed", "1", "[srv6]", "STRUCTURED"])
+def test_a_bad_mode_in_the_file_names_the_file_and_the_choices(tmp_path, text):
+    path = _write(tmp_path, f"path_mode: {text}\n")
+    with pytest.raises(ConfigError, match=f"{path}: path_mode must be one of ecmp, structured, "):
+        load_config(path)
+
+
+def test_the_command_line_wins_over_the_file(tmp_path):
+    config = load_config(_write(tmp_path, "path_mode: srv6\n"))
+    assert config.with_overrides(path_mode=None).path_mode is PathMode.SRV6
+    assert config.with_overrides(path_mode="structured").path_mode is PathMode.STRUCTURED
+    with pytest.raises(ConfigError, match="command line: path_mode must be"):
+        ControllerConfig().with_overrides(path_mode="usid")
+
+
+@pytest.mark.parametrize("mode", ["structured", "srv6"])
+def test_the_linux_target_refuses_the_exact_modes_saying_why(leaf_spine, mode):
+    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode(mode))
+    with pytest.raises(ConfigError, match=f"path_mode {mode}: the linux target .* seg6local"):
+        check_compatible(leaf_spine, config)
+    check_compatible(leaf_spine, ControllerConfig(target=Target.LINUX))
+
+
+def test_the_cli_refuses_linux_with_srv6_before_touching_a_switch(capsys):
+    assert main(["run", "leaf-spine", "--target", "linux", "--path-mode", "srv6"]) == 2
+    assert "the linux target forwards by hashed ECMP only" in capsys.readouterr().err
+
+
+def test_ecmp_programs_no_path_tables(leaf_spine):
+    scenario = RoutingScenario(leaf_spine, "reactive")
+
+    async def body() -> None:
+        for intent in scenario.fake.intents.values():
+            assert intent.ev_field is None and not intent.ev_uplinks and not intent.local_usids
+
+    scenario.run(body)
+
+
+def test_structured_tables_are_programmed_and_survive_a_cut(leaf_spine: Topology):
+    scenario = RoutingScenario(leaf_spine, "reactive", PathMode.STRUCTURED)
+
+    async def body() -> None:
+        before = scenario.fake.intents["l1"]
+        assert before.ev_field is not None
+        assert (before.ev_field.shift, before.ev_field.width) == (16, 2)
+        # Four field values toward l2, one per spine, in uplink order (ports 3-6).
+        assert [entry.egress_port for entry in before.ev_uplinks] == [3, 4, 5, 6]
+        scenario.set_link("l2", "s1", up=False)
+        await settle()
+        after = scenario.fake.intents["l1"]
+        assert scenario.ports("l1", H3) == (4, 5, 6), "the hashed group reroutes"
+        assert after.ev_uplinks == before.ev_uplinks, "the exact path through s1 stays"
+        status = await collect_status(scenario.fabric)
+        assert status["path_mode"] == "structured"
+        assert (
+            format_status(status)
+            .splitlines()[1]
+            .startswith("routing: reactive, paths: structured,")
+        )
+
+    scenario.run(body)
