@@ -122,8 +122,9 @@ class MrcConfig:
     #: Most PSNs in flight (sent, not yet cumulatively acked). 4096 packets = 4 MiB, above the
     #: bandwidth-delay product of 10 Gbit/s x 3 ms; must stay below 2**15 (signed SETH offsets).
     max_psn_window: int = 4096
-    #: Most messages a sender keeps unconfirmed; below ``completion_history`` so the receiver
-    #: still remembers the outcome of any message the sender asks about again.
+    #: How far a sender's MSNs may run past its oldest unconfirmed message (the RQMSN), and so
+    #: the most it keeps unconfirmed; below ``completion_history`` so the receiver still
+    #: remembers the outcome of any message the sender asks about again.
     max_unconfirmed_messages: int = 2048
     #: Outcomes of completed messages the receiver remembers, to re-answer a sender whose
     #: completion ACK was lost.

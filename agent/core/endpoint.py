@@ -164,8 +164,9 @@ class Endpoint:
         """RDMA-write ``data`` to the peer's ``remote_va`` in region ``rkey``; returns the MSN.
 
         Completion is the ``MessageAcked`` event (the receiver confirmed every byte) or
-        ``MessageFailed``. Raises ``SendQueueFull`` when too many messages are unconfirmed,
-        ``ConnectionClosed`` on a dead connection, ``ValueError`` for impossible arguments.
+        ``MessageFailed``. Raises ``SendQueueFull`` when the oldest unconfirmed message is
+        ``max_unconfirmed_messages`` messages back, ``ConnectionClosed`` on a dead
+        connection, ``ValueError`` for impossible arguments.
         """
         return self._connection(qp).post_write(data, remote_va, rkey, immediate)
 

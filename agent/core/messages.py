@@ -173,8 +173,15 @@ class MessageQueue:
     # --- posting --------------------------------------------------------------------------
 
     def can_post(self) -> bool:
-        """Whether another message fits (see ``MrcConfig.max_unconfirmed_messages``)."""
-        return len(self.unconfirmed) < self._config.max_unconfirmed_messages
+        """Whether another message fits: its MSN stays fewer than ``max_unconfirmed_messages``
+        past the RQMSN (the oldest unconfirmed MSN), whatever completed in between.
+
+        The span, not the count, is what the receiver's ``completion_history`` must cover:
+        otherwise a message whose ACK went missing falls out of that history while later ones
+        complete, and its requests for the ACK are never answered.
+        """
+        span = (self._next_msn - self.rqmsn) & MSN_MASK
+        return span < self._config.max_unconfirmed_messages
 
     def post(
         self, data: bytes | memoryview, remote_va: int, rkey: int, immediate: int | None
@@ -198,8 +205,9 @@ class MessageQueue:
             raise ValueError(f"immediate {immediate} is not a 32-bit value")
         if not self.can_post():
             raise SendQueueFull(
-                f"{len(self.unconfirmed)} messages unconfirmed "
-                f"(max_unconfirmed_messages={self._config.max_unconfirmed_messages})"
+                f"the oldest unconfirmed message (MSN {self.rqmsn}) is "
+                f"max_unconfirmed_messages={self._config.max_unconfirmed_messages} messages "
+                f"back ({len(self.unconfirmed)} unconfirmed)"
             )
         msn = self._next_msn
         self._next_msn = (msn + 1) & MSN_MASK
@@ -325,22 +333,28 @@ class MessageQueue:
         now: float,
         outbox: list[tuple[DataPacket | ReliabilityProbe, EvEntry]],
     ) -> None:
-        """The receiver's ACK is overdue: resend the message's last packet to ask again."""
-        message.confirm_attempts += 1
+        """The receiver's ACK is overdue: resend the message's last packet to ask again.
+
+        A request that cannot go out (no EV may carry data, as for a lone EV after a loss) is
+        not an attempt: it is made again after the same timeout, not a backed-off one.
+        """
         entry = self._ev_set.next_for_control()
-        if entry is not None:
-            length = message.length
-            offset = ((length - 1) // self._mss) * self._mss if length else 0
-            rec = SentPacket(
-                message.last_psn,
-                message,
-                offset,
-                length - offset,
-                packet_opcode(offset == 0, True, message.immediate is not None),
-            )
-            rec.ts16 = int(now * _US) & 0xFFFF
-            self._counters.completion_probes += 1
-            outbox.append((self.data_packet(rec, retransmit=True), entry))
+        if entry is None:
+            self.schedule_confirmation(message, now)
+            return
+        message.confirm_attempts += 1
+        length = message.length
+        offset = ((length - 1) // self._mss) * self._mss if length else 0
+        rec = SentPacket(
+            message.last_psn,
+            message,
+            offset,
+            length - offset,
+            packet_opcode(offset == 0, True, message.immediate is not None),
+        )
+        rec.ts16 = int(now * _US) & 0xFFFF
+        self._counters.completion_probes += 1
+        outbox.append((self.data_packet(rec, retransmit=True), entry))
         self.schedule_confirmation(message, now)
 
     def finish(self, message: OutboundMessage, syndrome: int) -> None:

@@ -75,7 +75,7 @@ class Sender:
     # --- posting --------------------------------------------------------------------------
 
     def can_post(self) -> bool:
-        """Whether another message fits (see ``MrcConfig.max_unconfirmed_messages``)."""
+        """Whether another message fits (see ``MessageQueue.can_post``)."""
         return self.messages.can_post()
 
     def post(
