@@ -22,9 +22,11 @@
    detection and programming. Target: median cut-to-update under 100 ms (at a 10 ms probe
    interval on BMv2).
 
-JSON goes to stdout (and ``--out``). A part whose prerequisites are missing (BMv2, root,
-Mininet, the linux target's tools) is reported as skipped with the reason, and the exit status
-stays 0.
+Every timed write run and every cut records each core's busy share over its window, and each
+part's ``summary`` puts ``CPU-bound`` beside its figure when a core was saturated during a run
+behind it (:mod:`tools.core_load`). JSON goes to stdout (and ``--out``). A part whose
+prerequisites are missing (BMv2, root, Mininet, the linux target's tools) is reported as
+skipped with the reason, and the exit status stays 0.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from controller.southbound.records import ActionCall, RecordSet, TableEntryRecor
 from controller.southbound.writer import DEFAULT_MAX_BATCH, BatchWriteError, execute_plan
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, find_tool, is_root, tool_version
 from testbed.bmv2 import Bmv2Options, Bmv2Process
+from tools.core_load import CoreWindow, beside, overall
 from tools.counterbalance import ordered, paired_summary, spread
 from topologies import load_topology_file
 from topologies.document import dump_document
@@ -91,28 +94,30 @@ def route_records(count: int) -> RecordSet:
     )
 
 
-async def _timed_write(switch: fy.Switch, plan: WritePlan, max_batch: int) -> dict[str, float]:
+async def _timed_write(switch: fy.Switch, plan: WritePlan, max_batch: int) -> dict[str, Any]:
     async def send(batch: tuple[Any, ...]) -> None:
         try:
             await switch.write([to_update(update) for update in batch])
         except Exception as error:
             raise BatchWriteError(repr(error)) from None
 
-    started = time.perf_counter()
-    outcome = await execute_plan(plan, send, max_batch)
-    elapsed = time.perf_counter() - started
+    with CoreWindow() as cores:
+        started = time.perf_counter()
+        outcome = await execute_plan(plan, send, max_batch)
+        elapsed = time.perf_counter() - started
     if not outcome.ok:
         raise RuntimeError(f"benchmark write failed: {outcome.error or outcome.failures[0]}")
     return {
         "seconds": round(elapsed, 4),
         "requests": outcome.requests,
         "entries_per_s": round(len(plan) / elapsed, 1),
+        "cores": cores.load,
     }
 
 
 async def _write_rates(
     address: str, entries: int, rounds: int, max_batch: int
-) -> tuple[dict[str, list[dict[str, float]]], list[list[str]]]:
+) -> tuple[dict[str, list[dict[str, Any]]], list[list[str]]]:
     """Every round's run of each mode, and the order each round ran them in."""
     options = fy.SwitchOptions(
         p4info=p4_program.P4INFO_PATH, p4blob=p4_program.P4BLOB_PATH, initial_election_id=10
@@ -121,7 +126,7 @@ async def _write_rates(
     install = plan_writes(RecordSet(), records)
     remove = plan_writes(records, RecordSet())
     sizes = {BATCHED: max_batch, SINGLE: 1}
-    runs: dict[str, list[dict[str, float]]] = {BATCHED: [], SINGLE: []}
+    runs: dict[str, list[dict[str, Any]]] = {BATCHED: [], SINGLE: []}
     orders: list[list[str]] = []
     async with fy.Switch("bench", address, options) as switch:
         for round_ in range(rounds):
@@ -134,15 +139,20 @@ async def _write_rates(
 
 
 def write_rate_summary(
-    runs: dict[str, list[dict[str, float]]], orders: list[list[str]], max_batch: int
+    runs: dict[str, list[dict[str, Any]]], orders: list[list[str]], max_batch: int
 ) -> dict[str, Any]:
-    """Part 1's JSON from its runs: each mode's median, every round's pair, the speedup."""
+    """Part 1's JSON from its runs: each mode's median, every round's pair (with the verdict
+    over its two runs' cores), the speedup, and the speedup in words beside its verdict."""
     repeats = [
         {"order": order, **{mode: runs[mode][index]["entries_per_s"] for mode in WRITE_MODES}}
         for index, order in enumerate(orders)
     ]
     paired = paired_summary(repeats, BATCHED, SINGLE, digits=2)
     speedup = paired["ratio"]["median"]
+    for pair in paired["pairs"]:
+        index = pair["repeat"]
+        pair["cores"] = overall(runs[mode][index].get("cores") for mode in WRITE_MODES)["verdict"]
+    bottleneck = overall(run.get("cores") for mode in WRITE_MODES for run in runs[mode])
     return {
         "rounds": len(orders),
         "order": "each round runs both modes back to back; which goes first alternates",
@@ -160,6 +170,8 @@ def write_rate_summary(
         "speedup": speedup,
         "speedup_spread": paired["ratio"],
         "speedup_median_by_first": paired["ratio_median_by_first"],
+        "bottleneck": bottleneck,
+        "summary": f"batched / single {beside(speedup, bottleneck)}",
         "target_speedup": BATCH_TARGET,
         "meets_target": speedup is not None and speedup >= BATCH_TARGET,
     }
@@ -193,10 +205,11 @@ def failover_skip_reason(target: str) -> str | None:
 
 
 def failover_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """The spread of each timing over the cuts (min, median, max, mean), and the target check
-    on the median from cut to last update."""
+    """The spread of each timing over the cuts (min, median, max, mean), the target check
+    on the median from cut to last update, and the cores' verdict over the cuts' windows."""
     cut_to_update = spread([s["cut_to_update_ms"] for s in samples], 2)
     median = cut_to_update["median"]
+    bottleneck = overall(s.get("cores") for s in samples)
     return {
         "cut_to_last_update_ms": cut_to_update,
         "controller_reported_ms": {
@@ -205,6 +218,8 @@ def failover_summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "programming": spread([s["programming_ms"] for s in samples], 2),
         },
         "writes": spread([s["writes"] for s in samples], 1),
+        "bottleneck": bottleneck,
+        "summary": f"median cut to last update {beside(median, bottleneck, 'ms')}",
         "target_median_ms": FAILOVER_TARGET_MS,
         "meets_target": median is not None and median < FAILOVER_TARGET_MS,
     }
@@ -295,12 +310,14 @@ def _start_controller(
 def _one_cut(network: Any, events: _EventTail, link: Any) -> dict[str, Any]:
     """Cut ``link``, wait for the controller's failover around it, restore it and wait for the
     failover back. Times are on the monotonic clock, which the controller's event log carries
-    (``mono``) and which this process shares with it."""
+    (``mono``) and which this process shares with it. The cores' busy share is taken over
+    the window the figure measures, from the cut to the failover event."""
     a, b = str(link.a), str(link.b)
     mark = events.mark()
-    cut_at = time.monotonic()
-    network.cut(a, b)
-    down = events.wait("failover", lambda e: f"{link.id} down" in e["trigger"], mark)
+    with CoreWindow() as cores:
+        cut_at = time.monotonic()
+        network.cut(a, b)
+        down = events.wait("failover", lambda e: f"{link.id} down" in e["trigger"], mark)
     mark = events.mark()
     network.restore(a, b)
     events.wait("failover", lambda e: f"{link.id} up" in e["trigger"], mark)
@@ -313,6 +330,7 @@ def _one_cut(network: Any, events: _EventTail, link: Any) -> dict[str, Any]:
         "programming_ms": down["programming_ms"],
         "writes": down["writes"],
         "complete": down["complete"],
+        "cores": cores.load,
     }
 
 

@@ -24,6 +24,11 @@ Every repeat runs both programs of a figure back to back, the first one alternat
 to repeat (:mod:`tools.counterbalance`); a figure's ratio is the median of the repeats' paired
 ratios, reported with each pair and the spread. Packets mrc.p4 trimmed (its trim counter) are
 subtracted from what it delivered, so a trim could never raise its rate.
+Every replay records each core's busy share from its first to its last delivery
+(:mod:`tools.core_load`). The switch's core is
+meant to be the limit here, so ``CPU-bound`` is the expected verdict: the ratio is then what
+each program costs BMv2 per packet, and the per-core shares show whether the sender's core
+(or another job) was saturated as well.
 Target: ``forwarding`` ratio >= 0.7.
 """
 
@@ -48,10 +53,12 @@ from scapy.utils import wrpcap
 
 from controller.southbound import p4_program
 from controller.southbound.p4_program import P4_CLASS_OF
+from experiments.cpu import core_times
 from hostenv.netns import NetnsLab, terminate_on_signals
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, TCPREPLAY, find_tool, is_root, tool_version
 from p4src import BUILD_DIR
 from testbed.bmv2 import Bmv2Options, Bmv2Process
+from tools.core_load import beside, overall, window_load
 from tools.counterbalance import ordered, paired_summary
 from tools.p4rt_sync import SyncSwitch
 from wire.constants import Opcode
@@ -290,8 +297,9 @@ def delivered_per_port(prefix: str) -> dict[int, int]:
 
 
 def replay_once(pcap: Path, loops: int, prefix: str) -> dict[str, Any]:
-    """Offer the pcap at top speed; packets delivered (in all and per port) and the seconds
-    from the first to the last delivery."""
+    """Offer the pcap at top speed; packets delivered (in all and per port), the seconds
+    from the first to the last delivery, and each core's busy share over those same seconds
+    (:mod:`tools.core_load`)."""
     base = delivered_per_port(prefix)
     replay = subprocess.Popen(
         [
@@ -312,14 +320,16 @@ def replay_once(pcap: Path, loops: int, prefix: str) -> dict[str, Any]:
     start_total = sum(base.values())
     first_t = last_t = None
     first_n = last_n = start_total
+    first_cores = last_cores = core_times()
     idle_since = time.monotonic()
     while True:
         now = time.monotonic()
         n = sum(delivered_per_port(prefix).values())
         if n != last_n:
+            cores = core_times()
             if first_t is None:
-                first_t, first_n = now, last_n
-            last_t, last_n, idle_since = now, n, now
+                first_t, first_n, first_cores = now, last_n, cores
+            last_t, last_n, idle_since, last_cores = now, n, now, cores
         elif replay.poll() is not None and now - idle_since > 1.0:
             break
         time.sleep(0.01)
@@ -333,6 +343,7 @@ def replay_once(pcap: Path, loops: int, prefix: str) -> dict[str, Any]:
         "delivered": last_n - first_n,
         "seconds": last_t - first_t,
         "per_port": {str(port): end[port] - base[port] for port in SINK_PORTS},
+        "cores": window_load(first_cores, last_cores),
     }
 
 
@@ -418,13 +429,18 @@ class Rig:
 def summarize_figure(
     figure: Figure, runs: dict[str, list[dict[str, Any]]], orders: list[list[str]]
 ) -> dict[str, Any]:
-    """One figure's JSON: each program's runs and median, every repeat's pair, the ratio."""
+    """One figure's JSON: each program's runs and median, every repeat's pair (with the
+    verdict over its two runs' cores), the ratio, and the ratio in words beside its verdict."""
     repeats = [
         {"order": order, BASELINE: runs[BASELINE][i]["pps"], MRC: runs[MRC][i]["pps"]}
         for i, order in enumerate(orders)
     ]
     paired = paired_summary(repeats, MRC, BASELINE)
     ratio = paired["ratio"]["median"]
+    for pair in paired["pairs"]:
+        index = pair["repeat"]
+        pair["cores"] = overall(runs[p][index].get("cores") for p in PROGRAMS)["verdict"]
+    bottleneck = overall(run.get("cores") for p in PROGRAMS for run in runs[p])
     result: dict[str, Any] = {"meaning": figure.meaning, "setup": asdict(figure)}
     for program in PROGRAMS:
         rates = [run["pps"] for run in runs[program]]
@@ -436,6 +452,8 @@ def summarize_figure(
             "ratio_median_by_first": paired["ratio_median_by_first"],
             "ratio_mrc_to_baseline": ratio,
             "trimmed_total": sum(run["trimmed"] for run in runs[MRC]),
+            "bottleneck": bottleneck,
+            "summary": beside(ratio, bottleneck),
         }
     )
     return result
@@ -500,6 +518,7 @@ def run_inside(args: argparse.Namespace) -> dict[str, object]:
         "repeats": args.repeats,
         "figures": results,
         "ratio_mrc_to_baseline": forwarding,
+        "summary": {name: result["summary"] for name, result in results.items()},
         "program_work_ratio": results["program_work"]["ratio_mrc_to_baseline"],
         "target_ratio": TARGET_RATIO,
         "meets_target": forwarding is not None and forwarding >= TARGET_RATIO,

@@ -101,3 +101,27 @@ def test_the_bmv2_controller_probes_at_the_asked_interval(tmp_path: Path):
 def test_zero_rounds_or_cuts_is_a_usage_error(args: list[str], capsys: pytest.CaptureFixture[str]):
     assert bench.main(args) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def busy(busiest: float) -> dict:
+    return {"busiest_core": busiest, "verdict": "CPU-bound" if busiest > 0.8 else "calm"}
+
+
+def test_the_write_speedup_says_cpu_bound_when_a_rounds_core_was_saturated():
+    runs = {
+        bench.BATCHED: [{**write_run(1000.0), "cores": busy(0.95)}],
+        bench.SINGLE: [{**write_run(100.0), "cores": busy(0.5)}],
+    }
+    summary = bench.write_rate_summary(runs, [[bench.BATCHED, bench.SINGLE]], max_batch=500)
+    assert summary["pairs"][0]["cores"] == "CPU-bound"
+    assert summary["bottleneck"]["busiest_core_max"] == 0.95
+    assert summary["summary"].startswith("batched / single 10, CPU-bound")
+
+
+def test_a_failover_with_no_saturated_core_says_so_beside_its_median():
+    samples = [{**cut(20.0, 12.0), "cores": busy(0.3)}, {**cut(40.0, 14.0), "cores": busy(0.5)}]
+    summary = bench.failover_summary(samples)
+    assert summary["bottleneck"]["verdict"] == "no core saturated"
+    assert summary["summary"] == (
+        "median cut to last update 30 ms (no core saturated: busiest core 50 %)"
+    )

@@ -107,3 +107,21 @@ def test_a_figure_reports_every_pair_and_the_median_paired_ratio():
     assert result[bench.MRC]["pps"] == 80.5
     assert result["trimmed_total"] == 3
     assert result["setup"]["trim_lookup"] is False
+
+
+def cores(busiest: float) -> dict:
+    return {"busiest_core": busiest, "verdict": "CPU-bound" if busiest > 0.8 else "calm"}
+
+
+def test_a_figure_measured_with_a_saturated_core_says_cpu_bound_beside_its_ratio():
+    forwarding, _ = bench.figures(64)
+    runs = {
+        bench.BASELINE: [{**run(100.0), "cores": cores(0.5)}, {**run(100.0), "cores": cores(1.0)}],
+        bench.MRC: [{**run(60.0), "cores": cores(0.6)}, {**run(50.0), "cores": cores(0.7)}],
+    }
+    orders = [[bench.BASELINE, bench.MRC], [bench.MRC, bench.BASELINE]]
+    result = bench.summarize_figure(forwarding, runs, orders)
+    assert [pair["cores"] for pair in result["pairs"]] == ["no core saturated", "CPU-bound"]
+    assert result["bottleneck"]["verdict"] == "CPU-bound"
+    assert result["bottleneck"]["cpu_bound_runs"] == 1
+    assert result["summary"].startswith("0.55, CPU-bound (1 of 4 runs")
