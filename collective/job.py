@@ -89,6 +89,9 @@ class JobSpec:
 class JobHooks:
     """What a caller hears while the job runs (all called from the job's thread)."""
 
+    #: Once every rank's QPs are connected: rank r's QP numbers on its host's agent (the
+    #: numbers the agent's ``status`` lists its connections by).
+    on_connected: Callable[[list[list[int]]], None] | None = None
     #: Once every rank is connected and the clock starts (its ``time.monotonic()``).
     on_start: Callable[[float], None] | None = None
     #: Each iteration once every rank finished it (``collective.report.iteration_record``).
@@ -184,6 +187,8 @@ def run_job(
         raise JobError(f"transport {spec.transport}: {exc}") from None
     except (ApiError, ValueError, TimeoutError) as exc:
         raise JobError(f"setting the job up failed: {exc}") from None
+    if hooks.on_connected is not None:
+        hooks.on_connected([sorted(qp.qp_num for qp in m.qps.values()) for m in members])
     return _drive(spec, members, list(hosts), hooks, wait, clock)
 
 

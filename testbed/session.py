@@ -30,6 +30,7 @@ from hostenv.qdiscs import probe_qdiscs
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.collective_run import run_collective
 from testbed.controller_run import ControllerRun
+from testbed.jobs import JobBoard
 from testbed.targets import AUTO, choose_target, differences
 from topologies import load_topology
 from topologies.model import LinkId, Topology
@@ -99,6 +100,8 @@ class Testbed:
         self.agents: HostAgents | None = None
         #: After :meth:`close`: what the teardown left, as a sentence ("nothing left").
         self.leftovers: str | None = None
+        #: The collective jobs run on this testbed and their progress (the live page shows it).
+        self.jobs = JobBoard()
 
     @classmethod
     def open(
@@ -293,8 +296,17 @@ class Testbed:
     def collective(
         self, hosts: list[str], spec: JobSpec, hooks: JobHooks | None = None
     ) -> JobResult:
-        """Run a collective job, rank r on ``hosts[r]`` (``testbed.collective_run``)."""
-        return run_collective(self._agents(), hosts, spec, hooks)
+        """Run a collective job, rank r on ``hosts[r]`` (``testbed.collective_run``); its
+        progress is published on :attr:`jobs` as it runs."""
+        agents = self._agents()
+        job = self.jobs.begin(spec, hosts)
+        try:
+            result = run_collective(agents, hosts, spec, self.jobs.hooks(job, hooks))
+        except BaseException as error:
+            self.jobs.fail(job, str(error) or type(error).__name__)
+            raise
+        self.jobs.finish(job, result)
+        return result
 
     def _controller(self) -> ControllerRun:
         if self.controller is None:

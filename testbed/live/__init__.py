@@ -48,6 +48,7 @@ def live_view(
         port=port,
         token=token,
         next_hops=next_hops_of(testbed),
+        jobs=testbed.jobs.snapshot,
     )
     try:
         url = server.start()

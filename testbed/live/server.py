@@ -94,6 +94,7 @@ class LiveServer:
         refresh_s: float = REFRESH_S,
         js_dir: Path = JS_DIR,
         next_hops: NextHops | None = None,
+        jobs: Callable[[], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.topology = topology
         self.controller_socket = controller_socket
@@ -105,6 +106,8 @@ class LiveServer:
         self.js_dir = js_dir
         #: Asks the switches where an EV goes (None: this view cannot, the page says so).
         self.next_hops = next_hops
+        #: The testbed's collective jobs now (``testbed.jobs.JobBoard.snapshot``), if any.
+        self.jobs = jobs
         if token is None and not is_loopback(host):
             token = secrets.token_urlsafe(18)
         #: Required on every request when set (always when not bound to loopback).
@@ -326,6 +329,8 @@ class LiveServer:
     async def _poll_agents(self) -> None:
         if self.actions is not None:
             self.state.set_cut(self.actions.cut_links())
+        if self.jobs is not None:
+            self.state.set_jobs(self.jobs())
         hosts = list(self.agent_sockets)
         results = await asyncio.gather(
             *(self._agent_status(self.agent_sockets[h]) for h in hosts), return_exceptions=True

@@ -9,6 +9,11 @@ A sender-side connection (one that has sent data) is a transfer on the page: its
 the growth of ``bytes_acked`` between two polls, its EV grid the agent's EV table. It stays
 listed for ``FINISHED_KEPT_S`` after its counters stop moving, so the end of a short
 transfer can still be read.
+
+A collective job (the testbed's ``JobBoard`` snapshot, ``testbed.jobs``) groups the
+connections of its ranks, which it names by host and QP number: the job's goodput is the sum
+of theirs, its history the sum of their histories (one sample per poll, aligned on the
+newest). A job is shown while it runs and ``JOB_KEPT_S`` after it ended.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ FINISHED_KEPT_S = 30.0
 HISTORY = 60
 #: Controller events sent with each update (the page lists the newest).
 EVENTS_SHOWN = 40
+#: Seconds an ended collective job is still shown.
+JOB_KEPT_S = 60.0
 #: The EV states in the order of their codes in an update's compact EV rows.
 EV_STATES = ("GOOD", "SKIP", "ASSUMED_BAD", "DENIED")
 
@@ -96,6 +103,7 @@ class LiveState:
         self._connections: dict[tuple[str, int], _Connection] = {}
         self.transfers: dict[int, PageTransfer] = {}
         self._next_transfer = 1
+        self.jobs: list[dict[str, Any]] = []
 
     # -- the static part ---------------------------------------------------------------------
     def layout_json(self) -> dict[str, Any]:
@@ -156,6 +164,10 @@ class LiveState:
     def set_cut(self, links: frozenset[str]) -> None:
         """The links the testbed has cut now (its own record, for host links too)."""
         self.cut = links
+
+    def set_jobs(self, jobs: list[dict[str, Any]]) -> None:
+        """The testbed's collective jobs now (``testbed.jobs.JobBoard.snapshot``)."""
+        self.jobs = jobs
 
     def apply_agent(self, host: str, status: dict[str, Any]) -> None:
         """One poll's ``status`` (with EV tables) of ``host``'s agent."""
@@ -249,6 +261,31 @@ class LiveState:
                 for c in sorted(self._connections.values(), key=lambda c: (c.host, c.qp))
             ],
             "transfers": [t.to_json() for t in sorted(self.transfers.values(), key=_newest)][:10],
+            "jobs": [self._job_json(job, now) for job in self.jobs if _shown(job)],
+        }
+
+    def _job_json(self, job: dict[str, Any], now: float) -> dict[str, Any]:
+        """The job with its ranks' listed connections (by key, in rank order) summed up."""
+        hosts, qps = job.get("hosts", []), job.get("qps", [])
+        members = [
+            self._connections[(host, qp)]
+            for host, rank_qps in zip(hosts, qps, strict=False)
+            for qp in rank_qps
+            if (host, qp) in self._connections
+        ]
+        length = max((len(c.history) for c in members), default=0)
+        history = [0.0] * length
+        for connection in members:
+            offset = length - len(connection.history)
+            for index, value in enumerate(connection.history):
+                history[offset + index] += value
+        active = [c for c in members if now - c.last_moved < 2.5]
+        return {
+            **job,
+            "connections": [f"{c.host}/{c.qp}" for c in members],
+            "goodput_bps": sum(c.goodput_bps for c in active),
+            "history": history,
+            "bytes_acked": sum(c.last_acked for c in members),
         }
 
     def _connection_json(self, connection: _Connection, now: float) -> dict[str, Any]:
@@ -292,3 +329,8 @@ class LiveState:
 
 def _newest(transfer: PageTransfer) -> float:
     return -transfer.started
+
+
+def _shown(job: dict[str, Any]) -> bool:
+    ago = job.get("ended_s_ago")
+    return ago is None or ago < JOB_KEPT_S

@@ -2,7 +2,8 @@
 (``tests/unit/testbed/live/fake_sources.py``): every shipped preset and a k=8 fat-tree load
 with the right nodes and links; a cut link is drawn down within 2 s of the click and up again
 after ``restore``; a sending connection shows its EV grid with every state, is named by the
-host it sends to, and hovering an EV draws the path the switches say it takes."""
+host it sends to, and hovering an EV draws the path the switches say it takes; a collective
+job is one card with its progress and its ranks' connections, a failed one shows its error."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="aiohttp not installed (make setup)")
 
+from collective.job import JobSpec
+from collective.plans import Collective
+from testbed.jobs import JobBoard
 from testbed.live.server import LiveServer
 from tests.unit.testbed.live.fake_sources import (
     FakeActions,
@@ -170,6 +174,56 @@ def test_a_sending_connection_shows_its_ev_grid(browser, short_dir):
     assert count == 256
     assert [c.split()[1] for c in classes] == ["s0", "s1", "s2", "s3"]
     assert "trims 1" in title
+
+
+def test_a_collective_job_is_one_card_holding_its_connections_and_a_failed_one_its_error(
+    browser, short_dir
+):
+    board = JobBoard()
+    spec = JobSpec(Collective.ALLREDUCE, 4096, iterations=4)
+    failed = board.begin(spec, ["h3", "h4"])
+    board.fail(failed, "setting the job up failed: the agent refused")
+    running = board.begin(spec, ["h1", "h2"])
+    board.connected(running, [[5], [6]])
+    board.iteration(
+        running,
+        {"iteration": 0, "time_s": 0.125, "algbw_Bps": 32768.0, "busbw_Bps": 32768.0},
+    )
+    with FakeFabric("leaf-spine", short_dir) as fabric:
+        fabric.connections["h1"] = [sending_connection(5, 10_000), sending_connection(9, 10)]
+        fabric.connections["h2"] = [sending_connection(6, 10_000)]
+        server = LiveServer(
+            fabric.topology,
+            fabric.controller_socket,
+            fabric.agent_sockets,
+            None,
+            port=0,
+            jobs=board.snapshot,
+        )
+        server.start()
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            page.goto(server.url)
+            page.wait_for_selector(f'.job[data-job="{running}"] .transfer', timeout=15000)
+            job = page.locator(f'.job[data-job="{running}"]')
+            heading = job.locator("h3").first.inner_text()
+            iteration = job.locator(".iteration").inner_text()
+            inside = sorted(
+                job.locator(".transfer").nth(i).get_attribute("data-key")
+                for i in range(job.locator(".transfer").count())
+            )
+            loose = [
+                page.locator("#transfers > .transfer").nth(i).get_attribute("data-key")
+                for i in range(page.locator("#transfers > .transfer").count())
+            ]
+            error = page.inner_text(f'.job[data-job="{failed}"] .job-error')
+        finally:
+            page.close()
+            server.stop()
+    assert heading == f"job {running}: allreduce of 4096 B over 2 ranks (mrc): running"
+    assert iteration == ("iteration 1/4, last 0.1250 s, algbw 0.033 MB/s, busbw 0.033 MB/s")
+    assert inside == ["h1/5", "h2/6"] and loose == ["h1/9"]
+    assert error == "setting the job up failed: the agent refused"
 
 
 def _hover_path(page, index: int) -> tuple[str, list[str], list[str]]:

@@ -206,3 +206,76 @@ def _only_the_path_is_loaded(single: dict, links: dict) -> bool:
         and min(on_path.values()) > 1e6
         and max(elsewhere.values()) < min(on_path.values()) / 4
     )
+
+
+def test_a_collective_job_shows_as_one_card_with_its_ranks_and_progress(
+    browser, runs_dir, tmp_path
+):
+    """Four ranks on the linux target (fast to bring up); a second of compute per iteration,
+    so that the page's once-a-second refresh sees the count move."""
+    import threading
+
+    from collective.job import JobSpec
+    from collective.plans import Collective
+    from testbed.live import live_view
+    from testbed.session import Testbed
+
+    reason = forwarding_skip_reason("linux")
+    if reason:
+        pytest.skip(reason)
+    topology_file = preset_on_own_ports("leaf-spine", tmp_path, grpc_base=50850, thrift_base=9890)
+    hosts = ["h1", "h2", "h3", "h4"]
+    spec = JobSpec(Collective.ALLREDUCE, 256 * 1024, iterations=5, compute_s=1.0)
+    lines: list[str] = []
+    outcome: dict = {}
+    with (
+        Testbed.open(str(topology_file), "linux") as testbed,
+        live_view(testbed, port=0, say=lines.append) as server,
+    ):
+        assert server is not None, lines
+        page = browser.new_page(viewport={"width": 1500, "height": 860})
+
+        def run() -> None:
+            try:
+                outcome["result"] = testbed.collective(hosts, spec)
+            except Exception as error:  # reported by the assertions below
+                outcome["error"] = error
+
+        job = threading.Thread(target=run, name="collective-job")
+        try:
+            page.goto(server.url)
+            page.wait_for_function("window.liveView && window.liveView.updates > 0")
+            job.start()
+            page.wait_for_selector(".job[data-job]", timeout=30_000)
+            first = page.wait_for_function(
+                "(window.liveView.update.jobs.find(j => j.state === 'running'"
+                " && j.completed >= 1) || {}).completed",
+                timeout=60_000,
+            ).json_value()
+            later = page.wait_for_function(
+                "(n) => (window.liveView.update.jobs.find(j => j.completed > n) || {}).completed",
+                arg=first,
+                timeout=60_000,
+            ).json_value()
+            ranks_text = page.inner_text(".job .ranks")
+            iteration_text = page.inner_text(".job .iteration")
+            page.wait_for_function(
+                "window.liveView.update.jobs.some(j => j.state !== 'running')", timeout=90_000
+            )
+            ended = page.evaluate("window.liveView.update.jobs[0]")
+            grids_in_job = page.locator(".job .transfer .evgrid").count()
+            loose_cards = page.locator("#transfers > .transfer").count()
+        finally:
+            page.close()
+            job.join(120)
+    assert "error" not in outcome, outcome
+    assert outcome["result"].ok
+    assert ranks_text == "ranks 0:h1 1:h2 2:h3 3:h4"
+    assert 1 <= first < later <= spec.iterations
+    assert iteration_text.startswith("iteration ") and "busbw" in iteration_text
+    assert ended["state"] == "done" and ended["completed"] == spec.iterations, ended
+    assert ended["hosts"] == hosts and ended["ranks"] == 4
+    assert ended["summary"]["busbw_Bps"] > 0
+    # Each rank sends on at least one QP: its connections are in the job's card, not loose.
+    assert len({key.split("/")[0] for key in ended["connections"]}) == 4, ended["connections"]
+    assert grids_in_job == len(ended["connections"]) and loose_cards == 0

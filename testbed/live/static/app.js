@@ -11,7 +11,8 @@ const STATE_NAMES = ["GOOD", "SKIP", "ASSUMED_BAD", "DENIED"];
 const PATH_KEPT_MS = 2000; // an EV's path is asked again after this (links fail, groups change)
 
 // hover: the EV whose path is shown ({host, qp, ev, plane, path}); paths: answers by EV.
-const live = { cy: null, layout: null, update: null, updates: 0, selected: null, hover: null, paths: new Map() };
+// jobOpen: a job's connections shown or folded, where the user chose (by job id).
+const live = { cy: null, layout: null, update: null, updates: 0, selected: null, hover: null, paths: new Map(), jobOpen: new Map() };
 window.liveView = live; // for the browser tests and for a curious user's console
 
 function mbps(bps) {
@@ -289,6 +290,61 @@ function evGrid(evs, connection) {
   return grid;
 }
 
+function connectionCard(c) {
+  const states = Object.entries(c.ev_states).map(([s, n]) => `${s} ${n}`).join(", ");
+  const card = el("div", { class: "transfer", "data-key": c.key },
+    el("h3", {}, `${c.host}${c.peer ? ` → ${c.peer}` : ""} qp ${c.qp}: ${mbps(c.goodput_bps)}${c.active ? "" : " (idle)"}`),
+    sparkline(c.history.length ? c.history : [0]),
+    el("div", { class: "numbers" },
+      `acked ${c.bytes_acked} B, retransmits ${c.retransmits}, trims ${c.trims}, ECN echoes ${c.ecn_echoes}, ` +
+      `srtt ${c.srtt_s ? (c.srtt_s * 1e3).toFixed(2) + " ms" : "–"}`),
+    el("div", { class: "numbers" }, states),
+  );
+  if (c.evs.length) {
+    card.append(evGrid(c.evs, c));
+    card.append(el("div", { class: "evlegend" },
+      el("span", { class: "ev s0" }), "GOOD", el("span", { class: "ev s1" }), "SKIP",
+      el("span", { class: "ev s2" }), "ASSUMED_BAD", el("span", { class: "ev s3" }), "DENIED",
+      " corner: loss (black), trim (purple), ECN echo (blue)"));
+  }
+  return card;
+}
+
+// MB/s of 10^6 bytes, as the collective CLI prints nccl-tests' columns.
+function mbytes(bytesPerS) {
+  return bytesPerS === null || bytesPerS === undefined ? "–" : `${(bytesPerS / 1e6).toFixed(3)} MB/s`;
+}
+
+// A collective job: its progress from the job's own iteration records, its ranks' goodput
+// summed, and the cards of its ranks' connections (folded away once it ended).
+function jobCard(job, byKey) {
+  const last = job.records.length ? job.records[job.records.length - 1] : null;
+  const ranks = job.hosts.map((host, rank) => `${rank}:${host}`).join(" ");
+  const card = el("div", { class: `job ${job.state}`, "data-job": job.id },
+    el("h3", {}, `job ${job.id}: ${job.collective} of ${job.size_bytes} B over ${job.ranks} ranks (${job.transport}): ${job.state}`),
+    el("div", { class: "numbers ranks" }, `ranks ${ranks}`),
+    el("div", { class: "numbers iteration" },
+      `iteration ${job.completed}/${job.iterations}` +
+      (last ? `, last ${last.time_s.toFixed(4)} s, algbw ${mbytes(last.algbw_Bps)}, busbw ${mbytes(last.busbw_Bps)}` : "")),
+  );
+  if (job.summary && job.summary.time_per_iteration_s) {
+    card.append(el("div", { class: "numbers" },
+      `mean ${job.summary.time_per_iteration_s.toFixed(4)} s per iteration, algbw ${mbytes(job.summary.algbw_Bps)}, busbw ${mbytes(job.summary.busbw_Bps)}`));
+  }
+  if (job.error) card.append(el("div", { class: "error job-error" }, job.error));
+  card.append(el("div", { class: "numbers" }, `goodput of its ranks ${mbps(job.goodput_bps)}, ${job.connections.length} connections`));
+  card.append(sparkline(job.history.length ? job.history : [0]));
+  const members = job.connections.map((key) => byKey.get(key)).filter((c) => c);
+  if (members.length) {
+    const box = el("details", { class: "job-connections" }, el("summary", {}, "its connections"));
+    const running = job.state === "running" || job.state === "setting up";
+    if (live.jobOpen.get(String(job.id)) ?? running) box.setAttribute("open", "");
+    for (const c of members) box.append(connectionCard(c));
+    card.append(box);
+  }
+  return card;
+}
+
 function showTransfers(update) {
   const box = document.getElementById("transfers");
   box.replaceChildren();
@@ -298,36 +354,30 @@ function showTransfers(update) {
       : transfer.state === "failed" ? transfer.error : `${mbps(transfer.summary?.goodput_bps)} over ${transfer.summary?.seconds?.toFixed?.(1) ?? "?"} s`;
     box.append(el("div", { class: "quiet" }, `page transfer ${transfer.id} ${transfer.source}→${transfer.destination}: ${transfer.state}; ${detail}`));
   }
-  const connections = update.connections;
-  if (!connections.length) {
+  const byKey = new Map(update.connections.map((c) => [c.key, c]));
+  const inJobs = new Set();
+  for (const job of update.jobs || []) {
+    box.append(jobCard(job, byKey));
+    for (const key of job.connections) inJobs.add(key);
+  }
+  const connections = update.connections.filter((c) => !inJobs.has(c.key));
+  if (!connections.length && !(update.jobs || []).length) {
     box.append(el("p", { class: "quiet" }, "No transfer running."));
     return;
   }
-  for (const c of connections) {
-    const states = Object.entries(c.ev_states).map(([s, n]) => `${s} ${n}`).join(", ");
-    const card = el("div", { class: "transfer", "data-key": c.key },
-      el("h3", {}, `${c.host}${c.peer ? ` → ${c.peer}` : ""} qp ${c.qp}: ${mbps(c.goodput_bps)}${c.active ? "" : " (idle)"}`),
-      sparkline(c.history.length ? c.history : [0]),
-      el("div", { class: "numbers" },
-        `acked ${c.bytes_acked} B, retransmits ${c.retransmits}, trims ${c.trims}, ECN echoes ${c.ecn_echoes}, ` +
-        `srtt ${c.srtt_s ? (c.srtt_s * 1e3).toFixed(2) + " ms" : "–"}`),
-      el("div", { class: "numbers" }, states),
-    );
-    if (c.evs.length) {
-      card.append(evGrid(c.evs, c));
-      card.append(el("div", { class: "evlegend" },
-        el("span", { class: "ev s0" }), "GOOD", el("span", { class: "ev s1" }), "SKIP",
-        el("span", { class: "ev s2" }), "ASSUMED_BAD", el("span", { class: "ev s3" }), "DENIED",
-        " corner: loss (black), trim (purple), ECN echo (blue)"));
-    }
-    box.append(card);
-  }
+  for (const c of connections) box.append(connectionCard(c));
 }
 
 // Hovering an EV asks the server which path it hashes to (the switches say, see paths.py) and
 // draws it on the graph; leaving the transfers clears it.
 function followEvHover() {
   const box = document.getElementById("transfers");
+  // A click on a job's "its connections" is the user's choice, kept over the refreshes.
+  box.addEventListener("click", (event) => {
+    const summary = event.target.closest ? event.target.closest(".job summary") : null;
+    if (!summary) return;
+    live.jobOpen.set(summary.closest(".job").dataset.job, !summary.parentElement.open);
+  });
   box.addEventListener("mouseover", (event) => {
     const cell = event.target.closest ? event.target.closest(".ev[data-ev]") : null;
     if (!cell) return;

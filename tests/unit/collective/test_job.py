@@ -51,6 +51,16 @@ def test_every_collective_completes_with_exact_results(agents, collective):
     assert all(r["time_s"] > 0 for r in records)
 
 
+def test_the_launcher_hears_each_ranks_qp_numbers_as_its_agent_lists_them(agents):
+    heard: list[list[list[int]]] = []
+    spec = JobSpec(Collective.ALLREDUCE, 8 * 1024, iterations=1)
+    assert run(agents, spec, JobHooks(on_connected=heard.append)).ok
+    ((qps_a, qps_b),) = heard
+    for runtime, qps in ((agents.a, qps_a), (agents.b, qps_b)):
+        assert qps and set(qps) <= set(runtime.pool.qps)
+        assert all(runtime.pool.connection_stats(qp).data_packets_sent > 0 for qp in qps)
+
+
 def test_compute_time_separates_iterations(agents):
     spec = JobSpec(Collective.ALLREDUCE, 8 * 1024, iterations=2, compute_s=0.01)
     result = run(agents, spec)

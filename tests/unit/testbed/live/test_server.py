@@ -1,9 +1,10 @@
 """The live page's server against a fabric of real sockets (``fake_sources``): the layout
 names every node and link; the update stream carries link state and load from the
-controller's subscription and the transfers' EV tables from the agents; a cut reaches the
-stream as soon as the controller's event does; buttons go through the actions and are
-refused where the target cannot; requests from elsewhere than this server's own page are
-refused, and a token is required where one is set."""
+controller's subscription, the transfers' EV tables from the agents and the testbed's
+collective jobs with their connections; a cut reaches the stream as soon as the controller's
+event does; buttons go through the actions and are refused where the target cannot; requests
+from elsewhere than this server's own page are refused, and a token is required where one is
+set."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="aiohttp not installed (make setup)")
 
+from collective.job import JobSpec
+from collective.plans import Collective
+from testbed.jobs import JobBoard
 from testbed.live.server import LiveServer, LiveViewUnavailable, is_loopback
 from tests.unit.testbed.live.fake_sources import (
     FakeActions,
@@ -143,6 +147,30 @@ def test_updates_carry_link_state_load_and_ev_tables(short_dir, js_dir):
     assert states == [0, 1, 2, 3]  # GOOD, SKIP, ASSUMED_BAD, DENIED
     assert connection["evs"][5][2] == 1 and connection["evs"][6][3] == 1  # a trim, an echo
     assert update["agents"]["h1"]["ok"] is True
+
+
+def test_a_collective_job_on_the_board_reaches_the_stream_with_its_connections(short_dir, js_dir):
+    with FakeFabric("leaf-spine", short_dir) as fabric:
+        fabric.connections["h1"] = [sending_connection(7, 1000), sending_connection(8, 1000)]
+        board = JobBoard()
+        job = board.begin(JobSpec(Collective.ALLREDUCE, 4096, iterations=5), ["h1", "h3"])
+        board.connected(job, [[7], [2]])
+        server = _server(fabric, js_dir, jobs=board.snapshot)
+        server.start()
+
+        def two_iterations(update: dict) -> bool:
+            if len(board.snapshot()[0]["records"]) < 2:  # the job reports as it goes
+                board.iteration(job, {"iteration": 0, "time_s": 0.1})
+            return any(j["completed"] == 2 for j in update["jobs"])
+
+        try:
+            update = _updates(server, two_iterations)
+        finally:
+            server.stop()
+    (shown,) = update["jobs"]
+    assert shown["hosts"] == ["h1", "h3"] and shown["state"] == "running"
+    assert shown["connections"] == ["h1/7"]
+    assert {c["key"] for c in update["connections"]} == {"h1/7", "h1/8"}
 
 
 def test_a_transfer_names_its_peer_and_each_ev_its_path(short_dir, js_dir):

@@ -1,11 +1,16 @@
 """The page's model: a sending connection's goodput is the growth of bytes_acked between
 polls; a reused qp (bytes_acked went back) starts over; receiving halves are not transfers;
 a connection stays listed FINISHED_KEPT_S after its counters stop, then goes; the testbed's
-cuts mark links even where the controller does not track them."""
+cuts mark links even where the controller does not track them; a collective job groups its
+ranks' connections (by host and QP), sums their goodput and histories, and is shown until
+JOB_KEPT_S after it ended."""
 
 from __future__ import annotations
 
-from testbed.live.state import FINISHED_KEPT_S, LiveState
+from collective.job import JobSpec
+from collective.plans import Collective
+from testbed.jobs import JobBoard
+from testbed.live.state import FINISHED_KEPT_S, JOB_KEPT_S, LiveState
 from tests.unit.testbed.live.fake_sources import sending_connection
 from topologies import load_topology
 
@@ -74,3 +79,40 @@ def test_an_unanswering_agent_is_reported():
     state, _ = _state()
     state.agent_unavailable("h2", "connection refused")
     assert state.update_json()["agents"]["h2"] == {"ok": False, "error": "connection refused"}
+
+
+def test_a_job_groups_its_ranks_connections_and_sums_their_goodput():
+    state, clock = _state()
+    board = JobBoard(clock)
+    job = board.begin(JobSpec(Collective.ALLREDUCE, 4096, iterations=3), ["h1", "h2"])
+    board.connected(job, [[7, 8], [9]])
+    board.iteration(job, {"iteration": 0, "time_s": 0.25, "algbw_Bps": 1.0, "busbw_Bps": 1.0})
+    state.apply_agent("h1", {"connections": [sending_connection(7, 0), sending_connection(5, 0)]})
+    clock.now += 1
+    state.apply_agent("h1", {"connections": [sending_connection(7, 1_000_000)]})
+    state.apply_agent("h2", {"connections": [sending_connection(9, 0)]})  # a poll later
+    clock.now += 1
+    state.apply_agent("h1", {"connections": [sending_connection(7, 1_500_000)]})
+    state.apply_agent("h2", {"connections": [sending_connection(9, 1_000_000)]})
+    state.set_jobs(board.snapshot())
+    update = state.update_json()
+    (shown,) = update["jobs"]
+    assert shown["connections"] == ["h1/7", "h2/9"], "qp 5 is not the job's, qp 8 never sent"
+    assert shown["completed"] == 1 and shown["records"][0]["time_s"] == 0.25
+    assert shown["history"] == [8e6, 4e6 + 8e6]  # aligned on the newest poll
+    assert shown["goodput_bps"] == 4e6 + 8e6 and shown["bytes_acked"] == 2_500_000
+    assert {c["key"] for c in update["connections"]} == {"h1/5", "h1/7", "h2/9"}
+
+
+def test_an_ended_job_is_shown_for_a_while_then_not():
+    state, clock = _state()
+    board = JobBoard(clock)
+    job = board.begin(JobSpec(Collective.ALLGATHER, 4096), ["h1", "h2"])
+    board.fail(job, "no agent runs on ['h9']")
+    state.set_jobs(board.snapshot())
+    (shown,) = state.update_json()["jobs"]
+    assert shown["state"] == "failed" and shown["error"] == "no agent runs on ['h9']"
+    assert shown["connections"] == [] and shown["goodput_bps"] == 0
+    clock.now += JOB_KEPT_S
+    state.set_jobs(board.snapshot())
+    assert state.update_json()["jobs"] == []
