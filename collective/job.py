@@ -11,9 +11,10 @@ and the network. ``python -m collective`` runs the same job from a shell.
 Transports, as for a transfer (``mrc-agent send --transport``): ``mrc`` sprays over the
 agent's EV profile 0 (its ``--evs``); ``single`` is MRC on one EV, an AUTO EV profile with
 ``ev_count`` 1 that the job installs on each agent through the controller API (as OCP's
-node controller would; it needs a privileged context) and reuses when present. ``roce`` is
-refused: the host API's QPs are MRC QPs, and the agent's RoCEv2 RC baseline is reachable
-only through its transfers (``ROCE_MISSING`` says so).
+node controller would; it needs a privileged context) and reuses when present. ``roce``
+makes RC QPs (``QpType.RC``): the agent's RoCEv2 baseline, one path per QP, go-back-N, and
+verbs' default ``timeout`` 14 and ``retry_cnt`` 7, so a QP whose path died fails within about
+half a second and the job with it, as NCCL's would.
 
 A job fails as a whole, as an NCCL communicator aborts: the first rank whose completion
 comes back in error stops every rank, and so does a job in which nothing moves for
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.api import ApiError, Context, Controller, EvMode, NotSupported, ProfileState
+from agent.api import ApiError, Context, Controller, EvMode, NotSupported, ProfileState, QpType
 from collective.plans import Collective, check_size, make_plan
 from collective.rank import DEFAULT_SEGMENT_BYTES, Rank, RankWire
 from collective.rendezvous import FileRendezvous
@@ -42,11 +43,6 @@ from collective.report import Failure, JobResult, iteration_record
 TRANSPORTS = ("mrc", "single", "roce")
 #: The EV profile a ``single`` job installs on every agent: AUTO with one EV.
 SINGLE_EV_PROFILE_ID = 0x51
-#: Why a job cannot run as ``roce`` (yet).
-ROCE_MISSING = (
-    "transport roce: the host API (agent.api) creates MRC QPs only; the agent's RoCEv2 RC "
-    "baseline serves its transfers (mrc-agent send --transport roce) but no API QP"
-)
 #: Longest wait between two looks at the ranks when nothing arrives (a compute phase ends).
 MAX_WAIT_S = 0.05
 
@@ -77,8 +73,6 @@ class JobSpec:
             raise JobError(str(exc)) from None
         if self.transport not in TRANSPORTS:
             raise JobError(f"unknown transport {self.transport!r}: choose {', '.join(TRANSPORTS)}")
-        if self.transport == "roce":
-            raise JobError(ROCE_MISSING)
         if self.iterations < 1 or self.compute_s < 0 or self.stall_timeout_s <= 0:
             raise JobError("iterations >= 1, compute_s >= 0 and stall_timeout_s > 0 needed")
         if self.segment_bytes < 1:
@@ -166,6 +160,7 @@ def run_job(
                     iterations=spec.iterations,
                     compute_s=spec.compute_s,
                     ev_profile_id=ev_profile_for(ctx, spec.transport),
+                    qp_type=QpType.RC if spec.transport == "roce" else QpType.MRC,
                     segment_bytes=spec.segment_bytes,
                     clock=clock,
                 )

@@ -40,6 +40,7 @@ from agent.api import (
     ApiError,
     Context,
     QpState,
+    QpType,
     RecvWR,
     SendFlags,
     SendWR,
@@ -130,6 +131,7 @@ class Rank:
         iterations: int,
         compute_s: float = 0.0,
         ev_profile_id: int = 0,
+        qp_type: QpType = QpType.MRC,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -143,6 +145,7 @@ class Rank:
         self.iterations = iterations
         self.compute_s = compute_s
         self.ev_profile_id = ev_profile_id
+        self.qp_type = qp_type
         self.segment_bytes = segment_bytes
         self.clock = clock
         self.phase = Phase.READY
@@ -184,7 +187,12 @@ class Rank:
         qps = {}
         for peer in peers:
             qp = ctx.create_qp(
-                self.pd, self.cq, self.cq, max_send_wr=SEND_DEPTH, max_recv_wr=RECV_DEPTH
+                self.pd,
+                self.cq,
+                self.cq,
+                max_send_wr=SEND_DEPTH,
+                max_recv_wr=RECV_DEPTH,
+                qp_type=self.qp_type,
             )
             qp.modify(QpState.INIT, ev_profile_id=self.ev_profile_id)
             qp.post_recv([RecvWR(peer) for _ in range(RECV_DEPTH)])

@@ -28,7 +28,9 @@ completion time, network-wait share, a failure's time and reason) and what the b
 links allow: per ring flow, the fabric link rate in payload bytes (``payload_bytes`` a full
 frame carries) times the fabric links a flow has to itself (spines over the flows leaving
 a leaf), so headers, SACKs and probes are the transport's cost. MRC and MRC on one EV must
-complete with verified results; a job that fails is an error of the experiment.
+complete with verified results; a job that fails is an error of the experiment. A RoCE job
+(RC QPs, one path each) that fails, as under the static cut once its path is dead, is a
+result (``may_fail``), recorded with when and why.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from experiments.capabilities import TargetFacts
 from experiments.experiment import Experiment
 from experiments.stats import describe, seed_pairs, spread, two_places
 from experiments.topology_variant import Variant
-from experiments.transports import MAY_FAIL, ROCE, parse_choices, parse_routing
+from experiments.transports import MAY_FAIL, parse_choices, parse_routing
 from testbed.session import Testbed
 from topologies.model import Role, Topology
 
@@ -153,15 +155,6 @@ def split_mode(mode: str) -> tuple[str, str]:
 
 def may_fail(mode: str) -> bool:
     return split_mode(mode)[0] in MAY_FAIL
-
-
-def missing(params: Params) -> list[str]:
-    """RoCE cannot run a job: the host API has no RoCE QP (collective.job.ROCE_MISSING)."""
-    from collective.job import ROCE_MISSING
-
-    return (
-        [ROCE_MISSING] if ROCE in parse_choices(params.transports, TRANSPORTS, "transport") else []
-    )
 
 
 def ring_across_leaves(topology: Topology, leaf_order: tuple[int, ...] | None = None) -> list[str]:
@@ -592,5 +585,4 @@ EXPERIMENT = Experiment(
     check_topology=check_topology,
     modes_for=modes_of,
     may_fail=may_fail,
-    missing=missing,
 )

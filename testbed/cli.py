@@ -6,7 +6,7 @@
     loss 1 | loss off   drop 1 % of UDP 4791 frames on every fabric link (never LLDP) | stop
     mrc h1 h3 [--bytes N] [--duration S] [--evs K]
                         a transfer through the hosts' agents (as mrc-perf), progress and summary
-    collective allreduce h1,h5,h9,h13 [--size 16M] [--iters 10] [--transport mrc|single]
+    collective allreduce h1,h5,h9,h13 [--size 16M] [--iters 10] [--transport mrc|single|roce]
                         a collective job, a rank per host on its agent, progress per iteration
     status              the controller's status (links, groups, counters, last failover)
 

@@ -60,6 +60,7 @@ from agent.api.types import (
     DeviceAttr,
     EventType,
     QpState,
+    QpType,
     RecvWR,
     SendFlags,
     SendWR,
@@ -220,7 +221,8 @@ class MR:
 
 
 class QP:
-    """An MRC QP (``mrc_qp``). ``state`` mirrors the agent's (an error there sets ERR)."""
+    """An MRC QP (``mrc_qp``), or an RC one (``qp_type``). ``state`` mirrors the agent's (an
+    error there sets ERR)."""
 
     def __init__(
         self,
@@ -236,6 +238,7 @@ class QP:
         self.send_cq = send_cq
         self.recv_cq = recv_cq
         self.qp_num = int(result["qp_num"])
+        self.qp_type = QpType[result.get("qp_type", QpType.MRC.name)]
         self.max_send_wr = int(result["max_send_wr"])
         self.max_recv_wr = int(result["max_recv_wr"])
         self.sq_sig_all = sq_sig_all
@@ -619,8 +622,10 @@ class Context:
         max_send_sge: int = 1,
         max_recv_sge: int = 1,
         sq_sig_all: bool = False,
+        qp_type: QpType = QpType.MRC,
     ) -> QP:
-        """``mrc_create_qp``: a QP in RESET, with its number (``qp.qp_num``)."""
+        """``mrc_create_qp``: a QP in RESET, with its number (``qp.qp_num``). ``qp_type``
+        ``QpType.RC`` makes a RoCEv2 RC QP instead (the testbed's baseline, docs/api.md)."""
         result = self.link.request(
             "api.qp.create",
             pd=pd.handle,
@@ -631,6 +636,7 @@ class Context:
             max_send_sge=max_send_sge,
             max_recv_sge=max_recv_sge,
             sq_sig_all=sq_sig_all,
+            qp_type=QpType(qp_type).name,
         )
         qp = QP(self, pd, send_cq, recv_cq, result, sq_sig_all)
         self.qps[qp.qp_num] = qp

@@ -3,6 +3,9 @@ RTS, ERR), its work requests, and the core's events turned into completions.
 
 A QP's connection opens at RTR on the endpoint its CC profile's configuration runs; posted
 WRITEs are read straight from the client's mapped region; completions leave in posting order.
+An RC QP (``QpType.RC``, the testbed's extension) is the agent's RoCEv2 baseline instead: no
+EV or CC profile, and its connection opens at RTS, where the RoCE core gets both PSNs at once
+and verbs' ``timeout`` and ``retry_cnt`` (``agent.roce.config``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from agent.api.qp_timing import (
     DEFAULT_RETRY_LINEAR,
     MTU_256,
     MTU_4096,
+    active_mtu,
     mtu_bytes,
     retry_budget,
 )
@@ -45,6 +49,7 @@ from agent.api.types import (
     Ev,
     EventType,
     QpState,
+    QpType,
     SendFlags,
     WcOpcode,
     WcStatus,
@@ -63,8 +68,18 @@ from agent.core import (
 from agent.core.events import EvStateChanged
 from agent.io.addresses import format_address
 from agent.io.json_lines import Message
+from agent.roce import RoceConfig, RoceQpSpec
+from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
 
 log = logging.getLogger(__name__)
+
+#: What an RC QP's failure reason (``agent.roce.requester``) says, and the status its oldest
+#: unfinished WRITE completes with (anything else: its retries ran out).
+_ROCE_NAK_STATUS = (
+    ("remote access error", WcStatus.REM_ACCESS_ERR),
+    ("invalid request", WcStatus.REM_INV_REQ_ERR),
+    ("remote operational error", WcStatus.REM_OP_ERR),
+)
 
 
 class QpSession(SessionBase):
@@ -85,7 +100,10 @@ class QpSession(SessionBase):
         pd = self._pd(message)
         send_cq = self._cq(message, "send_cq")
         recv_cq = self._cq(message, "recv_cq")
+        qp_type = enum_field(QpType, message.get("qp_type", QpType.MRC.name), "qp_type")
         limit = self.runtime.pool.default.config.max_unconfirmed_messages
+        if qp_type is QpType.RC:
+            limit = RoceConfig().send_queue_depth
         max_send_wr = int_field(message, "max_send_wr", 1, limit, "cap.max_send_wr")
         max_recv_wr = int_field(message, "max_recv_wr", 0, MAX_WIMM, "cap.max_recv_wr")
         if int_field(message, "max_send_sge", 0, 1, "cap.max_send_sge") > 1:
@@ -95,10 +113,16 @@ class QpSession(SessionBase):
         qp = QpRecord(
             num, pd, send_cq, recv_cq, max_send_wr, max_recv_wr, bool(message.get("sq_sig_all"))
         )
+        qp.qp_type = qp_type
         send_cq.users += 1
         recv_cq.users += 1
         self.qps[num] = qp
-        return {"qp_num": num, "max_send_wr": max_send_wr, "max_recv_wr": max_recv_wr}
+        return {
+            "qp_num": num,
+            "max_send_wr": max_send_wr,
+            "max_recv_wr": max_recv_wr,
+            "qp_type": qp_type.name,
+        }
 
     def op_qp_modify(self, _request: int, message: Message) -> dict[str, Any]:
         qp = self._qp(message)
@@ -136,6 +160,12 @@ class QpSession(SessionBase):
             raise NotSupported("QP hints are not offered (max_qp_hint 0)", "qp_hint")
         ev_id = opt_int_field(attrs, "ev_profile_id")
         cc_id = opt_int_field(attrs, "cc_profile_id")
+        if qp.qp_type is QpType.RC:
+            for key, value in (("ev_profile_id", ev_id), ("cc_profile_id", cc_id)):
+                if value:
+                    raise InvalidArgument("an RC QP has one path and DCQCN: no profiles", key)
+            qp.state = QpState.INIT
+            return
         if qp.state is QpState.INIT and (ev_id is not None or cc_id is not None):
             self.service.registry.release(qp.num)
             qp.binding = None
@@ -152,7 +182,6 @@ class QpSession(SessionBase):
 
     def _to_rtr(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
         self._expect(qp, QpState.RTR, QpState.INIT)
-        assert qp.binding is not None
         dest = int_field(attrs, "dest_qp_num", 2, U24)
         rq_psn = int_field(attrs, "rq_psn", 0, U24)
         peers = self._peer_addresses(attrs)
@@ -161,6 +190,15 @@ class QpSession(SessionBase):
                 qp.attrs[key] = int_field(attrs, key, 0, high)
         if attrs.get("path_mtu") is not None:
             qp.attrs["path_mtu"] = int_field(attrs, "path_mtu", MTU_256, MTU_4096)
+        if qp.qp_type is QpType.RC:
+            # The RoCE core opens a QP with both PSNs: at RTS (the peer's writes before then
+            # are not answered, and its requester retries).
+            qp.attrs.update(
+                dest_qp_num=dest, rq_psn=rq_psn, dgids=[format_address(p) for p in peers]
+            )
+            qp.state = QpState.RTR
+            return
+        assert qp.binding is not None
         binding = qp.binding
         homes = None
         if binding.evs is not None:
@@ -238,6 +276,9 @@ class QpSession(SessionBase):
         return tuple(packed)
 
     def _to_rts(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
+        if qp.qp_type is QpType.RC:
+            self._rc_to_rts(qp, attrs)
+            return
         if qp.state is QpState.RTS:
             if attrs.get("sq_psn") is not None:
                 raise InvalidArgument("the send PSN is set on the way to RTS only", "sq_psn")
@@ -266,9 +307,56 @@ class QpSession(SessionBase):
             qp.endpoint.set_peer_timeout(qp.num, budget)
         qp.state = QpState.RTS
 
+    def _rc_to_rts(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
+        """RTR -> RTS of an RC QP: its RoCE connection opens with verbs' ``timeout`` (4.096 us
+        x 2**timeout) and ``retry_cnt`` (OCP's linear count; no exponential retries)."""
+        if qp.state is QpState.RTS:
+            for key in ("sq_psn", "timeout", "retry_linear", "retry_exp"):
+                if attrs.get(key) is not None:
+                    raise InvalidArgument("an RC QP takes it on the way to RTS only", key)
+        else:
+            self._expect(qp, QpState.RTS, QpState.RTR)
+            sq_psn = int_field(attrs, "sq_psn", 0, U24)
+            config = RoceConfig()
+            timeout = config.timeout
+            if attrs.get("timeout") is not None:
+                timeout = int_field(attrs, "timeout", 0, MAX_TIMEOUT_EXPONENT)
+            retry_cnt = config.retry_cnt
+            if attrs.get("retry_linear") is not None:
+                retry_cnt = int_field(attrs, "retry_linear", 0, MAX_RETRY_CNT, "retry.linear_cnt")
+            if attrs.get("retry_exp"):
+                raise InvalidArgument("an RC QP retries retry_cnt times only", "retry.exp_cnt")
+            pool = self.runtime.pool
+            payload = pool.default.config.payload_size
+            if "path_mtu" in qp.attrs:
+                payload = min(payload, mtu_bytes(qp.attrs["path_mtu"]))
+            config = dataclasses.replace(
+                config,
+                pmtu=mtu_bytes(active_mtu(payload)),
+                timeout=timeout,
+                retry_cnt=retry_cnt,
+                send_queue_depth=qp.max_send_wr,
+                dscp=pool.default.config.dscp,
+            )
+            peer = ipaddress.ip_address(qp.attrs["dgids"][0]).packed
+            spec = RoceQpSpec(
+                qp.num, qp.attrs["dest_qp_num"], peer, sq_psn, qp.attrs["rq_psn"], config, qp.pd
+            )
+            try:
+                pool.connect_roce(spec)
+            except ValueError as exc:
+                raise InvalidArgument(str(exc), "dest_qp_num") from None
+            qp.roce = pool.roce
+            qp.attrs.update(sq_psn=sq_psn, timeout=timeout, retry_linear=retry_cnt)
+            self.runtime.on_events(qp.num, lambda event: self._on_event(qp, event))
+        if attrs.get("max_wimm") is not None:
+            qp.attrs["max_wimm"] = int_field(attrs, "max_wimm", 0, MAX_WIMM)
+        qp.state = QpState.RTS
+
     def _qp_attrs(self, qp: QpRecord) -> dict[str, Any]:
         return {
             "qp_num": qp.num,
+            "qp_type": qp.qp_type.name,
             "qp_state": qp.state.name,
             "ev_profile_id": qp.ev_profile_id,
             "cc_profile_id": qp.cc_profile_id,
@@ -298,11 +386,11 @@ class QpSession(SessionBase):
 
     def _disconnect(self, qp: QpRecord, reason: str) -> None:
         """Close the core connection (its peer sees it fail) and forget the QP's EVs."""
-        if qp.endpoint is None:
+        if qp.endpoint is None and qp.roce is None:
             return
         self.runtime.on_events(qp.num, None)
         self.runtime.pool.close(qp.num)
-        qp.endpoint = None
+        qp.endpoint = qp.roce = None
         for ev in list(qp.ev_states):
             qp.ev_states.pop(ev)
             self.service.report(qp.ev_profile_id, ev)
@@ -425,11 +513,12 @@ class QpSession(SessionBase):
         region = self.local(qp.pd, lkey, addr, length, f"{where}.sg_list[0]")
         start = addr - region.va
         data = region.view[start : start + length]
-        assert qp.endpoint is not None
+        endpoint = qp.endpoint if qp.endpoint is not None else qp.roce
+        assert endpoint is not None
         signaled = bool(flags & SendFlags.SIGNALED) or qp.sq_sig_all
         rec = SendRecord(wr_id, kind, signaled, length)
         try:
-            msn = qp.endpoint.post_write(qp.num, data, remote_addr, rkey, imm if with_imm else None)
+            msn = endpoint.post_write(qp.num, data, remote_addr, rkey, imm if with_imm else None)
         except (SendQueueFull, ConnectionClosed) as exc:
             rec.done, rec.status, rec.reason = True, FLUSH, str(exc)
             qp.sq.append(rec)
@@ -504,9 +593,22 @@ class QpSession(SessionBase):
                 rec.reason = event.reason
             self.to_error(qp, f"message failed: {event.reason}", fatal=not refused)
         elif isinstance(event, ConnectionFailed):
+            if qp.roce is not None:
+                self._fail_oldest(qp, event.reason)
             self.to_error(qp, event.reason, fatal=True)
         elif isinstance(event, EvStateChanged):
             self.service.ev_changed(qp, event)
+
+    @staticmethod
+    def _fail_oldest(qp: QpRecord, reason: str) -> None:
+        """An RC QP entered its error state (the RoCE core says so before failing its
+        writes): its oldest unfinished WRITE completes with the error, as a NIC's does."""
+        status = next((s for text, s in _ROCE_NAK_STATUS if text in reason), None)
+        for rec in qp.sq:
+            if not rec.done:
+                rec.done, rec.reason = True, reason
+                rec.status = WcStatus.RETRY_EXC_ERR if status is None else status
+                return
 
     def _deliver_imm(self, qp: QpRecord, length: int, immediate: int) -> None:
         wr_id = qp.rq.popleft()

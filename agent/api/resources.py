@@ -14,8 +14,9 @@ from typing import Any, Final
 
 from agent.api.errors import InvalidArgument
 from agent.api.profiles import Binding
-from agent.api.types import Access, CtlEvState, Ev, QpState, WcStatus, WrOpcode
+from agent.api.types import Access, CtlEvState, Ev, QpState, QpType, WcStatus, WrOpcode
 from agent.core import Endpoint
+from agent.roce import RoceEndpoint
 from wire.constants import EvState
 
 #: Per client: objects of each kind it may hold at once.
@@ -114,7 +115,11 @@ class QpRecord:
     ev_profile_id: int = 0
     cc_profile_id: int = 0
     binding: Binding | None = None
+    #: An MRC QP's endpoint once connected (RTR on).
     endpoint: Endpoint | None = None
+    qp_type: QpType = QpType.MRC
+    #: An RC QP's endpoint once connected (RTS: the RoCE core opens a QP with both PSNs).
+    roce: RoceEndpoint | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     sq: deque[SendRecord] = field(default_factory=deque)
     by_msn: dict[int, SendRecord] = field(default_factory=dict)

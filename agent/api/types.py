@@ -32,6 +32,7 @@ __all__ = [
     "PortAdminState",
     "ProfileState",
     "QpState",
+    "QpType",
     "RecvWR",
     "SendFlags",
     "SendWR",
@@ -53,6 +54,16 @@ class QpState(IntEnum):
     SQD = 4
     SQE = 5
     ERR = 6
+
+
+class QpType(IntEnum):
+    """What a QP is, chosen at creation (a testbed extension: OCP's ``mrc_qp_init_attr`` has
+    no type, since ``mrc_create_qp`` makes MRC QPs only). ``MRC`` (the default) is an MRC QP;
+    ``RC`` (verbs' ``IBV_QPT_RC``, same number) is a RoCEv2 reliable connection, the agent's
+    baseline (``agent.roce``): one path, go-back-N, verbs' ``timeout`` and ``retry_cnt``."""
+
+    MRC = 0
+    RC = 2
 
 
 class WrOpcode(IntEnum):
@@ -82,6 +93,7 @@ class WcStatus(IntEnum):
     LOC_QP_OP_ERR = 2
     LOC_PROT_ERR = 4
     WR_FLUSH_ERR = 5
+    REM_INV_REQ_ERR = 9
     REM_ACCESS_ERR = 10
     REM_OP_ERR = 11
     RETRY_EXC_ERR = 12

@@ -108,7 +108,12 @@ class RoceEndpoint:
     # --- application calls ----------------------------------------------------------------
 
     def post_write(
-        self, qp: int, data: bytes, remote_va: int, rkey: int, immediate: int | None = None
+        self,
+        qp: int,
+        data: bytes | memoryview,
+        remote_va: int,
+        rkey: int,
+        immediate: int | None = None,
     ) -> int:
         """RDMA-write ``data`` to the peer's ``remote_va`` in region ``rkey``; returns the MSN.
 

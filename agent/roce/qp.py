@@ -44,6 +44,9 @@ class RoceQpSpec:
     send_psn: int
     receive_psn: int
     config: RoceConfig
+    #: Protection domain: the QP's writes land only in regions registered in it (as verbs),
+    #: the host API's PDs; 0 is the side channel's, whose regions are registered in 0.
+    pd: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.remote_qp <= _U24 or not 0 <= self.local_qp <= _U24:
@@ -108,7 +111,7 @@ class RoceQp:
             spec.local_qp, spec.remote_qp, spec.send_psn, config, self.rate, emit
         )
         self.responder = Responder(
-            spec.local_qp, spec.remote_qp, spec.receive_psn, config, memory, emit
+            spec.local_qp, spec.remote_qp, spec.receive_psn, config, memory, emit, spec.pd
         )
         self.cnps_received = 0
         #: Data packets the latest ``datagrams_to_send`` call sent.

@@ -68,8 +68,8 @@ class _Wqe:
     __slots__ = ("data", "first", "immediate", "msn", "packets", "rkey", "va")
 
     def __init__(
-        self, msn: int, data: bytes, va: int, rkey: int, immediate: int | None, first: int,
-        packets: int,
+        self, msn: int, data: bytes | memoryview, va: int, rkey: int, immediate: int | None,
+        first: int, packets: int,
     ) -> None:  # fmt: skip
         self.msn = msn
         self.data = data
@@ -176,7 +176,9 @@ class Requester:
         """Whether ``post_write`` would take another work request now."""
         return self.error is None and len(self._wqes) < self._config.send_queue_depth
 
-    def post_write(self, data: bytes, va: int, rkey: int, immediate: int | None) -> int:
+    def post_write(
+        self, data: bytes | memoryview, va: int, rkey: int, immediate: int | None
+    ) -> int:
         """Queue an RDMA write; returns its MSN (the requester's count of posted writes).
 
         Raises ``ConnectionClosed`` in the error state, ``SendQueueFull`` when the send queue
@@ -264,7 +266,8 @@ class Requester:
         self._cursor_wqe = index
         k = seq - wqe.first
         offset = k * self._pmtu
-        payload = wqe.data[offset : offset + self._pmtu]
+        # read from the WQE at every (re)send, as a NIC reads host memory (a view: the region)
+        payload = bytes(wqe.data[offset : offset + self._pmtu])
         last = k == wqe.packets - 1
         imm = wqe.immediate
         if wqe.packets == 1:

@@ -96,8 +96,10 @@ class Responder:
         config: RoceConfig,
         memory: MemoryTable,
         emit: Callable[[Event], None],
+        pd: int = 0,
     ) -> None:
         self.qp = qp
+        self._pd = pd
         self._dest_qp = dest_qp
         self.expected_psn = expected_psn & PSN_MASK
         self._ack_every = config.ack_every
@@ -152,7 +154,7 @@ class Responder:
         if opcode in _STARTS:
             if self._in_message:
                 return self._invalid(packet, "a new write began before the last one ended")
-            refusal = self._memory.check(packet.rkey, packet.va, packet.dma_length)
+            refusal = self._memory.check(packet.rkey, packet.va, packet.dma_length, self._pd)
             if refusal is not None:
                 self.counters.writes_rejected += 1
                 self._emit(WriteRejected(self.qp, self._msn & 0xFFFF, refusal.value))
@@ -173,7 +175,7 @@ class Responder:
         if not last and (size == 0 or size % 4):
             return self._invalid(packet, "a FIRST or MIDDLE packet must carry whole PMTUs")
         if size:
-            refusal = self._memory.write(self._rkey, self._next_va, payload)
+            refusal = self._memory.write(self._rkey, self._next_va, payload, self._pd)
             if refusal is not None:  # the region was withdrawn since the write began
                 self.counters.writes_rejected += 1
                 self._in_message = False

@@ -12,6 +12,7 @@ import pytest
 
 from agent.api import EvMode, ProfileState
 from agent.core import MrcConfig
+from agent.roce import RoceEndpoint
 from collective.job import (
     SINGLE_EV_PROFILE_ID,
     JobError,
@@ -93,11 +94,37 @@ def test_a_profile_id_taken_with_other_settings_is_refused(agents):
         ev_profile_for(agents.context("a"), "single")
 
 
-def test_roce_and_bad_sizes_are_refused_before_anything_runs(agents):
-    with pytest.raises(JobError, match="transport roce"):
-        run(agents, JobSpec(Collective.ALLREDUCE, 1024, transport="roce"))
+def test_bad_sizes_and_transports_are_refused_before_anything_runs(agents):
     with pytest.raises(JobError, match="multiple of 4"):
         run(agents, JobSpec(Collective.ALLREDUCE, 1022))
+    with pytest.raises(JobError, match="unknown transport"):
+        run(agents, JobSpec(Collective.ALLREDUCE, 1024, transport="udp"))
+
+
+@pytest.mark.parametrize("collective", [Collective.ALLREDUCE, Collective.ALLTOALL])
+def test_a_roce_job_runs_on_rc_qps_with_exact_results(agents, collective):
+    heard: list[list[list[int]]] = []
+    spec = JobSpec(collective, 64 * 1024, iterations=2, transport="roce", segment_bytes=8192)
+    summary = summarize(run(agents, spec, JobHooks(on_connected=heard.append)))
+    assert summary["ok"], summary
+    assert summary["transport"] == "roce" and summary["completed_iterations"] == 2
+    ((qps_a, qps_b),) = heard
+    for runtime, qps in ((agents.a, qps_a), (agents.b, qps_b)):
+        assert all(isinstance(runtime.pool.owner(qp), RoceEndpoint) for qp in qps)
+        assert all(runtime.pool.connection_stats(qp).data_packets_sent > 0 for qp in qps)
+
+
+def test_a_roce_job_whose_path_dies_fails_when_its_retries_run_out(agents):
+    def cut(_at: float) -> None:
+        agents.drop("a", lambda _datagram: True)
+
+    spec = JobSpec(Collective.ALLREDUCE, 64 * 1024, iterations=2, transport="roce")
+    summary = summarize(run(agents, spec, JobHooks(on_start=cut)))
+    assert summary["failed"] and not summary["ok"]
+    failure = summary["failure"]
+    assert "RETRY_EXC_ERR" in failure["reason"], failure
+    # retry_cnt 7 after a 67 ms local ACK timeout: eight waits, long before the stall timeout
+    assert 0.5 < failure["at_s"] < 1.0
 
 
 def test_a_network_that_dies_fails_the_job_with_when_and_why(agents):

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from experiments.collectives import (
+    EXPERIMENT,
     Params,
     allowed_busbw,
     check_topology,
-    missing,
+    may_fail,
     modes_of,
     recovery,
     ring_across_leaves,
@@ -60,10 +61,11 @@ def test_modes_and_their_routing():
         modes_of(Params(scenarios="reboot"))
 
 
-def test_roce_is_missing_until_the_host_api_has_it():
-    assert missing(Params()) == []
-    (line,) = missing(Params(transports="mrc,roce"))
-    assert "transport roce" in line
+def test_roce_runs_and_only_its_failures_are_results():
+    assert EXPERIMENT.missing is None, "every transport runs"
+    modes = modes_of(Params(transports="mrc,single,roce", scenarios="clean"))
+    assert modes == ("mrc-clean", "single-clean", "roce-clean")
+    assert [may_fail(mode) for mode in modes] == [False, False, True]
 
 
 def test_bad_settings_are_refused(fabric):

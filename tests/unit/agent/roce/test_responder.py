@@ -209,3 +209,20 @@ def test_a_marked_packet_out_of_sequence_still_draws_a_cnp():
     rig.feed(rig.message(3)[2], ce=True)
     answers = rig.answers()
     assert RoceCnp(5) in answers and any(isinstance(a, RoceAck) for a in answers)
+
+
+def test_writes_land_only_in_regions_of_the_qps_protection_domain():
+    memory = MemoryTable(random.Random(1))
+    mine, other = bytearray(64), bytearray(64)
+    own = memory.register(mine, 0x1000, pd=3)
+    foreign = memory.register(other, 0x2000, pd=4)
+    events: list[Event] = []
+    responder = Responder(9, 5, 0, RoceConfig(), memory, events.append, pd=3)
+    write = RoceData(ONLY, 9, 0, b"abcd", True, 0x1000, own.rkey, 4)
+    assert responder.on_data(write, False, 0.0) is None
+    assert mine[:4] == b"abcd"
+    refused = RoceData(ONLY, 9, 1, b"wxyz", True, 0x2000, foreign.rkey, 4)
+    assert responder.on_data(refused, False, 0.0) is DropReason.BAD_RKEY
+    assert other[:4] == bytes(4) and isinstance(events[-1], WriteRejected)
+    syndromes = [a.syndrome for a in responder.packets_to_send() if isinstance(a, RoceAck)]
+    assert AethSyndrome.NAK_REMOTE_ACCESS_ERROR in syndromes
