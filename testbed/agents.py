@@ -27,7 +27,7 @@ from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
 from testbed.mininet.naming import host_netns
 from testbed.processes import ManagedProcess
-from topologies.model import Host, LinkId, Topology
+from topologies.model import Host, LinkId, Nic, Topology
 
 #: What ``mrc-agent serve`` prints once it owns UDP 4791 and its sockets.
 AGENT_READY = "mrc-agent: ready"
@@ -106,15 +106,23 @@ class HostAgents:
         topology: Topology,
         run_dir: Path,
         prefix: str,
-        structured_topology: str | None = None,
+        path_mode: str | None = None,
+        topology_ref: str | None = None,
     ) -> None:
-        """``structured_topology``: the topology's reference (preset or file) when the fabric
-        runs in structured EV mode; each agent then gives its connections EVs that name the
-        exact paths to the peer (``mrc-agent serve --path-mode structured``)."""
+        """``path_mode`` (``structured`` or ``srv6``; None or ``ecmp``: random EVs) with
+        ``topology_ref``, the topology's reference (preset or absolute file path): each agent
+        gives its connections EVs that name the exact paths to the peer (``mrc-agent serve
+        --path-mode``); in ``srv6`` mode every packet leaves in its path's carrier and the
+        agents run over IPv6 (planes and peers by their IPv6 addresses)."""
+        if path_mode not in (None, "ecmp") and topology_ref is None:
+            raise ValueError(f"path mode {path_mode} needs the topology's reference")
         self.topology = topology
         self.run_dir = run_dir
         self.prefix = prefix
-        self.structured_topology = structured_topology
+        self.path_mode = None if path_mode == "ecmp" else path_mode
+        self.topology_ref = topology_ref
+        #: Agents run over IPv6 (SRv6 mode), else IPv4.
+        self.ipv6 = path_mode == "srv6"
         self.agents: dict[str, ManagedProcess] = {}
 
     def socket_of(self, host: str) -> Path:
@@ -143,14 +151,15 @@ class HostAgents:
         would have its packets queued, trimmed and counted as the wrong class)."""
         options = []
         for nic in sorted(host.nics, key=lambda n: (n.plane, n.index)):
-            options += ["--plane", str(nic.ipv4.ip)]
+            options += ["--plane", self._address(nic)]
         options += ["--socket", str(self.socket_of(host.name))]
-        if self.structured_topology is not None:
-            options += ["--path-mode", "structured", "--topology", self.structured_topology]
+        if self.path_mode is not None and self.topology_ref is not None:
+            options += ["--path-mode", self.path_mode, "--topology", self.topology_ref]
         return [*options, "--dscp", self.topology.settings.dscp.option()]
 
     def address_of(self, host: str, source: str | None = None, cut: Collection[LinkId] = ()) -> str:
-        """The address a peer reaches ``host``'s agent on: its first NIC's IPv4 on a plane
+        """The address a peer reaches ``host``'s agent on: its first NIC's (IPv4, or IPv6 in
+        SRv6 mode) on a plane
         where neither ``host``'s NIC nor ``source``'s has been cut (the side channel runs
         over one plane; with every plane cut at one end, the first NIC's, to fail clearly)."""
         target = self.topology.host(host)
@@ -162,8 +171,11 @@ class HostAgents:
                 if any(
                     own.plane == nic.plane and sender.link(own).id not in cut for own in sender.nics
                 ):
-                    return str(nic.ipv4.ip)
-        return str(target.nics[0].ipv4.ip)
+                    return self._address(nic)
+        return self._address(target.nics[0])
+
+    def _address(self, nic: Nic) -> str:
+        return str(nic.ipv6.ip if self.ipv6 else nic.ipv4.ip)
 
     def transfer(
         self,

@@ -27,6 +27,7 @@ from collective.job import JobHooks, JobSpec
 from collective.report import JobResult
 from hostenv.netns import terminate_on_signals
 from hostenv.qdiscs import probe_qdiscs
+from hostenv.seg6 import seg6local_missing
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.collective_run import run_collective
 from testbed.controller_run import ControllerRun
@@ -91,7 +92,8 @@ class Testbed:
         if self.path_mode not in (None, PathMode.ECMP) and self.target == "linux":
             raise ValueError(
                 f"path mode {self.path_mode} needs the bmv2 target: the linux southbound "
-                "programs no structured EV or SRv6 tables (docs/routing.md)"
+                f"programs no structured EV or SRv6 tables{_kernel_srv6(self.path_mode)} "
+                "(docs/routing.md)"
             )
         #: One line: the target and why (asked for, or the default choice for this machine).
         self.target_announcement = choice.announcement
@@ -146,11 +148,14 @@ class Testbed:
                 self.topology_ref, self.run_dir, self.prefix, self.discovery, self.target, **options
             )
             self.controller.wait_in_service([s.name for s in self.topology.switches])
-            structured = None
-            if self.path_mode is PathMode.STRUCTURED:  # the agents' cwd may differ: absolute
-                ref = Path(self.topology_ref)
-                structured = str(ref.resolve()) if ref.is_file() else self.topology_ref
-            self.agents = HostAgents(self.topology, self.run_dir, self.prefix, structured)
+            ref = Path(self.topology_ref)  # the agents' cwd may differ: absolute
+            self.agents = HostAgents(
+                self.topology,
+                self.run_dir,
+                self.prefix,
+                None if self.path_mode is None else str(self.path_mode),
+                str(ref.resolve()) if ref.is_file() else self.topology_ref,
+            )
             self.agents.start()
             self._point_shells_at_agents(self.agents)
         except BaseException:
@@ -325,3 +330,15 @@ def _logged(what: str, action: Any) -> None:
         action()
     except Exception:
         log.exception("teardown: %s failed", what)
+
+
+def _kernel_srv6(mode: PathMode) -> str:
+    """For the SRv6 mode: what the kernel itself offers, as a clause ("" when it cannot be
+    probed, or for the other modes)."""
+    if mode is not PathMode.SRV6:
+        return ""
+    try:
+        missing = seg6local_missing()
+    except OSError:
+        return ""
+    return f", and {missing}" if missing else ", though this kernel takes seg6local routes"

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from agent.native import NativeState, check
 from hostenv.qdiscs import probe_qdiscs
+from hostenv.seg6 import seg6local_missing
 from hostenv.toolchain import (
     ALL_TOOLS,
     SIMPLE_SWITCH_GRPC,
@@ -84,8 +85,24 @@ def collect() -> list[Finding]:
                         "a kernel built with sch_" + name,
                     )
                 )
+        findings.append(seg6_finding())
     findings.append(native_finding())
     return findings + target_findings(qdiscs)
+
+
+def seg6_finding() -> Finding:
+    """Whether the kernel routes SRv6 uSID carriers itself (seg6local NEXT-C-SID routes)."""
+    try:
+        missing = seg6local_missing()
+    except OSError as exc:
+        return Finding("seg6local", False, str(exc), "", "")
+    return Finding(
+        "seg6local",
+        missing is None,
+        "takes End with the NEXT-C-SID flavour" if missing is None else missing,
+        "SRv6 path mode on the linux target (it runs on bmv2 either way)",
+        "a kernel with CONFIG_IPV6_SEG6_LWTUNNEL, Linux 6.1 or later",
+    )
 
 
 def native_finding() -> Finding:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,12 +51,11 @@ from agent.io.file_transfer import (
 )
 from agent.io.inbound import SideChannelServer
 from agent.io.out_dir import check_file_name, prepare_out_dir
+from agent.io.path_modes import PATH_MODES, path_mode_setup
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
-from agent.io.structured_evs import StructuredEvs
 from agent.io.transport import Transport
 from agent.roce import RoceConfig
-from topologies import load_topology
 
 PROG = "mrc-agent"
 
@@ -90,15 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--out-dir", metavar="DIR", help="store every completed incoming file here")
     serve.add_argument(
         "--path-mode",
-        choices=("ecmp", "structured"),
+        choices=PATH_MODES,
         default="ecmp",
         help="ecmp (default): random EVs, hashed by the fabric; structured: each connection's "
-        "EVs name the exact paths to its peer, spread evenly (needs --topology)",
+        "EVs name the exact paths to its peer, spread evenly; srv6: those EVs, each packet in "
+        "the SRv6 uSID carrier of its EV's path (IPv6 planes). Both need --topology",
     )
     serve.add_argument(
         "--topology",
         metavar="REF",
-        help="the fabric's topology (a preset name or file), for --path-mode structured",
+        help="the fabric's topology (a preset name or file), for --path-mode structured or srv6",
     )
     add_config_options(serve)
     add_verbosity_options(serve)
@@ -147,10 +146,15 @@ def serve_command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     out_dir = prepare_out_dir(args.out_dir) if args.out_dir else None
     listen, policy = inbound_from_args(args, planes, out_dir)
-    structured = _structured_evs(args.path_mode, args.topology, planes)
-    runtime = AgentRuntime(planes, config, side_channel_secret=policy.secret)
-    if structured is not None:
-        runtime.choose_evs = structured.evs_for
+    paths = path_mode_setup(args.path_mode, args.topology, planes)
+    runtime = AgentRuntime(
+        planes,
+        config,
+        side_channel_secret=policy.secret,
+        datagram_io=paths.datagram_io,
+        watch_ports=True,
+    )
+    runtime.choose_evs = paths.choose_evs
     try:
         side = SideChannelServer(runtime, listen, policy)
         socket_path = None
@@ -171,23 +175,6 @@ def serve_command(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     return 0
-
-
-def _structured_evs(
-    mode: str, topology_ref: str | None, planes: Sequence[bytes]
-) -> StructuredEvs | None:
-    """The EV chooser of ``--path-mode structured`` (UsageError when the topology is missing,
-    unreadable, or does not hold this host's addresses); None in ECMP mode."""
-    if mode != "structured":
-        if topology_ref is not None:
-            raise UsageError("--topology is for --path-mode structured only")
-        return None
-    if topology_ref is None:
-        raise UsageError("--path-mode structured needs --topology (the fabric's paths)")
-    try:
-        return StructuredEvs(load_topology(topology_ref), planes, secrets.randbits(64))
-    except ValueError as error:  # TopologyError, PathError: a file or fabric it cannot use
-        raise UsageError(f"--path-mode structured: {error}") from None
 
 
 def send_command(args: argparse.Namespace) -> int:

@@ -58,6 +58,30 @@ class DatagramIO(Protocol):
         ...
 
 
+class PacketSender(Protocol):
+    """What ``SocketDatagramIO`` sends through: ``RawSender``, or ``Srv6Sender`` in SRv6 mode."""
+
+    @property
+    def sent(self) -> int: ...
+
+    @property
+    def send_errors(self) -> dict[str, int]: ...
+
+    def open(self, ipv4: bool, ipv6: bool) -> None: ...
+
+    def filenos(self) -> list[int]: ...
+
+    def send(self, datagram: OutgoingDatagram) -> bool: ...
+
+    def send_many(self, datagrams: Sequence[OutgoingDatagram], start: int = 0) -> int: ...
+
+    def make_slots(self, sink: Callable[[SendSlots], None]) -> SendSlots | None: ...
+
+    def send_slots(self, slots: SendSlots) -> int: ...
+
+    def close(self) -> None: ...
+
+
 def send_each(
     send: Callable[[OutgoingDatagram], bool], datagrams: Sequence[OutgoingDatagram], start: int
 ) -> int:
@@ -72,12 +96,15 @@ class SocketDatagramIO:
     """UDP port 4791 (all MRC traffic arrives there) and raw IP sockets to send.
 
     Raises ``PermissionDeniedError`` without CAP_NET_RAW and ``PortInUseError`` when the
-    port is taken; nothing stays open when it fails.
+    port is taken; nothing stays open when it fails. ``sender`` replaces the plain raw sender
+    (SRv6 mode: ``agent.io.srv6_sender``).
     """
 
-    def __init__(self, ipv6: bool, port: int = ROCEV2_UDP_PORT) -> None:
+    def __init__(
+        self, ipv6: bool, port: int = ROCEV2_UDP_PORT, sender: PacketSender | None = None
+    ) -> None:
         self.port = port
-        self.sender = RawSender()
+        self.sender: PacketSender = sender if sender is not None else RawSender()
         try:
             self.sender.open(ipv4=not ipv6, ipv6=ipv6)
         except PermissionError:
@@ -129,6 +156,7 @@ class SocketDatagramIO:
             "datagrams_sent": self.sender.sent,
             "receive_drops": dict(self.receiver.drops),
             "send_errors": dict(self.sender.send_errors),
+            **getattr(self.sender, "counters", dict)(),
         }
 
     def close(self) -> None:

@@ -193,24 +193,30 @@ class RawSender:
         Any other failure (no route, message too long) drops the datagram and is counted: to
         the protocol it is a lost packet, which it recovers from.
         """
-        ip = datagram.ip
-        address = self._addresses.get(ip.dst)
-        if address is None:
-            address = socket.inet_ntop(
-                socket.AF_INET6 if len(ip.dst) == 16 else socket.AF_INET, ip.dst
-            )
-            self._addresses[ip.dst] = address
-        if len(ip.dst) == 4:
-            sock = self._v4
+        if len(datagram.ip.dst) == 4:
             header = ipv4_udp_header(datagram)
         else:
-            sock = self._v6
             header = ipv6_udp_header(datagram)
+        return self.send_packet((header, datagram.payload), datagram.ip.dst, datagram)
+
+    def send_packet(
+        self, parts: tuple[bytes, ...], destination: bytes, datagram: OutgoingDatagram
+    ) -> bool:
+        """Send the IP packet made of ``parts`` (headers written in full) to the packed
+        ``destination``, which the kernel routes by; ``send``'s return and error counting,
+        ``datagram`` naming the packet in a warning."""
+        address = self._addresses.get(destination)
+        if address is None:
+            address = socket.inet_ntop(
+                socket.AF_INET6 if len(destination) == 16 else socket.AF_INET, destination
+            )
+            self._addresses[destination] = address
+        sock = self._v4 if len(destination) == 4 else self._v6
         if sock is None:
             self._count("no socket for this address family", None, datagram)
             return True
         try:
-            sock.sendmsg((header, datagram.payload), (), 0, (address, 0))
+            sock.sendmsg(parts, (), 0, (address, 0))
         except OSError as exc:
             if exc.errno in _WOULD_BLOCK:
                 return False

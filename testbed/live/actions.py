@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from testbed.agents import TransferSpec
-from testbed.live.paths import Bmv2NextHops, KernelNextHops, NextHops
+from testbed.live.paths import Bmv2NextHops, CarrierNextHops, KernelNextHops, NextHops
 from testbed.session import Testbed
+from topologies.paths import PathMode
 
 
 class Actions(Protocol):
@@ -67,6 +68,8 @@ class TestbedActions:
 
 def next_hops_of(testbed: Testbed) -> NextHops:
     """How the switches of ``testbed``'s target say where a packet goes (``paths``)."""
+    if testbed.path_mode is PathMode.SRV6:
+        return CarrierNextHops(testbed.topology)
     if testbed.target == "linux":
         return KernelNextHops(testbed.prefix)
     return Bmv2NextHops({s.name: s.thrift_port for s in testbed.topology.switches})

@@ -24,6 +24,9 @@ tells it its own way, asked hop by hop (:class:`NextHops`):
   In structured EV mode (docs/routing.md) a switch whose keyless ``ev_field`` table holds a
   default ``set_ev_field`` reads its EV field first, and a hit in ``uplinks`` for the route's
   next-hop id and that field value decides the port before any hashing.
+* SRv6 mode, any P4 target (:class:`CarrierNextHops`): the packet carries its path, the carrier
+  the sending agent derives from the EV (``agent.io.srv6_carriers``), and the switches' uSID
+  tables are static, from the same topology; so the path is the carrier's, computed here.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from typing import Any, Protocol
 
+from agent.io.srv6_carriers import Srv6Carriers
 from controller.southbound.linux.names import interface_port, namespace_of, port_interface
 from topologies.model import Topology
 from wire.constants import ROCEV2_UDP_PORT
@@ -166,6 +170,29 @@ def run_ip(argv: list[str]) -> str:
     if proc.returncode != 0:
         raise PathUnknown(proc.stderr.strip() or f"ip exited with {proc.returncode}")
     return proc.stdout
+
+
+class CarrierNextHops:
+    """SRv6 mode: the port each switch of an EV's carrier sends it out of (module docs)."""
+
+    def __init__(self, topology: Topology) -> None:
+        self._topology = topology
+        self._carriers = Srv6Carriers(topology)
+
+    def egress_port(self, switch: str, in_port: int, flow: Flow) -> int:
+        ev = (flow.source_port << 16) | flow.flow_label
+        path = self._carriers.path(flow.source.packed, flow.destination.packed, ev, False)
+        if path is None:
+            raise PathUnknown("no carrier for this flow (not two hosts of one plane)")
+        if switch not in path.switches:
+            raise PathUnknown(f"not on the carrier's path {' -> '.join(path.switches)}")
+        hop = path.switches.index(switch)
+        if hop < len(path.ports):
+            return path.ports[hop]
+        located = _nic_with(self._topology, flow.destination)
+        if located is None:
+            raise PathUnknown(f"no host NIC has the address {flow.destination}")
+        return int(located[1].switch_port)
 
 
 class KernelNextHops:

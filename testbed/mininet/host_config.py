@@ -25,6 +25,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv6Address
 
 from testbed.mininet.wiring import HostNicWiring
+from topologies.paths import usid_block
 
 GATEWAY_IPV4 = IPv4Address("169.254.0.1")
 GATEWAY_IPV6 = IPv6Address("fe80::1")
@@ -120,24 +121,29 @@ def nic_bring_up(wiring: HostNicWiring) -> list[Command]:
                 "table",
                 route_table,
             ),
-            (
-                "ip",
-                "-6",
-                "route",
-                "replace",
-                str(plane.ipv6_prefix),
-                "via",
-                str(GATEWAY_IPV6),
-                "dev",
-                name,
-                "src",
-                str(nic.ipv6.ip),
-                "metric",
-                str(wiring.table),
-                "table",
-                route_table,
-            ),
         ]
+        # The plane's prefix, and its SRv6 uSID block: carriers (SRv6 path mode) leave by
+        # the plane's NIC like any other packet toward the plane.
+        for prefix in (plane.ipv6_prefix, usid_block(nic.plane)):
+            commands.append(
+                (
+                    "ip",
+                    "-6",
+                    "route",
+                    "replace",
+                    str(prefix),
+                    "via",
+                    str(GATEWAY_IPV6),
+                    "dev",
+                    name,
+                    "src",
+                    str(nic.ipv6.ip),
+                    "metric",
+                    str(wiring.table),
+                    "table",
+                    route_table,
+                )
+            )
     return commands
 
 

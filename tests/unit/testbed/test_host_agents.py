@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agent.io.config_overrides import parse_dscp
 from testbed.agents import HostAgents
 from topologies import load_topology
@@ -42,7 +44,23 @@ def test_in_structured_mode_every_agent_gets_the_topology_to_name_paths(tmp_path
     topology = load_topology("leaf-spine")
     plain = HostAgents(topology, tmp_path, "mnt").serve_options(topology.host("h1"))
     assert "--path-mode" not in plain and "--topology" not in plain
-    agents = HostAgents(topology, tmp_path, "mnt", structured_topology="leaf-spine")
+    agents = HostAgents(topology, tmp_path, "mnt", "structured", "leaf-spine")
     options = agents.serve_options(topology.host("h1"))
     assert _option(options, "--path-mode") == "structured"
     assert _option(options, "--topology") == "leaf-spine"
+    assert _option(options, "--plane") == str(topology.host("h1").nics[0].ipv4.ip)
+
+
+def test_in_srv6_mode_agents_run_over_ipv6_with_the_topology(tmp_path: Path) -> None:
+    topology = load_topology("leaf-spine")
+    agents = HostAgents(topology, tmp_path, "mnt", "srv6", "leaf-spine")
+    options = agents.serve_options(topology.host("h1"))
+    assert _option(options, "--path-mode") == "srv6"
+    assert _option(options, "--topology") == "leaf-spine"
+    assert _option(options, "--plane") == str(topology.host("h1").nics[0].ipv6.ip)
+    assert agents.address_of("h2", "h1") == str(topology.host("h2").nics[0].ipv6.ip)
+
+
+def test_an_exact_path_mode_without_the_topology_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs the topology"):
+        HostAgents(load_topology("leaf-spine"), tmp_path, "mnt", "srv6")

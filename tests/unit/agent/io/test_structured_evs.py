@@ -124,7 +124,8 @@ def test_this_hosts_address_must_be_in_the_topology() -> None:
     ("extra", "message"),
     [
         (["--path-mode", "structured"], "needs --topology"),
-        (["--topology", "leaf-spine"], "for --path-mode structured only"),
+        (["--topology", "leaf-spine"], "for --path-mode structured or srv6 only"),
+        (["--path-mode", "srv6", "--topology", "leaf-spine"], "srv6 runs over IPv6"),
         (["--path-mode", "structured", "--topology", "no-such-preset"], "--path-mode structured:"),
     ],
 )

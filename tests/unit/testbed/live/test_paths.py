@@ -12,6 +12,7 @@ import pytest
 
 from testbed.live.paths import (
     Bmv2NextHops,
+    CarrierNextHops,
     Flow,
     KernelNextHops,
     PathUnknown,
@@ -401,3 +402,24 @@ def test_in_structured_mode_the_ev_field_picks_the_uplink_before_any_hash():
         assert {tables.egress_port(flow) for flow in flows} == {port}
     assert tables.egress_port(Flow.of_ev("10.0.2.2", "10.0.1.1", 0xC0010000)) == 1
     assert any("structured_ev.uplinks" in command for command in dump_commands())
+
+
+def test_in_srv6_mode_an_evs_path_is_its_carriers_both_ways() -> None:
+    topology = load_topology("leaf-spine")
+    hops = CarrierNextHops(topology)
+    h1, h3 = (topology.host(name).nics[0].ipv6.ip for name in ("h1", "h3"))
+    for field, spine in enumerate(("s1", "s2", "s3", "s4")):
+        ev = (0xC000 | field) << 16
+        there = walk(topology, Flow.of_ev(str(h1), str(h3), ev), hops)
+        assert there.error is None and there.nodes == ("h1", "l1", spine, "l2", "h3")
+        back = walk(topology, Flow.of_ev(str(h3), str(h1), ev), hops)
+        assert back.error is None and back.nodes[2] == spine
+
+
+def test_in_srv6_mode_a_flow_off_the_topology_has_no_path() -> None:
+    topology = load_topology("leaf-spine")
+    h1 = topology.host("h1").nics[0].ipv6.ip
+    shown = walk(
+        topology, Flow.of_ev(str(h1), "2001:db8::9", 0xC0000000), CarrierNextHops(topology)
+    )
+    assert shown.error is not None and "no carrier" in shown.error

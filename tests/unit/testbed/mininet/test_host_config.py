@@ -75,7 +75,10 @@ def test_gateways_are_permanent_neighbours_at_the_switch_ports_mac(h1_eth0):
         assert command[-2:] == ("nud", "permanent")
 
 
-def test_the_whole_plane_is_routed_through_the_gateway_in_main_and_the_nics_table(h1_plane1):
+def test_the_whole_plane_and_its_usid_block_go_through_the_gateway_in_main_and_the_nics_table(
+    h1_plane1,
+):
+    """The plane's uSID block too: the SRv6 path mode's carriers leave by the plane's NIC."""
     routes = [command for command in nic_bring_up(h1_plane1) if command[2] == "route"]
     destinations = {(command[4], command[command.index("table") + 1]) for command in routes}
     table = str(h1_plane1.table)
@@ -84,6 +87,8 @@ def test_the_whole_plane_is_routed_through_the_gateway_in_main_and_the_nics_tabl
         ("10.1.0.0/16", table),
         ("fd00:1::/32", "main"),
         ("fd00:1::/32", table),
+        ("fcbb:bb01::/32", "main"),
+        ("fcbb:bb01::/32", table),
     }
     own_addresses = {str(h1_plane1.nic.ipv4.ip), str(h1_plane1.nic.ipv6.ip)}
     for command in routes:
