@@ -32,20 +32,23 @@ PROBE_ROUTE = (
 
 def seg6local_missing() -> str | None:
     """None when the kernel takes a NEXT-C-SID seg6local route; otherwise why not, in a
-    clause. PermissionError without root."""
+    clause. PermissionError without root; OSError if ``ip`` hangs."""
     netns = f"mrc6-{uuid.uuid4().hex[:8]}"
     made = subprocess.run(["ip", "netns", "add", netns], capture_output=True, check=False)
     if made.returncode != 0:
         raise PermissionError("cannot create a network namespace (are you root?)")
     try:
-        subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=True, timeout=10)
-        added = subprocess.run(
-            ["ip", "-n", netns, "-6", "route", "add", *PROBE_ROUTE],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
+        subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=False, timeout=10)
+        try:
+            added = subprocess.run(
+                ["ip", "-n", netns, "-6", "route", "add", *PROBE_ROUTE],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise OSError(f"probing seg6local routes: {exc}") from None
         if added.returncode == 0:
             return None
         said = added.stderr.strip().removeprefix("Error: ").rstrip(".")

@@ -1,8 +1,8 @@
 """Linux socket constants the runtime needs and Python's ``socket`` module does not export.
 
 Values are from the Linux UAPI headers (``linux/in.h``, ``linux/in6.h``); they are stable ABI.
-Python 3.11 lacks ``IP_PKTINFO``, ``IP_RECVTOS``, ``IPV6_FLOWINFO`` and ``IPV6_HDRINCL``, so
-they are named once here instead of as magic numbers at each use.
+Python 3.11 lacks ``IP_PKTINFO``, ``IP_RECVTOS``, ``IPV6_FLOWINFO``, ``IPV6_HDRINCL`` and
+``UDP_NO_CHECK6_RX``, so they are named once here instead of as magic numbers at each use.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ IPV6_TCLASS = socket.IPV6_TCLASS
 IPV6_RECVPKTINFO = socket.IPV6_RECVPKTINFO
 #: IPv6 control-message type carrying ``struct in6_pktinfo``.
 IPV6_PKTINFO = socket.IPV6_PKTINFO
+#: IPv6 UDP: accept datagrams whose UDP checksum is zero (``linux/udp.h``). A switch trims a
+#: packet to its headers and zeroes the checksum it can no longer compute (the ICRC, not the
+#: checksum, protects MRC); Linux drops such IPv6 datagrams unless the socket allows them.
+UDP_NO_CHECK6_RX = 102
 #: Set a socket buffer size above ``net.core.[rw]mem_max`` (needs CAP_NET_ADMIN).
 SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33

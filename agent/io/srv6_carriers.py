@@ -14,10 +14,13 @@ Which path an EV names depends on who sends the datagram:
   originates) takes the path from this host's edge switch to the peer's whose uplink choices
   the EV's fields hold, a field value ``v`` choosing uplink ``v mod n`` as a switch in
   structured mode would;
-* an *answer* (ACK, SACK, NACK, an endpoint response; RoCE's ACK/NAK and CNP) travels the
-  request's path backwards: the path the peer's request took is found from the peer's edge
-  switch, and its reverse (``PathTable.reverse``) carries the answer, so SACKs, NACKs and
-  probe replies follow exactly the switches of the packet they answer.
+* an MRC *answer* (ACK, SACK, NACK, an endpoint response), which is sent on the EV of the
+  packet it answers, travels that packet's path backwards: the path the peer's request took is
+  found from the peer's edge switch, and its reverse (``PathTable.reverse``) carries the
+  answer, so SACKs, NACKs and probe replies follow exactly the switches they answer for.
+
+The RoCE baseline is one path each way, as an RC QP is: its ACKs, NAKs and CNPs leave from the
+responder's own QP source port, an EV of their own, and are routed as requests on it.
 
 A peer whose address is no host of the topology, or is on another plane, has no carrier: the
 datagram then goes without one (the fabric routes it by its hashed groups) and is counted.
@@ -30,7 +33,7 @@ from ipaddress import ip_address
 
 from topologies.model import Topology
 from topologies.paths import EvField, FabricPath, PathTable, path_table, uplinks
-from wire.constants import Opcode, RoceOpcode
+from wire.constants import Opcode
 
 #: First bytes (BTH opcodes) of the datagrams that answer another: they take the reverse path.
 ANSWER_OPCODES = frozenset(
@@ -39,34 +42,34 @@ ANSWER_OPCODES = frozenset(
         Opcode.SACK,
         Opcode.NACK,
         Opcode.EP_RESPONSE,
-        RoceOpcode.RC_ACKNOWLEDGE,
-        RoceOpcode.CNP,
     }
 )
 
 
 class _PairPaths:
-    """The paths from one edge switch to another, by the EV field values that select them."""
+    """The paths from one edge switch to another, each with the hops that choose it."""
 
     def __init__(self, table: PathTable, topology: Topology, source: str, destination: str):
-        paths = table.between(source, destination)
-        #: Per steering hop of these paths: the EV field it reads and how many uplinks it has.
-        self.hops: tuple[tuple[EvField, int], ...] = ()
-        self.by_choice: dict[tuple[int, ...], FabricPath] = {}
-        for path in paths:
+        #: Per path: for each switch on it that picks an uplink, the EV field it reads, how
+        #: many uplinks it has (its own count: tiers need not be uniform) and the one taken.
+        self.paths: list[tuple[FabricPath, tuple[tuple[EvField, int, int], ...]]] = []
+        for path in table.between(source, destination):
             hops = []
-            for tier, _ in path.choices:
+            for tier, index in path.choices:
                 field = table.layout.field(tier)
                 if field is None:  # path_table records choices only where a field exists
                     raise AssertionError(f"tier {tier} chooses an uplink but has no EV field")
                 climbing = next(s for s in path.switches if topology.switch(s).tier == tier)
-                hops.append((field, len(uplinks(topology, topology.switch(climbing)))))
-            self.hops = tuple(hops)
-            self.by_choice[tuple(index for _, index in path.choices)] = path
+                hops.append((field, len(uplinks(topology, topology.switch(climbing))), index))
+            self.paths.append((path, tuple(hops)))
 
     def path_of(self, ev: int) -> FabricPath:
-        """The path a switch in structured mode would send ``ev`` along."""
-        return self.by_choice[tuple(field.value_of(ev) % n for field, n in self.hops)]
+        """The path switches in structured mode would send ``ev`` along: the one each of whose
+        choosing switches takes the uplink its field value names, modulo its own uplinks."""
+        for path, hops in self.paths:
+            if all(field.value_of(ev) % n == index for field, n, index in hops):
+                return path
+        raise KeyError(f"no path takes EV {ev:#x}")
 
 
 class Srv6Carriers:

@@ -36,6 +36,7 @@ from agent.io.linux import (
     IPV6_RECVTCLASS,
     IPV6_TCLASS,
     SO_RCVBUFFORCE,
+    UDP_NO_CHECK6_RX,
 )
 from wire.constants import ROCEV2_UDP_PORT
 
@@ -305,6 +306,7 @@ def _bound_socket(family: socket.AddressFamily, port: int) -> socket.socket:
             sock.setsockopt(_IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
             sock.setsockopt(_IPPROTO_IPV6, IPV6_RECVPKTINFO, 1)
             sock.setsockopt(_IPPROTO_IPV6, IPV6_FLOWINFO, 1)
+            sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)  # trimmed packets
             address = ("::", port, 0, 0)
         try:
             sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER_BYTES)

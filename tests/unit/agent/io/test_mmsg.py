@@ -325,3 +325,24 @@ def test_send_many_over_a_raw_socket_delivers_every_datagram_in_order_with_its_t
     finally:
         sender.close()
         receiver.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="raw sockets need root")
+@pytest.mark.parametrize("batch", [False, True])
+def test_an_ipv6_datagram_with_a_zero_udp_checksum_is_received(batch):
+    """A switch zeroes the UDP checksum of a packet it trims; over IPv6 the kernel drops such a
+    datagram unless the socket accepts it, and the trimmed header is what tells the receiver
+    of the loss."""
+    receiver = UdpReceiver(ipv4=False, ipv6=True, port=0, batch=batch)
+    raw = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_UDP)
+    try:
+        receiver.port = receiver.sockets[0].getsockname()[1]
+        payload = b"trimmed header"
+        header = struct.pack(">HHHH", 0xC001, receiver.port, 8 + len(payload), 0)
+        raw.sendto(header + payload, ("::1", 0))
+        got = _drain_all(receiver)
+        assert [d.payload for d in got] == [payload]
+        assert got[0].src_port == 0xC001
+    finally:
+        raw.close()
+        receiver.close()

@@ -109,8 +109,8 @@ def test_local_addresses_must_be_ipv6_hosts_of_the_topology() -> None:
         (Opcode.NACK, True),
         (Opcode.EP_RESPONSE, True),
         (RoceOpcode.RC_RDMA_WRITE_ONLY, False),
-        (RoceOpcode.RC_ACKNOWLEDGE, True),
-        (RoceOpcode.CNP, True),
+        (RoceOpcode.RC_ACKNOWLEDGE, False),  # on the responder's own port: a path of its own
+        (RoceOpcode.CNP, False),
     ],
 )
 def test_answers_are_told_by_their_opcode(opcode: int, answer: bool) -> None:
