@@ -8,9 +8,12 @@ counters where the target keeps them (``bmv2``), and from the port's transmit co
 it does not (``linux``: a member is a port, so the port's tx packets give the same answer).
 Members are preferred because BMv2's port counters also count the controller's LLDP probes,
 which on a slow link would hide the traffic being measured; the linux target sends none
-(it watches carrier). The two differ in one respect, said wherever a figure is reported:
-members count at ingress, so packets a full queue then drops are included (the load offered
-to the link); a port's tx counter counts what the link carried.
+(it watches carrier). In the exact path modes (structured EV, SRv6: the status's
+``path_mode``) ports are read instead: there a switch sends much of the traffic by its
+structured or uSID tables, past the members, which would then count only what is hashed.
+The two differ in one respect, said wherever a figure is reported: members count at ingress,
+so packets a full queue then drops are included (the load offered to the link); a port's tx
+counter counts what the link carried.
 
 Counters only grow (a restarted switch aside), so every figure is a difference between two
 snapshots taken around the traffic of interest. A target says what it cannot count (the
@@ -70,14 +73,15 @@ class LinkLoads:
 
 def forwarded_packets(status: dict[str, Any], switch: str) -> Forwarded:
     """What ``switch`` forwarded out of each port, from its member counters where its target
-    keeps them and from its ports' tx counters where the target says it does not;
+    keeps them (in ECMP mode) and from its ports' tx counters otherwise;
     CountersUnavailable when the snapshot has neither for ``switch``."""
     switch_counters = status["counters"].get(switch)
     if not isinstance(switch_counters, dict) or "error" in switch_counters:
         reason = (switch_counters or {}).get("error", "not read")
         raise CountersUnavailable(f"{switch}: counters unavailable ({reason})")
     uncounted = not_counted(switch_counters)
-    if "members" not in uncounted:
+    exact = status.get("path_mode", "ecmp") != "ecmp"
+    if "members" not in uncounted and not (exact and _has_port_tx(switch_counters, uncounted)):
         if "members" not in switch_counters:
             raise CountersUnavailable(f"{switch}: counters unavailable (no member counters read)")
         packets, byte_counts = _member_packets(status, switch)
@@ -122,6 +126,10 @@ def forwarded_between(before: dict[str, Any], after: dict[str, Any], switch: str
         end.source,
         byte_counts,
     )
+
+
+def _has_port_tx(switch_counters: dict[str, Any], uncounted: dict[str, str]) -> bool:
+    return "tx_packets" not in uncounted and "ports" in switch_counters
 
 
 def _member_packets(

@@ -430,3 +430,26 @@ def test_a_run_that_records_problems_makes_the_summary_ill_formed() -> None:
         "0": {**_run_records({"a->b": transfer}), "problems": ["no link was cut: counters"]}
     }
     assert summary_problems(summary, seeds=1) == ["single/0: no link was cut: counters"]
+
+
+def _both(members: dict[int, int], tx: dict[int, int], path_mode: str) -> dict[str, Any]:
+    """A BMv2-like status of l1 with member and port tx counters, in ``path_mode``."""
+    status = _status({"l1": members})
+    status["counters"]["l1"]["ports"] = {
+        str(p): {"tx_packets": n, "rx_packets": 0} for p, n in tx.items()
+    }
+    status["path_mode"] = path_mode
+    return status
+
+
+@pytest.mark.parametrize("path_mode", ["structured", "srv6"])
+def test_in_an_exact_path_mode_the_ports_tell_what_the_members_never_saw(path_mode) -> None:
+    """Carriers and structured EVs leave by their own tables, past the next-hop members."""
+    topology = load_topology("leaf-spine")
+    before = _both({3: 0, 4: 0, 5: 0, 6: 0}, {3: 0, 4: 0, 5: 0, 6: 0}, path_mode)
+    after = _both({3: 50, 4: 0, 5: 0, 6: 0}, {3: 60, 4: 10, 5: 900, 6: 10}, path_mode)
+    assert busiest_uplink(topology, "l1", before, after) == ("s3", 5, 900, PORT_TX_COUNTERS)
+    in_ecmp = busiest_uplink(
+        topology, "l1", _both({3: 0}, {3: 0}, "ecmp"), _both({3: 50}, {5: 900}, "ecmp")
+    )
+    assert in_ecmp.source == MEMBER_COUNTERS and in_ecmp.peer == "s1"
