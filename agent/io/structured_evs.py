@@ -6,8 +6,10 @@ switches choose among uplinks reads a field of the EV, so an EV is a path, not a
 topology; for each connection it opens (its transfers', and host-API QPs of an AUTO EV
 profile: ``agent.api.qp_ops``), the agent finds both hosts' edge switches by their
 plane addresses, takes the exact paths between them (``path_table``) and gives the connection
-EVs spread evenly over those paths: slot ``i`` of plane ``p`` names path ``j mod P``, ``j``
-being the slot's rank on its plane, so with 256 EVs over 4 spines each spine carries 64.
+EVs spread evenly over those paths: slot ``i`` of plane ``p`` names path ``(j + o) mod P``,
+``j`` being the slot's rank on its plane and ``o`` a random offset per connection and plane, so
+with 256 EVs over 4 spines each spine carries 64, and a connection of one EV takes a random
+path, as hashing would give it.
 
 The EVs are the connection's for good (a given EV set, ``agent.core.ev``): a retired EV's
 slot is not refilled with a random stand-in, which would name an unknown path, possibly the
@@ -75,10 +77,13 @@ class StructuredEvs:
             raise ValueError(f"{count} EVs: more than the paths' distinct structured EVs")
         used: set[tuple[int, int]] = set()
         homes = []
+        # Each plane's round starts at a random path, as a hash would land: a connection of
+        # one EV (the single-path baseline) then takes any path, not always the first.
+        offsets = [self._rng.randrange(len(paths)) for paths in per_plane]
         for slot in range(count):
             plane, rank = slot % planes, slot // planes
             paths = per_plane[plane]
-            path = paths[rank % len(paths)]
+            path = paths[(rank + offsets[plane]) % len(paths)]
             while True:
                 port = _PORT_BASE | self._rng.getrandbits(EV_FIELD_BITS)
                 base = port << EV_FIELD_BASE

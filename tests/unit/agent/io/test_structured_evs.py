@@ -51,7 +51,21 @@ def test_consecutive_slots_name_different_paths() -> None:
     chooser = StructuredEvs(topology, [_address(topology, "h1")], seed=2)
     evs = chooser.evs_for([_address(topology, "h4")], 8)
     assert evs is not None
-    assert [_path_of(topology, "l1", "l2", ev)[1] for _, ev in evs] == ["s1", "s2", "s3", "s4"] * 2
+    spines = [_path_of(topology, "l1", "l2", ev)[1] for _, ev in evs]
+    assert sorted(spines[:4]) == ["s1", "s2", "s3", "s4"] and spines[4:] == spines[:4]
+
+
+def test_a_connection_of_one_ev_takes_any_path_not_always_the_first() -> None:
+    """The single-path baseline in an exact mode: each connection's one EV lands where a hash
+    would, so flows spread over the spines instead of all sharing the first."""
+    topology = load_topology("leaf-spine")
+    chooser = StructuredEvs(topology, [_address(topology, "h1")], seed=11)
+    spines = Counter()
+    for _ in range(200):
+        evs = chooser.evs_for([_address(topology, "h3")], 1)
+        assert evs is not None
+        spines[_path_of(topology, "l1", "l2", evs[0][1])[1]] += 1
+    assert set(spines) == {"s1", "s2", "s3", "s4"} and min(spines.values()) > 20
 
 
 def test_fat_tree_across_pods_names_all_four_cores() -> None:
