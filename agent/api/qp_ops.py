@@ -216,9 +216,11 @@ class QpSession(SessionBase):
                 config = dataclasses.replace(config, payload_size=payload)
         endpoint = pool.endpoint_for(config)
         chosen = homes
+        exact_paths = False
         if chosen is None and self.runtime.choose_evs is not None:
             # AUTO in structured EV mode: EVs that name the paths to the peer, not random ones.
             chosen = self.runtime.choose_evs(peers, config.ev_set_size)
+            exact_paths = chosen is not None
         spec = ConnectionSpec(
             qp.num,
             dest,
@@ -227,6 +229,7 @@ class QpSession(SessionBase):
             receive_psn=rq_psn,
             evs=chosen,
             ev_min_active=binding.min_active,
+            ev_standin_when_starved=exact_paths,
             ev_events=True,
             pd=qp.pd,
         )

@@ -95,6 +95,8 @@ class ConnectionSpec:
     evs: tuple[tuple[int, int], ...] | None = None
     ev_min_active: int = 0
     ev_events: bool = False
+    #: Given EVs that may take a random stand-in once none can carry data (``agent.core.ev``).
+    ev_standin_when_starved: bool = False
     pd: int = 0
 
 
@@ -137,6 +139,7 @@ class Connection:
             min_active=spec.ev_min_active,
             events=events if spec.ev_events else None,
             qp=spec.local_qp,
+            standin_when_starved=spec.ev_standin_when_starved,
         )
         for plane in range(planes):
             self.ev_set.set_plane_usable(plane, self._local_up[plane])

@@ -41,7 +41,11 @@ A set may instead be given its EVs (an explicit or generated EV profile of the h
 ``agent.core.ev_expansion``): then each listed EV is a slot's home for good, no stand-in is
 ever drawn (a profile's EVs name paths; a random one names none), a retired EV's slot stays
 empty until probes revive it, and no EV is retired while only ``min_active`` EVs could carry
-data: below that floor the set keeps using what it has rather than starve.
+data: below that floor the set keeps using what it has rather than starve. The agent's own
+exact-path EVs (structured EV and SRv6 modes, ``agent.io.structured_evs``) are given too, with
+one exception (``standin_when_starved``): when the last of them that could carry data is
+retired, a random stand-in takes its slot, so that a connection of one EV, whose only path
+died, finds another as hashing would instead of waiting for the repair.
 
 Every change of a home EV's state (retired, revived or reinstated, denied, allowed) goes out
 as an ``EvStateChanged`` event when the set is given an event queue: the host API's EV events.
@@ -143,6 +147,7 @@ class EvSet:
         min_active: int = 0,
         events: deque[Event] | None = None,
         qp: int = 0,
+        standin_when_starved: bool = False,
     ) -> None:
         if planes < 1:
             raise ValueError("an EV set needs at least one plane")
@@ -155,6 +160,9 @@ class EvSet:
         self._homes: dict[tuple[int, int], EvEntry] = {}
         #: The EVs were given (a profile's): no stand-ins, and the ``min_active`` floor.
         self._fixed = homes is not None
+        #: Given EVs that may still take one random stand-in once none of them can carry data
+        #: (the agent's exact-path EVs: a random EV names some path, as a hash would find one).
+        self._standin_when_starved = standin_when_starved
         self._min_active = min_active
         self._events = events
         self._qp = qp
@@ -323,7 +331,7 @@ class EvSet:
             self._changed(entry)
         else:
             self._discard(entry)
-        if not self._fixed:
+        if not self._fixed or (self._standin_when_starved and self._carrying() == 0):
             self._fill_with_standin(slot, now)
         return True
 

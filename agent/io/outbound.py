@@ -332,6 +332,7 @@ class OutboundTransfer(ABC):
                     evs=None
                     if choose is None
                     else choose(remote, self.endpoint.config.ev_set_size),
+                    ev_standin_when_starved=choose is not None,
                 )
                 self.runtime.pool.connect(self.endpoint, spec)
         except ValueError as exc:

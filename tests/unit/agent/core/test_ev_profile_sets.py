@@ -226,3 +226,31 @@ def test_a_connection_given_evs_sends_on_them_and_reports_their_states():
         (0xD0020000, EvState.GOOD),
     ]
     assert a.ev_states(qp_a) == [(0, 0xD0010000, EvState.GOOD), (0, 0xD0020000, EvState.GOOD)]
+
+
+def _exact(homes) -> EvSet:
+    config = Config(probe_interval=INTERVAL, probes_to_admit=0)
+    return EvSet(config, 1, False, random.Random(3), homes, standin_when_starved=True)
+
+
+def test_exact_path_evs_keep_their_slots_empty_while_another_can_carry():
+    evs = _exact(HOMES)
+    entry = next(e for e in evs.active_entries() if e.value == 0xC0020000)
+    assert evs.retire(entry, now=0.0)
+    assert evs.active_entries()[1] is entry, "three others carry: no stand-in"
+
+
+def test_the_last_exact_path_ev_to_die_gets_a_random_stand_in():
+    """A connection of one EV whose path died finds another, as hashing would."""
+    evs = _exact([(0, 0xC0010000)])
+    (only,) = evs.active_entries()
+    assert evs.retire(only, now=0.0)
+    (standin,) = evs.active_entries()
+    assert standin is not only and not standin.home
+    picked = evs.next_for_data()
+    assert picked is standin, "data goes on at once on the stand-in"
+    # a profile's given EV (no stand-ins) starves instead
+    fixed, _ = _fixed(homes=[(0, 0xC0010000)])
+    (alone,) = fixed.active_entries()
+    assert fixed.retire(alone, now=0.0)
+    assert fixed.next_for_data() is None
