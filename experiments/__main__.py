@@ -74,8 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(name)s: %(message)s",
     )
     from experiments.experiment import Unsupported, parse_params, run_experiment
+    from testbed.session import check_linux_path_mode
     from testbed.targets import TargetUnavailable, choose_target
     from topologies import TopologyError, load_topology
+    from topologies.paths import PathMode
 
     experiment = EXPERIMENTS[args.name]
     try:
@@ -100,10 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Resolved here, so that summary.json names the target that ran, never "auto".
         choice = choose_target(args.target, topology)
         print(f"experiments: {choice.announcement}", file=sys.stderr)
-        if args.path_mode not in (None, "ecmp") and choice.target.name == "linux":
-            raise ValueError(
-                f"--path-mode {args.path_mode} needs the bmv2 target (docs/routing.md)"
-            )
+        if args.path_mode is not None and choice.target.name == "linux":
+            check_linux_path_mode(PathMode(args.path_mode))
         directory = run_experiment(
             experiment,
             topology_ref=args.topo,

@@ -2,7 +2,7 @@
 
     python -m testbed run [TOPO] [--target auto|bmv2|linux]   # bring up, open the CLI, tear down
         [--routing static|reactive|converge[:SECONDS]]      # the controller's routing policy
-        [--path-mode ecmp|structured|srv6]                  # how EVs pick paths (bmv2 only)
+        [--path-mode ecmp|structured|srv6]                  # how EVs pick paths (docs/routing.md)
         [--live-port 8765] [--live-host 127.0.0.1] [--no-live]  # the live view (web page)
     python -m testbed stop [PREFIX...]             # stop every run (or those) and clean up
 

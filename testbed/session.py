@@ -89,12 +89,8 @@ class Testbed:
         choice = choose_target(target, self.topology)
         self.target = choice.target.name
         self.path_mode = None if path_mode is None else PathMode(path_mode)
-        if self.path_mode not in (None, PathMode.ECMP) and self.target == "linux":
-            raise ValueError(
-                f"path mode {self.path_mode} needs the bmv2 target: the linux southbound "
-                f"programs no structured EV or SRv6 tables{_kernel_srv6(self.path_mode)} "
-                "(docs/routing.md)"
-            )
+        if self.target == "linux":
+            check_linux_path_mode(self.path_mode)
         #: One line: the target and why (asked for, or the default choice for this machine).
         self.target_announcement = choice.announcement
         self.network = TestbedNetwork(self.topology, target=self.target)
@@ -332,13 +328,21 @@ def _logged(what: str, action: Any) -> None:
         log.exception("teardown: %s failed", what)
 
 
-def _kernel_srv6(mode: PathMode) -> str:
-    """For the SRv6 mode: what the kernel itself offers, as a clause ("" when it cannot be
-    probed, or for the other modes)."""
-    if mode is not PathMode.SRV6:
-        return ""
-    try:
-        missing = seg6local_missing()
-    except OSError:
-        return ""
-    return f", and {missing}" if missing else ", though this kernel takes seg6local routes"
+def check_linux_path_mode(mode: PathMode | None) -> None:
+    """ValueError, saying why, for a path mode kernel switches cannot carry: structured EV
+    always, SRv6 where the kernel takes no seg6local NEXT-C-SID routes."""
+    if mode is PathMode.STRUCTURED:
+        raise ValueError(
+            "path mode structured needs the bmv2 target: kernel switches hash every EV "
+            "(docs/routing.md)"
+        )
+    if mode is PathMode.SRV6:
+        try:
+            missing = seg6local_missing()
+        except OSError as error:
+            missing = f"the kernel could not be probed ({error})"
+        if missing is not None:
+            raise ValueError(
+                "path mode srv6 needs the bmv2 target here: the linux target renders it as "
+                f"the kernel's seg6local routes, and {missing} (docs/routing.md)"
+            )

@@ -41,6 +41,7 @@ from controller.southbound.tofino.device_config import (
 )
 from controller.southbound.tofino.southbound import TofinoOptions, TofinoSouthbound
 from controller.southbound.tofino.tna_program import missing_tables
+from hostenv.seg6 import seg6local_missing
 from topologies.model import Topology
 from topologies.paths import PathMode
 
@@ -67,12 +68,23 @@ def _check_linux(config: ControllerConfig) -> None:
             f"{', '.join(meaningless)}: no meaning on the linux target (switches are network "
             "namespaces on this machine, reached over netlink)"
         )
-    if config.path_mode is not PathMode.ECMP:
+    if config.path_mode is PathMode.STRUCTURED:
         raise ConfigError(
-            f"path_mode {config.path_mode}: the linux target forwards by hashed ECMP only; its "
-            "southbound has no structured EV tables and does not program seg6local routes yet "
-            "(use the bmv2 target for the exact path modes)"
+            "path_mode structured: the linux target hashes every EV; the kernel has no "
+            "structured EV tables (use the bmv2 target)"
         )
+    if config.path_mode is PathMode.SRV6:
+        try:
+            missing = seg6local_missing()
+        except OSError as error:  # PermissionError without root, or ip hanging
+            raise ConfigError(
+                f"path_mode srv6: cannot tell whether this kernel routes uSID carriers ({error})"
+            ) from None
+        if missing is not None:
+            raise ConfigError(
+                f"path_mode srv6: the linux target renders SRv6 as the kernel's seg6local "
+                f"routes, and {missing} (use the bmv2 target)"
+            )
 
 
 def _check_bmv2(topology: Topology, config: ControllerConfig) -> None:

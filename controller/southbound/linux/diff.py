@@ -8,7 +8,8 @@ and ECN markers after the shapers they hang under. A marker is written with its 
 re-asserted under the handle the marker's parent names, and a ``tbf`` written on a port that has
 a marker is written with the marker (a ``tbf`` that was under another handle is replaced whole,
 child and all); a marker no longer wanted under a ``tbf`` that stays is replaced by the
-``tbf``'s plain fifo; one whose ``tbf`` goes goes with it.
+``tbf``'s plain fifo; one whose ``tbf`` goes goes with it. SRv6 seg6local routes are set after
+the plain routes (the neighbours' uSID routes they hand carriers to) and deleted before them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from controller.southbound.linux.ecn import EcnMarker
+from controller.southbound.linux.seg6 import Seg6LocalRoute
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour
 from controller.southbound.linux.tc import MAX_FRAME_BYTES, TbfParameters
 
@@ -36,6 +38,8 @@ class KernelPlan:
 
     set_neighbours: tuple[Neighbour, ...] = ()
     set_routes: tuple[KernelRoute, ...] = ()
+    set_seg6local: tuple[Seg6LocalRoute, ...] = ()
+    delete_seg6local: tuple[Seg6LocalRoute, ...] = ()
     delete_routes: tuple[KernelRoute, ...] = ()
     delete_neighbours: tuple[Neighbour, ...] = ()
     set_shapers: tuple[tuple[int, TbfParameters], ...] = ()
@@ -68,7 +72,10 @@ class KernelPlan:
 def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
     """What to write so that ``held`` becomes ``wanted``."""
     neighbours = _compare(wanted.neighbours, held.neighbours)
-    routes = _compare(wanted.routes, held.routes)
+    # A prefix that changes kind (plain route <-> seg6local) is overwritten by the replace that
+    # writes it, not deleted afterwards: the delete would remove the new route.
+    routes = _compare(wanted.routes, _without(held.routes, wanted.seg6local))
+    seg6local = _compare(wanted.seg6local, _without(held.seg6local, wanted.routes))
     shapers = _compare(wanted.shapers, held.shapers, same_shaper)
     # A marker lives only under a shaper: one without a wanted shaper is never wanted, and one
     # held under a shaper that is deleted goes with it.
@@ -87,12 +94,15 @@ def plan_changes(wanted: KernelState, held: KernelState) -> KernelPlan:
         ),
     )
     with_child = {*marker_writes, *unset}
-    inserted = neighbours.inserted + routes.inserted + shapers.inserted + markers.inserted
-    modified = neighbours.modified + routes.modified + shapers.modified + markers.modified
-    deleted = neighbours.deleted + routes.deleted + shapers.deleted + len(unset)
+    kinds = (neighbours, routes, seg6local, shapers, markers)
+    inserted = sum(kind.inserted for kind in kinds)
+    modified = sum(kind.modified for kind in kinds)
+    deleted = neighbours.deleted + routes.deleted + seg6local.deleted + shapers.deleted + len(unset)
     return KernelPlan(
         set_neighbours=tuple(wanted.neighbours[key] for key in neighbours.set_keys),
         set_routes=tuple(wanted.routes[key] for key in routes.set_keys),
+        set_seg6local=tuple(wanted.seg6local[key] for key in seg6local.set_keys),
+        delete_seg6local=tuple(held.seg6local[key] for key in seg6local.deleted_keys),
         delete_routes=tuple(held.routes[key] for key in routes.deleted_keys),
         delete_neighbours=tuple(held.neighbours[key] for key in neighbours.deleted_keys),
         set_shapers=tuple(
@@ -125,6 +135,10 @@ def burst_from_ticks(buffer_ticks: int, rate_bytes_per_s: int, ticks_per_us: flo
     if rate_bytes_per_s <= 0 or ticks_per_us <= 0:
         return MAX_FRAME_BYTES
     return round(buffer_ticks / ticks_per_us / 1_000_000 * rate_bytes_per_s)
+
+
+def _without(held: Mapping[_K, _V], keys: Mapping[_K, object]) -> dict[_K, _V]:
+    return {key: value for key, value in held.items() if key not in keys}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Netlink into one switch's namespace: its ports, what it holds, writes, counters, link events.
 
 The only module that talks to the kernel (with pyroute2, plus ``tc`` for shapers, whose
-command line is the contract's shared rendering); everything it returns is plain data from
+command line is the contract's shared rendering, and ``ip`` for the SRv6 seg6local routes,
+whose NEXT-C-SID flavour pyroute2 cannot write); everything it returns is plain data from
 :mod:`.state` and :mod:`controller.southbound.interface`.
 
 A namespace is reached by name under ``/run/netns``. An open netlink socket keeps a namespace
@@ -18,7 +19,7 @@ import os
 import socket
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
-from ipaddress import ip_address, ip_network
+from ipaddress import IPv6Network, ip_address, ip_network
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from controller.southbound.linux.names import (
     is_gateway,
     port_interface,
 )
+from controller.southbound.linux.seg6 import MAIN_TABLE, Seg6LocalRoute, seg6local_of
 from controller.southbound.linux.state import (
     KernelRoute,
     KernelState,
@@ -59,11 +61,10 @@ from controller.southbound.linux.tc import TbfParameters
 pyroute2_config.disable_mp_signal = True
 
 NETNS_DIR = Path("/run/netns")
-MAIN_TABLE = 254
 NUD_PERMANENT = 0x80
 RTNH_F_ONLINK = 0x4
 IFF_UP = 0x1
-TC_TIMEOUT_S = 10.0
+TC_TIMEOUT_S = 10.0  # for every iproute2 command, tc and ip alike
 PSCHED = Path("/proc/net/psched")
 
 
@@ -151,10 +152,13 @@ class SwitchNamespace:
         """The routes of the southbound's protocol, its neighbour entries and the shapers."""
         port_of = {link.ifindex: port for port, link in ports.items()}
         routes: dict[Prefix, KernelRoute] = {}
+        seg6local: dict[IPv6Network, Seg6LocalRoute] = {}
         for family in (socket.AF_INET, socket.AF_INET6):
             async for message in await self._ipr.route("dump", family=family):
                 route = _route_of(message, port_of)
-                if route is not None:
+                if isinstance(route, Seg6LocalRoute):
+                    seg6local[route.prefix] = route
+                elif route is not None:
                     routes[route.prefix] = route
         neighbours = {}
         async for message in await self._ipr.neigh("dump"):
@@ -174,7 +178,7 @@ class SwitchNamespace:
             if marker is not None:
                 written = self._written_markers.get(port)
                 markers[port] = written if written and written.kind == marker.kind else marker
-        return KernelState(routes, neighbours, shapers, markers)
+        return KernelState(routes, neighbours, shapers, markers, seg6local)
 
     async def counters(self, ports: Mapping[int, PortLink]) -> dict[int, PortCounters]:
         """Per-port packets, bytes and drops (the interface's plus its root qdisc's)."""
@@ -223,6 +227,16 @@ class SwitchNamespace:
             )
         for route in plan.set_routes:
             await attempt(f"route {route.prefix}", self._set_route(route, ports))
+        for usid_route in plan.set_seg6local:
+            await attempt(
+                f"seg6local {usid_route.action.label} route {usid_route.prefix}",
+                self._set_seg6local(usid_route),
+            )
+        for usid_route in plan.delete_seg6local:
+            await attempt(
+                f"seg6local route {usid_route.prefix} (delete)",
+                self._delete_route(usid_route),
+            )
         for route in plan.delete_routes:
             await attempt(f"route {route.prefix} (delete)", self._delete_route(route))
         for neighbour in plan.delete_neighbours:
@@ -299,7 +313,14 @@ class SwitchNamespace:
             multipath=nexthops,
         )
 
-    async def _delete_route(self, route: KernelRoute) -> None:
+    async def _set_seg6local(self, route: Seg6LocalRoute) -> None:
+        # iproute2, not pyroute2: pyroute2 has no attribute for the NEXT-C-SID flavour.
+        await self._run(
+            "ip", "-n", self.name, "-6", "route", "replace", str(route.prefix),
+            "table", str(MAIN_TABLE), "proto", str(ROUTE_PROTOCOL), *route.ip_arguments(),
+        )  # fmt: skip
+
+    async def _delete_route(self, route: KernelRoute | Seg6LocalRoute) -> None:
         await self._ipr.route(
             "del",
             dst=str(route.prefix),
@@ -326,11 +347,13 @@ class SwitchNamespace:
             self._written_markers[port] = marker
 
     async def _tc(self, *arguments: str) -> None:
+        await self._run("tc", "-n", self.name, *arguments)
+
+    @staticmethod
+    async def _run(*command: str) -> None:
+        """Run an iproute2 tool; OSError with what it said if it fails or hangs."""
         process = await asyncio.create_subprocess_exec(
-            "tc",
-            "-n",
-            self.name,
-            *arguments,
+            *command,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -339,9 +362,10 @@ class SwitchNamespace:
         except TimeoutError:
             process.kill()
             await process.wait()
-            raise OSError(f"tc took over {TC_TIMEOUT_S} s") from None
+            raise OSError(f"{command[0]} took over {TC_TIMEOUT_S} s") from None
         if process.returncode != 0:
-            raise OSError(f"tc {' '.join(arguments)}: {stderr.decode().strip()}")
+            said = " ".join(command[3:] if command[1] == "-n" else command[1:])
+            raise OSError(f"{command[0]} {said}: {stderr.decode().strip()}")
 
 
 class LinkWatch:
@@ -384,11 +408,15 @@ def port_link(message: Any) -> PortLink | None:
     return PortLink(port, message["index"], str(message.get("address") or "").lower(), up)
 
 
-def _route_of(message: Any, port_of: Mapping[int, int]) -> KernelRoute | None:
+def _route_of(message: Any, port_of: Mapping[int, int]) -> KernelRoute | Seg6LocalRoute | None:
     if message["proto"] != ROUTE_PROTOCOL or message.get("table") != MAIN_TABLE:
         return None
     family_zero = "0.0.0.0" if message["family"] == socket.AF_INET else "::"
     prefix = ip_network(f"{message.get('dst') or family_zero}/{message['dst_len']}")
+    if isinstance(prefix, IPv6Network):
+        usid_route = seg6local_of(message, prefix)
+        if usid_route is not None:
+            return usid_route
     hops = message.get("multipath") or [message]
     nexthops = []
     for hop in hops:

@@ -6,7 +6,10 @@ group object that plain routes use: with ``nexthop`` objects it does, but a rout
 next hops are what ``ignore_routes_with_linkdown`` is documented for, and they read back
 plainly); a member becomes a synthetic gateway with a permanent neighbour entry
 (:mod:`.names`); a port's queue rate and depth become a root ``tbf`` (:mod:`.tc`), and its ECN
-thresholds a marking qdisc under it where the kernel offers one (:mod:`.ecn`).
+thresholds a marking qdisc under it where the kernel offers one (:mod:`.ecn`). In the SRv6
+path mode a neighbour's uSID locator is an ordinary route toward it, and the switch's own uSID
+two seg6local routes (:mod:`.seg6`). Structured EV tables have no kernel rendering (the runtime
+refuses that mode on this target).
 """
 
 from __future__ import annotations
@@ -15,9 +18,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 
-from controller.intent.model import NextHopMember, PortIntent, Route, SwitchIntent
+from controller.intent.model import (
+    NextHopMember,
+    PortIntent,
+    Route,
+    SwitchIntent,
+    UsidNextHop,
+)
 from controller.southbound.linux.ecn import ECN_QDISC_PREFERENCE, choose_ecn_qdisc, ecn_marker
 from controller.southbound.linux.names import gateway_v4, gateway_v6
+from controller.southbound.linux.seg6 import local_usid_routes, usid_locator
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour, NextHop
 from controller.southbound.linux.tc import TbfParameters, tbf_parameters
 from wire.dscp import class_key
@@ -40,6 +50,10 @@ def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] | None = ()) -> Re
     routes = {
         route.prefix: _route(route, intent) for route in (*intent.routes_v4, *intent.routes_v6)
     }
+    for hop in intent.usid_next_hops:
+        usid_route = _usid_route(hop, intent)
+        routes[usid_route.prefix] = usid_route
+    seg6local = {route.prefix: route for route in local_usid_routes(intent.local_usids)}
     neighbours = {}
     for member in intent.members:
         for neighbour in _neighbours(member):
@@ -51,7 +65,7 @@ def render(intent: SwitchIntent, *, ecn_qdiscs: Iterable[str] | None = ()) -> Re
         if (marker := ecn_marker(port, offered or ())) is not None
     }
     return Rendering(
-        KernelState(routes, neighbours, shapers, markers), _unsupported(intent, offered)
+        KernelState(routes, neighbours, shapers, markers, seg6local), _unsupported(intent, offered)
     )
 
 
@@ -71,6 +85,19 @@ def _route(route: Route, intent: SwitchIntent) -> KernelRoute:
         )
     )
     return KernelRoute(route.prefix, nexthops)
+
+
+def _usid_route(hop: UsidNextHop, intent: SwitchIntent) -> KernelRoute:
+    """A carrier whose next uSID is a neighbour's goes to that neighbour: one next hop, the
+    gateway of the member on the hop's port toward the neighbour's MAC."""
+    for member in intent.members:
+        if member.egress_port == hop.egress_port and member.dst_mac == hop.dst_mac:
+            nexthop = NextHop(member.egress_port, gateway_v6(member.member_index))
+            return KernelRoute(usid_locator(hop.block, hop.usid), (nexthop,))
+    raise ValueError(
+        f"{intent.switch}: uSID {hop.usid} leaves by port {hop.egress_port} toward "
+        f"{hop.dst_mac}, which no member of the intent reaches"
+    )
 
 
 def _neighbours(member: NextHopMember) -> tuple[Neighbour, Neighbour]:
@@ -107,6 +134,11 @@ def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> tup
         f"LLDP and the CPU port ({intent.cpu_port}) have no kernel rendering: links are "
         "watched by carrier (netlink link events)"
     )
+    if intent.ev_field is not None or intent.ev_uplinks:
+        notes.append(
+            "structured EV tables have no kernel rendering: the kernel hashes every EV over "
+            "its multipath routes"
+        )
     return tuple(notes)
 
 

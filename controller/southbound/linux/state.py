@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
 from controller.southbound.linux.ecn import EcnMarker
+from controller.southbound.linux.seg6 import Seg6LocalRoute
 from controller.southbound.linux.tc import TbfParameters
 
 Prefix = IPv4Network | IPv6Network
@@ -50,9 +51,11 @@ class Neighbour:
 @dataclass(frozen=True)
 class KernelState:
     """Routes by prefix, neighbours by (port, address), shapers (root ``tbf``) by port, ECN
-    markers (the ``tbf``'s child, :mod:`.ecn`) by port."""
+    markers (the ``tbf``'s child, :mod:`.ecn`) by port, SRv6 seg6local routes (:mod:`.seg6`)
+    by prefix."""
 
     routes: Mapping[Prefix, KernelRoute] = field(default_factory=dict)
     neighbours: Mapping[tuple[int, Address], Neighbour] = field(default_factory=dict)
     shapers: Mapping[int, TbfParameters] = field(default_factory=dict)
     markers: Mapping[int, EcnMarker] = field(default_factory=dict)
+    seg6local: Mapping[IPv6Network, Seg6LocalRoute] = field(default_factory=dict)

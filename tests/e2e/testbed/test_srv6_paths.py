@@ -1,10 +1,12 @@
-"""SRv6 uSID mode on BMv2 (docs/routing.md "Path modes"): with ``path_mode srv6`` the agents
-run over IPv6 and send every packet in the carrier of its EV's path; the switches only shift
-the uSID list, the last one decapsulates, the receiver's answers come back in carriers of
-their own. An MRC transfer spreads its data over every spine and completes; a spine cut under
-``static`` routing costs it only the EVs whose paths cross the cut.
+"""SRv6 uSID mode (docs/routing.md "Path modes"): with ``path_mode srv6`` the agents run over
+IPv6 and send every packet in the carrier of its EV's path; the switches only shift the uSID
+list, the last one decapsulates, the receiver's answers come back in carriers of their own. An
+MRC transfer spreads its data over every spine and completes, on BMv2 and on kernel switches
+(seg6local routes); a spine cut under ``static`` routing costs it only the EVs whose paths
+cross the cut (BMv2).
 
-Needs root, Mininet and BMv2 with the compiled program; skips with the reason otherwise.
+Needs root, Mininet, and BMv2 with the compiled program or a kernel that takes seg6local
+NEXT-C-SID routes; skips with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -48,17 +50,28 @@ def _rx(status: dict[str, Any], switch: str, port: int) -> int:
     return int(status["counters"][switch]["ports"][str(port)]["rx_packets"])
 
 
+def _needs_kernel_srv6() -> None:
+    """Skip unless this kernel routes uSID carriers itself (the linux target's rendering)."""
+    from hostenv.seg6 import seg6local_missing
+
+    missing = seg6local_missing()
+    if missing is not None:
+        pytest.skip(f"linux target in SRv6 mode: {missing}")
+
+
 def _arrivals(table: PathTable, source: str, destination: str) -> dict[str, int]:
     """Per spine, its port toward ``source`` (where packets from ``source`` arrive)."""
     return {path.switches[1]: path.ports[1] for path in table.between(destination, source)}
 
 
 def test_a_transfer_goes_in_carriers_over_every_spine_and_its_answers_come_back_in_carriers(
-    needs_testbed: None, runs_dir: Path, topology_file: Path
+    testbed_target: str, runs_dir: Path, topology_file: Path
 ) -> None:
     from testbed.session import Testbed
 
-    with Testbed.open(str(topology_file), "bmv2", path_mode="srv6") as testbed:
+    if testbed_target == "linux":
+        _needs_kernel_srv6()
+    with Testbed.open(str(topology_file), testbed_target, path_mode="srv6") as testbed:
         agents = testbed.agents
         assert agents is not None
         assert ":" in agents.address_of("h3"), "SRv6 mode runs the agents over IPv6"

@@ -1,6 +1,7 @@
 """The path mode in the controller: ``path_mode:`` in the file, ``--path-mode`` on the command
 line (which wins), ECMP when neither says; the running controller programs the mode's static
-tables and keeps them through link changes; the linux target refuses the exact modes."""
+tables and keeps them through link changes; the linux target refuses structured EV, and takes
+SRv6 only where the kernel routes uSID carriers itself."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.app import runtime
 from controller.app.config import ConfigError, ControllerConfig, Target, load_config
 from controller.app.runtime import check_compatible
 from controller.app.status import collect_status, format_status
@@ -47,17 +49,40 @@ def test_the_command_line_wins_over_the_file(tmp_path):
         ControllerConfig().with_overrides(path_mode="usid")
 
 
-@pytest.mark.parametrize("mode", ["structured", "srv6"])
-def test_the_linux_target_refuses_the_exact_modes_saying_why(leaf_spine, mode):
-    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode(mode))
-    with pytest.raises(ConfigError, match=f"path_mode {mode}: the linux target .* seg6local"):
+def test_the_linux_target_refuses_structured_ev_saying_why(leaf_spine):
+    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.STRUCTURED)
+    with pytest.raises(ConfigError, match="path_mode structured: the linux target hashes every EV"):
         check_compatible(leaf_spine, config)
     check_compatible(leaf_spine, ControllerConfig(target=Target.LINUX))
 
 
-def test_the_cli_refuses_linux_with_srv6_before_touching_a_switch(capsys):
-    assert main(["run", "leaf-spine", "--target", "linux", "--path-mode", "srv6"]) == 2
-    assert "the linux target forwards by hashed ECMP only" in capsys.readouterr().err
+def test_the_linux_target_takes_srv6_only_where_the_kernel_takes_seg6local_routes(
+    leaf_spine, monkeypatch
+):
+    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.SRV6)
+    refused = (
+        "this kernel takes no seg6local NEXT-C-SID route (lwt encapsulation type not supported)"
+    )
+    monkeypatch.setattr(runtime, "seg6local_missing", lambda: refused)
+    with pytest.raises(ConfigError, match=r"path_mode srv6: .* seg6local routes, and this kernel"):
+        check_compatible(leaf_spine, config)
+    monkeypatch.setattr(runtime, "seg6local_missing", lambda: None)
+    check_compatible(leaf_spine, config)
+
+
+def test_the_linux_target_refuses_srv6_when_the_kernel_cannot_be_probed(leaf_spine, monkeypatch):
+    def no_root() -> str | None:
+        raise PermissionError("cannot create a network namespace (are you root?)")
+
+    monkeypatch.setattr(runtime, "seg6local_missing", no_root)
+    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.SRV6)
+    with pytest.raises(ConfigError, match="cannot tell whether this kernel routes uSID carriers"):
+        check_compatible(leaf_spine, config)
+
+
+def test_the_cli_refuses_linux_with_structured_ev_before_touching_a_switch(capsys):
+    assert main(["run", "leaf-spine", "--target", "linux", "--path-mode", "structured"]) == 2
+    assert "the linux target hashes every EV" in capsys.readouterr().err
 
 
 def test_ecmp_programs_no_path_tables(leaf_spine):

@@ -95,3 +95,35 @@ def test_burst_read_back_from_timer_ticks_matches_what_tc_wrote() -> None:
     # tc: ticks = int(1e6 * burst / rate * ticks_per_us)
     buffer_ticks = int(1_000_000 * shaper.burst_bytes / rate_bytes * ticks_per_us)
     assert abs(burst_from_ticks(buffer_ticks, rate_bytes, ticks_per_us) - shaper.burst_bytes) <= 1
+
+
+def test_seg6local_routes_are_set_after_and_deleted_like_routes_and_counted() -> None:
+    from controller.southbound.linux.seg6 import Seg6Action, Seg6LocalRoute
+
+    end = Seg6LocalRoute(IPv6Network("fcbb:bb00:1::/48"), Seg6Action.END)
+    last = Seg6LocalRoute(IPv6Network("fcbb:bb00:1::/128"), Seg6Action.END_DT6, 254)
+    stale = Seg6LocalRoute(IPv6Network("fcbb:bb00:9::/48"), Seg6Action.END)
+    wanted = KernelState(seg6local={end.prefix: end, last.prefix: last})
+    held = KernelState(
+        seg6local={
+            last.prefix: Seg6LocalRoute(last.prefix, Seg6Action.END_DT6, 100),
+            stale.prefix: stale,
+        }
+    )
+    plan = plan_changes(wanted, held)
+    assert (plan.inserts, plan.modifies, plan.deletes) == (1, 1, 1)
+    assert set(plan.set_seg6local) == {end, last}
+    assert plan.delete_seg6local == (stale,)
+    assert plan_changes(wanted, wanted).empty
+
+
+def test_a_prefix_changing_kind_is_overwritten_not_deleted_after_its_new_route_is_written() -> None:
+    from controller.southbound.linux.seg6 import Seg6Action, Seg6LocalRoute
+
+    prefix = IPv6Network("fcbb:bb00:1::/48")
+    as_route = KernelState(routes={prefix: route(prefix, (1, IPv6Address("fe80::4d52:4300:0:1")))})
+    as_seg6local = KernelState(seg6local={prefix: Seg6LocalRoute(prefix, Seg6Action.END)})
+    to_seg6local = plan_changes(as_seg6local, as_route)
+    assert to_seg6local.delete_routes == () and len(to_seg6local.set_seg6local) == 1
+    to_route = plan_changes(as_route, as_seg6local)
+    assert to_route.delete_seg6local == () and len(to_route.set_routes) == 1

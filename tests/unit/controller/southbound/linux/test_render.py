@@ -149,3 +149,50 @@ def test_ipv6_routes_use_link_local_gateways(leaf_spine: Topology) -> None:
 def test_ecn_note_says_when_the_kernel_could_not_be_probed(leaf_spine: Topology) -> None:
     notes = render(compute_intent(leaf_spine).switch("l1"), ecn_qdiscs=None).unsupported
     assert any("could not be probed" in note for note in notes)
+
+
+def test_srv6_routes_each_neighbours_usid_toward_it_and_shifts_or_ends_its_own(
+    leaf_spine: Topology,
+) -> None:
+    from controller.southbound.linux.seg6 import Seg6Action, usid_locator
+    from topologies.paths import PathMode
+
+    intent = compute_intent(leaf_spine, path_mode=PathMode.SRV6).switch("l1")
+    state = render(intent).state
+    assert intent.usid_next_hops, "leaf-spine's leaves have spine neighbours"
+    gateway_of = {
+        (member.egress_port, member.dst_mac): gateway_v6(member.member_index)
+        for member in intent.members
+    }
+    for hop in intent.usid_next_hops:
+        kernel = state.routes[usid_locator(hop.block, hop.usid)]
+        assert [(h.port, h.gateway) for h in kernel.nexthops] == [
+            (hop.egress_port, gateway_of[hop.egress_port, hop.dst_mac])
+        ]
+        assert any(
+            n.port == hop.egress_port and n.mac == hop.dst_mac for n in state.neighbours.values()
+        )
+    (own,) = intent.local_usids
+    locator = usid_locator(own.block, own.usid)
+    assert {(route.prefix, route.action) for route in state.seg6local.values()} == {
+        (locator, Seg6Action.END),
+        (IPv6Network((locator.network_address, 128)), Seg6Action.END_DT6),
+    }
+
+
+def test_ecmp_renders_no_usid_routes(leaf_spine: Topology) -> None:
+    state = render(compute_intent(leaf_spine).switch("l1")).state
+    assert not state.seg6local
+    assert not [prefix for prefix in state.routes if str(prefix).startswith("fcbb:")]
+
+
+def test_structured_ev_tables_are_named_as_having_no_kernel_rendering(leaf_spine: Topology) -> None:
+    from topologies.paths import PathMode
+
+    intent = compute_intent(leaf_spine, path_mode=PathMode.STRUCTURED).switch("l1")
+    assert intent.ev_field is not None
+    assert any("structured EV" in note for note in render(intent).unsupported)
+    assert not any(
+        "structured EV" in note
+        for note in render(compute_intent(leaf_spine).switch("l1")).unsupported
+    )
