@@ -1,10 +1,11 @@
 """Probe whether the running kernel can route SRv6 uSID carriers itself (seg6local routes).
 
 The linux target could render the SRv6 path mode with the kernel's own SRv6: a seg6local
-``End`` route with the NEXT-C-SID flavour per switch (Linux 6.1 and later). Kernels built
-without ``CONFIG_IPV6_SEG6_LWTUNNEL`` refuse every seg6 and seg6local route ("lwt
-encapsulation type not supported"). The probe adds one such route in a throw-away namespace;
-it needs root, and changes nothing on the host.
+``End`` route with the NEXT-C-SID flavour per switch (Linux 6.1 and later), on a dummy
+interface (a route via ``lo`` would be a reject route). Kernels built without
+``CONFIG_IPV6_SEG6_LWTUNNEL`` refuse every seg6 and seg6local route ("lwt encapsulation type
+not supported"), kernels without ``CONFIG_DUMMY`` the interface. The probe makes both in a
+throw-away namespace; it needs root, and changes nothing on the host.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-#: The route the probe adds: a uSID locator handled by End with the NEXT-C-SID flavour.
+#: The route the probe adds: a uSID locator handled by End with the NEXT-C-SID flavour (on
+#: ``lo`` first, where the kernel keeps it as a reject route: that tells whether seg6local
+#: exists at all; then on a dummy interface, as the linux southbound writes it).
 PROBE_ROUTE = (
     "fcbb:bb00:1::/48",
     "encap",
@@ -25,36 +28,49 @@ PROBE_ROUTE = (
     "32",
     "nflen",
     "16",
-    "dev",
-    "lo",
 )
 
 
 def seg6local_missing() -> str | None:
-    """None when the kernel takes a NEXT-C-SID seg6local route; otherwise why not, in a
-    clause. PermissionError without root; OSError if ``ip`` hangs."""
+    """None when the kernel takes a NEXT-C-SID seg6local route on a dummy interface; otherwise
+    why not, in a clause. PermissionError without root; OSError if ``ip`` hangs."""
     netns = f"mrc6-{uuid.uuid4().hex[:8]}"
     made = subprocess.run(["ip", "netns", "add", netns], capture_output=True, check=False)
     if made.returncode != 0:
         raise PermissionError("cannot create a network namespace (are you root?)")
     try:
-        subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=False, timeout=10)
-        try:
-            added = subprocess.run(
-                ["ip", "-n", netns, "-6", "route", "add", *PROBE_ROUTE],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
+        _ip(netns, "link", "set", "lo", "up")
+        route = _ip(netns, "-6", "route", "add", *PROBE_ROUTE, "dev", "lo")
+        if route is not None:
+            return (
+                f"this kernel takes no seg6local NEXT-C-SID route ({route}; it needs "
+                "CONFIG_IPV6_SEG6_LWTUNNEL and Linux 6.1 or later)"
             )
-        except subprocess.TimeoutExpired as exc:
-            raise OSError(f"probing seg6local routes: {exc}") from None
-        if added.returncode == 0:
-            return None
-        said = added.stderr.strip().removeprefix("Error: ").rstrip(".")
-        return (
-            f"this kernel takes no seg6local NEXT-C-SID route ({said}; it needs "
-            "CONFIG_IPV6_SEG6_LWTUNNEL and Linux 6.1 or later)"
-        )
+        dummy = _ip(netns, "link", "add", "probe0", "up", "type", "dummy")
+        if dummy is not None:
+            return (
+                f"this kernel makes no dummy interface for seg6local routes ({dummy}; CONFIG_DUMMY)"
+            )
+        on_dummy = _ip(netns, "-6", "route", "replace", *PROBE_ROUTE, "dev", "probe0")
+        if on_dummy is not None:
+            return f"this kernel takes no seg6local route on a dummy interface ({on_dummy})"
+        return None
     finally:
         subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
+
+
+def _ip(netns: str, *arguments: str) -> str | None:
+    """Run ``ip -n NETNS ...``: None if it worked, else what it said."""
+    try:
+        done = subprocess.run(
+            ["ip", "-n", netns, *arguments],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise OSError(f"probing seg6local routes: {exc}") from None
+    if done.returncode == 0:
+        return None
+    return done.stderr.strip().removeprefix("Error: ").rstrip(".") or f"exit {done.returncode}"

@@ -43,6 +43,7 @@ from controller.southbound.linux.names import (
     port_interface,
 )
 from controller.southbound.linux.seg6 import MAIN_TABLE, Seg6LocalRoute, seg6local_of
+from controller.southbound.linux.seg6 import ROUTE_DEVICE as USID_DEVICE
 from controller.southbound.linux.state import (
     KernelRoute,
     KernelState,
@@ -117,6 +118,7 @@ class SwitchNamespace:
         #: kind only (:class:`EcnMarker`), so its arguments are taken from here when the kind
         #: held is the kind written.
         self._written_markers: dict[int, EcnMarker] = {}
+        self._usid_device_ready = False
 
     @classmethod
     async def open(cls, name: str) -> SwitchNamespace:
@@ -314,11 +316,22 @@ class SwitchNamespace:
         )
 
     async def _set_seg6local(self, route: Seg6LocalRoute) -> None:
+        await self._ensure_usid_device()
         # iproute2, not pyroute2: pyroute2 has no attribute for the NEXT-C-SID flavour.
         await self._run(
             "ip", "-n", self.name, "-6", "route", "replace", str(route.prefix),
             "table", str(MAIN_TABLE), "proto", str(ROUTE_PROTOCOL), *route.ip_arguments(),
         )  # fmt: skip
+
+    async def _ensure_usid_device(self) -> None:
+        """The dummy interface the seg6local routes name, made and brought up once."""
+        if self._usid_device_ready:
+            return
+        if not await self._ipr.link_lookup(ifname=USID_DEVICE):
+            await self._ipr.link("add", ifname=USID_DEVICE, kind="dummy")
+        (index,) = await self._ipr.link_lookup(ifname=USID_DEVICE)
+        await self._ipr.link("set", index=index, state="up")
+        self._usid_device_ready = True
 
     async def _delete_route(self, route: KernelRoute | Seg6LocalRoute) -> None:
         await self._ipr.route(

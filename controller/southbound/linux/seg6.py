@@ -16,8 +16,9 @@ does the same with two seg6local routes per local uSID (Linux 6.1 and later, bui
   switch does in ``mrc.p4``. The agents send IPv6 carriers only, so DT6 suffices.
 
 pyroute2 cannot write the NEXT-C-SID flavour, so :mod:`.namespace` writes these routes with
-iproute2 (:meth:`Seg6LocalRoute.ip_arguments`) and reads them back with pyroute2, by action and
-table (:func:`seg6local_of`).
+iproute2 (:meth:`Seg6LocalRoute.ip_arguments`), on a dummy device of their own
+(:data:`ROUTE_DEVICE`), and reads them back with pyroute2, by action and table
+(:func:`seg6local_of`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ MAIN_TABLE = 254
 #: uSID geometry, as ``topologies.paths`` lays the carrier out: a 32-bit block, 16-bit uSIDs.
 BLOCK_BITS = 32
 USID_BITS = 16
-#: The device a seg6local route names; any device would do, the route is an input route.
-ROUTE_DEVICE = "lo"
+#: The device the seg6local routes name: a dummy interface the southbound makes in the
+#: namespace. Not ``lo``: IPv6 turns a route via the loopback device into a reject route, and
+#: not a port, whose carrier loss would take the routes out of use.
+ROUTE_DEVICE = "usid0"
 
 
 class Seg6Action(Enum):

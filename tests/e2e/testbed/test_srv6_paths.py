@@ -1,9 +1,9 @@
 """SRv6 uSID mode (docs/routing.md "Path modes"): with ``path_mode srv6`` the agents run over
 IPv6 and send every packet in the carrier of its EV's path; the switches only shift the uSID
 list, the last one decapsulates, the receiver's answers come back in carriers of their own. An
-MRC transfer spreads its data over every spine and completes, on BMv2 and on kernel switches
-(seg6local routes); a spine cut under ``static`` routing costs it only the EVs whose paths
-cross the cut (BMv2).
+MRC transfer spreads its data over every spine and completes; a spine cut under ``static``
+routing costs it only the EVs whose paths cross the cut. Both on BMv2 and on kernel switches
+(seg6local routes).
 
 Needs root, Mininet, and BMv2 with the compiled program or a kernel that takes seg6local
 NEXT-C-SID routes; skips with the reason otherwise.
@@ -93,11 +93,15 @@ def test_a_transfer_goes_in_carriers_over_every_spine_and_its_answers_come_back_
 
 
 def test_mrc_survives_a_spine_cut_under_static_routing_by_retiring_the_evs_through_it(
-    needs_testbed: None, runs_dir: Path, topology_file: Path
+    testbed_target: str, runs_dir: Path, topology_file: Path
 ) -> None:
     from testbed.session import Testbed
 
-    with Testbed.open(str(topology_file), "bmv2", routing="static", path_mode="srv6") as testbed:
+    if testbed_target == "linux":
+        _needs_kernel_srv6()
+    with Testbed.open(
+        str(topology_file), testbed_target, routing="static", path_mode="srv6"
+    ) as testbed:
         agents = testbed.agents
         assert agents is not None
         table = path_table(testbed.topology)

@@ -64,10 +64,10 @@ def test_iproute2_writes_end_with_next_csid_and_dt6_in_the_main_table() -> None:
     end, last = local_usid_routes([LocalUsid(BLOCK, 2)])
     assert end.ip_arguments() == (
         "encap", "seg6local", "action", "End", "flavors", "next-csid", "lblen", "32",
-        "nflen", "16", "dev", "lo",
+        "nflen", "16", "dev", "usid0",
     )  # fmt: skip
     assert last.ip_arguments() == (
-        "encap", "seg6local", "action", "End.DT6", "table", "254", "dev", "lo",
+        "encap", "seg6local", "action", "End.DT6", "table", "254", "dev", "usid0",
     )  # fmt: skip
 
 
