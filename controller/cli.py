@@ -90,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
         "--path-mode",
         choices=[mode.value for mode in PathMode],
         help="how an EV picks its path: ecmp (hashed, the default), structured (EV fields name "
-        "the uplinks) or srv6 (uSID carriers); the last two on bmv2 only",
+        "the uplinks; bmv2 only) or srv6 (uSID carriers; on linux where the kernel takes "
+        "seg6local NEXT-C-SID routes)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="finsy's own log on stderr")
     status = commands.add_parser("status", help="ask a running controller")

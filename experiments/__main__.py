@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(name)s: %(message)s",
     )
     from experiments.experiment import Unsupported, parse_params, run_experiment
-    from testbed.session import check_linux_path_mode
+    from testbed.session import PathModeUnavailable, check_linux_path_mode
     from testbed.targets import TargetUnavailable, choose_target
     from topologies import TopologyError, load_topology
     from topologies.paths import PathMode
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results_root=args.out,
             path_mode=args.path_mode,
         )
-    except TargetUnavailable as error:
+    except (TargetUnavailable, PathModeUnavailable) as error:
         print(f"experiments: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except ValueError as error:  # a target name that is no target

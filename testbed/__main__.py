@@ -108,18 +108,18 @@ def _run(
 
     from testbed.cli import TestbedCLI
     from testbed.live import live_view
-    from testbed.session import Testbed
+    from testbed.session import PathModeUnavailable, Testbed
     from testbed.targets import TargetUnavailable
 
     setLogLevel("output")
     try:
         testbed = Testbed(topology_ref, target, routing=routing, path_mode=path_mode)
+    except (TargetUnavailable, PathModeUnavailable) as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except (TopologyError, ValueError) as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except TargetUnavailable as error:
-        print(f"testbed: {error}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
     print(testbed.target_announcement, flush=True)
     failures = 0
     try:

@@ -72,8 +72,8 @@ class Testbed:
         ``routing`` is the controller's routing policy (``static``, ``reactive``,
         ``converge:SECONDS``; None: the controller's default); UnsupportedRouting when this
         tree's controller takes none. ``path_mode`` is how the fabric reads EVs (``ecmp``,
-        ``structured``, ``srv6``; None: the controller's default, ``ecmp``); the exact modes
-        need the bmv2 target (ValueError on linux).
+        ``structured``, ``srv6``; None: the controller's default, ``ecmp``); on linux,
+        PathModeUnavailable for structured, and for srv6 where the kernel lacks seg6local.
         """
         from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
@@ -328,11 +328,16 @@ def _logged(what: str, action: Any) -> None:
         log.exception("teardown: %s failed", what)
 
 
+class PathModeUnavailable(ValueError):
+    """Kernel switches cannot carry the asked path mode here (the target, or this kernel,
+    lacks what it needs)."""
+
+
 def check_linux_path_mode(mode: PathMode | None) -> None:
-    """ValueError, saying why, for a path mode kernel switches cannot carry: structured EV
-    always, SRv6 where the kernel takes no seg6local NEXT-C-SID routes."""
+    """PathModeUnavailable, saying why, for a path mode kernel switches cannot carry:
+    structured EV always, SRv6 where the kernel takes no seg6local NEXT-C-SID routes."""
     if mode is PathMode.STRUCTURED:
-        raise ValueError(
+        raise PathModeUnavailable(
             "path mode structured needs the bmv2 target: kernel switches hash every EV "
             "(docs/routing.md)"
         )
@@ -342,7 +347,7 @@ def check_linux_path_mode(mode: PathMode | None) -> None:
         except OSError as error:
             missing = f"the kernel could not be probed ({error})"
         if missing is not None:
-            raise ValueError(
+            raise PathModeUnavailable(
                 "path mode srv6 needs the bmv2 target here: the linux target renders it as "
                 f"the kernel's seg6local routes, and {missing} (docs/routing.md)"
             )

@@ -24,7 +24,7 @@ tells it its own way, asked hop by hop (:class:`NextHops`):
   In structured EV mode (docs/routing.md) a switch whose keyless ``ev_field`` table holds a
   default ``set_ev_field`` reads its EV field first, and a hit in ``uplinks`` for the route's
   next-hop id and that field value decides the port before any hashing.
-* SRv6 mode, any P4 target (:class:`CarrierNextHops`): the packet carries its path, the carrier
+* SRv6 mode, either target (:class:`CarrierNextHops`): the packet carries its path, the carrier
   the sending agent derives from the EV (``agent.io.srv6_carriers``), and the switches' uSID
   tables are static, from the same topology; so the path is the carrier's, computed here.
 """

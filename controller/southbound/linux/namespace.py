@@ -316,7 +316,14 @@ class SwitchNamespace:
         )
 
     async def _set_seg6local(self, route: Seg6LocalRoute) -> None:
-        await self._ensure_usid_device()
+        try:
+            await self._ensure_usid_device()
+            await self._write_seg6local(route)
+        except Exception:
+            self._usid_device_ready = False  # removed or set down by another hand: remake it
+            raise
+
+    async def _write_seg6local(self, route: Seg6LocalRoute) -> None:
         # iproute2, not pyroute2: pyroute2 has no attribute for the NEXT-C-SID flavour.
         await self._run(
             "ip", "-n", self.name, "-6", "route", "replace", str(route.prefix),

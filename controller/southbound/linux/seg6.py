@@ -56,23 +56,31 @@ class Seg6Action(Enum):
         return {Seg6Action.END: "End", Seg6Action.END_DT6: "End.DT6"}[self]
 
 
+#: ``SEG6_LOCAL_FLAVORS`` (linux/seg6_local.h), which pyroute2 does not name.
+SEG6_LOCAL_FLAVORS = 11
+#: An attribute's type without the NLA_F_NESTED and NLA_F_NET_BYTEORDER flags.
+NLA_TYPE_MASK = 0x3FFF
+
+
 @dataclass(frozen=True, order=True)
 class Seg6LocalRoute:
-    """A seg6local route of the southbound's protocol; ``table`` only for End.DT6."""
+    """A seg6local route of the southbound's protocol; ``table`` only for End.DT6, and
+    ``next_csid`` (the flavour) only for End."""
 
     prefix: IPv6Network
     action: Seg6Action
     table: int | None = None
+    next_csid: bool = False
 
     def ip_arguments(self) -> tuple[str, ...]:
         """What follows ``ip -6 route replace PREFIX`` to write this route."""
-        behaviour: tuple[str, ...]
-        if self.action is Seg6Action.END:
+        behaviour: tuple[str, ...] = ()
+        if self.action is Seg6Action.END_DT6:
+            behaviour = ("table", str(self.table))
+        elif self.next_csid:
             behaviour = (
                 "flavors", "next-csid", "lblen", str(BLOCK_BITS), "nflen", str(USID_BITS),
             )  # fmt: skip
-        else:
-            behaviour = ("table", str(self.table))
         return ("encap", "seg6local", "action", self.action.label, *behaviour, "dev", ROUTE_DEVICE)
 
 
@@ -81,7 +89,7 @@ def local_usid_routes(usids: Iterable[LocalUsid]) -> tuple[Seg6LocalRoute, ...]:
     routes = []
     for local in usids:
         locator = usid_locator(local.block, local.usid)
-        routes.append(Seg6LocalRoute(locator, Seg6Action.END))
+        routes.append(Seg6LocalRoute(locator, Seg6Action.END, next_csid=True))
         routes.append(
             Seg6LocalRoute(IPv6Network(locator.network_address), Seg6Action.END_DT6, MAIN_TABLE)
         )
@@ -102,7 +110,10 @@ def usid_locator(block: IPv6Network, usid: int) -> IPv6Network:
 def seg6local_of(message: Any, prefix: IPv6Network) -> Seg6LocalRoute | None:
     """The seg6local route a pyroute2 route message of the southbound's protocol holds, or
     None when it has another encapsulation or none. An action this module never writes, or
-    none, reads back as End.DT6 without a table, so the diff rewrites it."""
+    none, reads back as End.DT6 without a table, so the diff rewrites it. An End route counts
+    as NEXT-C-SID when it carries the flavour attribute (a kernel older than 6.1 keeps the
+    route but drops the flavour, and the diff then sees the difference); its fields are not
+    decoded (pyroute2 cannot), so lengths written by another hand would pass."""
     if message.get("encap_type") != LWTUNNEL_ENCAP_SEG6_LOCAL:
         return None
     encap = message.get("encap")
@@ -112,7 +123,19 @@ def seg6local_of(message: Any, prefix: IPv6Network) -> Seg6LocalRoute | None:
         action = Seg6Action(action_number)
     except ValueError:
         return Seg6LocalRoute(prefix, Seg6Action.END_DT6, None)
-    return Seg6LocalRoute(prefix, action, table if action is Seg6Action.END_DT6 else None)
+    if action is Seg6Action.END_DT6:
+        return Seg6LocalRoute(prefix, action, table)
+    return Seg6LocalRoute(prefix, action, next_csid=encap is not None and _has_flavours(encap))
+
+
+def _has_flavours(encap: Any) -> bool:
+    for name, value in encap.get("attrs", ()):
+        if name == "SEG6_LOCAL_FLAVORS":
+            return True
+        kind = value.get("header", {}).get("type", 0) if name == "UNKNOWN" else 0
+        if kind & NLA_TYPE_MASK == SEG6_LOCAL_FLAVORS:  # the kernel sets NLA_F_NESTED on it
+            return True
+    return False
 
 
 def _value(attribute: Any) -> int | None:

@@ -43,7 +43,9 @@ def run_experiment(
     proc = subprocess.run(
         command, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
     )
-    (directory,) = out.iterdir()
+    made = list(out.iterdir()) if out.is_dir() else []
+    assert len(made) == 1, f"exit {proc.returncode}, no results directory: {proc.stderr[-3000:]}"
+    (directory,) = made
     assert directory.name.startswith(f"{name}-")
     for file in FILES:
         assert (directory / file).is_file(), f"{file} missing: {proc.stdout}{proc.stderr}"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from experiments.__main__ import EXIT_USAGE
+from experiments.__main__ import EXIT_UNAVAILABLE, EXIT_USAGE
 from experiments.__main__ import main as experiments_main
 from experiments.counters import (
     MEMBER_COUNTERS,
@@ -453,3 +453,23 @@ def test_in_an_exact_path_mode_the_ports_tell_what_the_members_never_saw(path_mo
         topology, "l1", _both({3: 0}, {3: 0}, "ecmp"), _both({3: 50}, {5: 900}, "ecmp")
     )
     assert in_ecmp.source == MEMBER_COUNTERS and in_ecmp.peer == "s1"
+
+
+@pytest.mark.parametrize("mode", ["structured", "srv6"])
+def test_a_path_mode_kernel_switches_cannot_carry_exits_3_before_any_bring_up(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    mode: str,
+) -> None:
+    from testbed import session, targets
+
+    linux = targets.TargetChoice(targets.TARGETS["linux"], "as asked")
+    monkeypatch.setattr(targets, "choose_target", lambda name, topology: linux)
+    monkeypatch.setattr(session, "seg6local_missing", lambda: "this kernel takes no seg6local")
+    status = experiments_main(
+        ["spray", "--target", "linux", "--path-mode", mode, "--out", str(tmp_path)]
+    )
+    assert status == EXIT_UNAVAILABLE
+    assert f"path mode {mode} needs the bmv2 target" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

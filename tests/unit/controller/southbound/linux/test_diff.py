@@ -100,7 +100,7 @@ def test_burst_read_back_from_timer_ticks_matches_what_tc_wrote() -> None:
 def test_seg6local_routes_are_set_after_and_deleted_like_routes_and_counted() -> None:
     from controller.southbound.linux.seg6 import Seg6Action, Seg6LocalRoute
 
-    end = Seg6LocalRoute(IPv6Network("fcbb:bb00:1::/48"), Seg6Action.END)
+    end = Seg6LocalRoute(IPv6Network("fcbb:bb00:1::/48"), Seg6Action.END, next_csid=True)
     last = Seg6LocalRoute(IPv6Network("fcbb:bb00:1::/128"), Seg6Action.END_DT6, 254)
     stale = Seg6LocalRoute(IPv6Network("fcbb:bb00:9::/48"), Seg6Action.END)
     wanted = KernelState(seg6local={end.prefix: end, last.prefix: last})

@@ -43,9 +43,9 @@ def test_a_block_of_another_length_is_refused() -> None:
 def test_each_local_usid_gets_a_shifting_route_and_a_last_hop_route() -> None:
     routes = local_usid_routes([LocalUsid(BLOCK, 4), LocalUsid(IPv6Network("fcbb:bb01::/32"), 4)])
     assert routes == (
-        Seg6LocalRoute(IPv6Network("fcbb:bb00:4::/48"), Seg6Action.END),
+        Seg6LocalRoute(IPv6Network("fcbb:bb00:4::/48"), Seg6Action.END, next_csid=True),
         Seg6LocalRoute(IPv6Network("fcbb:bb00:4::/128"), Seg6Action.END_DT6, 254),
-        Seg6LocalRoute(IPv6Network("fcbb:bb01:4::/48"), Seg6Action.END),
+        Seg6LocalRoute(IPv6Network("fcbb:bb01:4::/48"), Seg6Action.END, next_csid=True),
         Seg6LocalRoute(IPv6Network("fcbb:bb01:4::/128"), Seg6Action.END_DT6, 254),
     )
 
@@ -101,16 +101,27 @@ def _seg6local(action: int, *extra: bytes) -> bytes:
     return _nla(1, struct.pack("I", action)) + b"".join(extra)
 
 
-NEXT_CSID_FLAVOUR = _nla(
-    11,  # SEG6_LOCAL_FLAVORS: operation NEXT-C-SID, block 32 bits, node+function 16 bits
-    _nla(1, struct.pack("I", 1 << 3)) + _nla(2, b"\x20") + _nla(3, b"\x10"),
-)
+def _flavour(flags: int) -> bytes:
+    """SEG6_LOCAL_FLAVORS: operation NEXT-C-SID, block 32 bits, node+function 16 bits."""
+    fields = _nla(1, struct.pack("I", 1 << 3)) + _nla(2, b"\x20") + _nla(3, b"\x10")
+    return _nla(11 | flags, fields)
 
 
-def test_an_end_route_read_back_with_its_flavour_is_the_route_written() -> None:
+@pytest.mark.parametrize("flags", [0x8000, 0], ids=["nested flag, as the kernel dumps it", "bare"])
+def test_an_end_route_read_back_with_its_flavour_is_the_route_written(flags: int) -> None:
     prefix = IPv6Network("fcbb:bb00:2::/48")
-    message = _route_message("fcbb:bb00:2::", 48, 7, _seg6local(1, NEXT_CSID_FLAVOUR))
-    assert seg6local_of(message, prefix) == Seg6LocalRoute(prefix, Seg6Action.END)
+    message = _route_message("fcbb:bb00:2::", 48, 7, _seg6local(1, _flavour(flags)))
+    read = seg6local_of(message, prefix)
+    assert read == Seg6LocalRoute(prefix, Seg6Action.END, next_csid=True)
+    assert read in local_usid_routes([LocalUsid(BLOCK, 2)])
+
+
+def test_an_end_route_the_kernel_kept_without_its_flavour_differs_from_the_route_written() -> None:
+    # A kernel older than 6.1 takes the route and drops the attribute it does not know.
+    prefix = IPv6Network("fcbb:bb00:2::/48")
+    read = seg6local_of(_route_message("fcbb:bb00:2::", 48, 7, _seg6local(1)), prefix)
+    assert read == Seg6LocalRoute(prefix, Seg6Action.END, next_csid=False)
+    assert read not in local_usid_routes([LocalUsid(BLOCK, 2)])
 
 
 def test_a_dt6_route_read_back_keeps_its_table() -> None:
