@@ -11,6 +11,7 @@ and reads it back; it needs root, and changes nothing on the host.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import uuid
 
@@ -32,10 +33,12 @@ PROBE_ROUTE = (
 )
 
 
+@functools.cache
 def seg6local_missing() -> str | None:
     """None when the kernel takes a NEXT-C-SID seg6local route on a dummy interface and keeps
     its flavour; otherwise why not, in a clause. PermissionError without root; OSError if
-    ``ip`` hangs."""
+    ``ip`` hangs. An answer is kept for the process (the kernel's build does not change under
+    it): an experiment asks once per bring-up, and again before the first."""
     netns = f"mrc6-{uuid.uuid4().hex[:8]}"
     if _ip("netns", "add", netns) is not None:
         raise PermissionError("cannot create a network namespace (are you root?)")

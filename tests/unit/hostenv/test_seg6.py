@@ -15,6 +15,12 @@ from hostenv import seg6
 from hostenv.seg6 import seg6local_missing
 
 
+@pytest.fixture(autouse=True)
+def fresh_probe() -> None:
+    """Each test probes its own (fake) kernel: forget what an earlier one answered."""
+    seg6local_missing.cache_clear()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the probe makes a network namespace: needs root")
 def test_the_probe_leaves_no_namespace_and_says_what_is_missing() -> None:
     missing = seg6local_missing()
@@ -106,3 +112,11 @@ def test_a_hanging_ip_is_an_os_error_and_the_namespace_is_still_removed(monkeypa
     with pytest.raises(OSError, match="probing seg6local routes"):
         seg6local_missing()
     assert calls[-1][:3] == ["ip", "netns", "del"]
+
+
+def test_the_kernels_answer_is_probed_once_per_process(monkeypatch) -> None:
+    calls = _fake_ip(monkeypatch, _kernel(seg6local=False))
+    first = seg6local_missing()
+    probed = len(calls)
+    assert seg6local_missing() == first
+    assert len(calls) == probed, "the second ask ran no ip command"
