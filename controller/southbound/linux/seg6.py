@@ -117,15 +117,16 @@ def seg6local_of(message: Any, prefix: IPv6Network) -> Seg6LocalRoute | None:
     if message.get("encap_type") != LWTUNNEL_ENCAP_SEG6_LOCAL:
         return None
     encap = message.get("encap")
-    action_number = _value(encap.get("SEG6_LOCAL_ACTION")) if encap is not None else None
-    table = _value(encap.get("SEG6_LOCAL_TABLE")) if encap is not None else None
+    unknown = Seg6LocalRoute(prefix, Seg6Action.END_DT6, None)
+    if encap is None:
+        return unknown
     try:
-        action = Seg6Action(action_number)
+        action = Seg6Action(_value(encap.get("SEG6_LOCAL_ACTION")))
     except ValueError:
-        return Seg6LocalRoute(prefix, Seg6Action.END_DT6, None)
+        return unknown
     if action is Seg6Action.END_DT6:
-        return Seg6LocalRoute(prefix, action, table)
-    return Seg6LocalRoute(prefix, action, next_csid=encap is not None and _has_flavours(encap))
+        return Seg6LocalRoute(prefix, action, _value(encap.get("SEG6_LOCAL_TABLE")))
+    return Seg6LocalRoute(prefix, action, next_csid=_has_flavours(encap))
 
 
 def _has_flavours(encap: Any) -> bool:
