@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--path-mode",
         choices=("ecmp", "structured", "srv6"),
         help="how the fabric reads a packet's EV: ecmp (hashed, the default), structured (EV "
-        "fields name the uplinks) or srv6 (bmv2 only; docs/routing.md)",
+        "fields name the uplinks; bmv2) or srv6 (bmv2, and linux where the kernel routes uSID "
+        "carriers; docs/routing.md)",
     )
     run.add_argument("--live-port", type=int, default=8765, help="the live view's port")
     run.add_argument(

@@ -25,9 +25,9 @@ from typing import Any
 
 from collective.job import JobHooks, JobSpec
 from collective.report import JobResult
+from controller.southbound.linux.path_modes import linux_path_mode_refusal
 from hostenv.netns import terminate_on_signals
 from hostenv.qdiscs import probe_qdiscs
-from hostenv.seg6 import seg6local_missing
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.collective_run import run_collective
 from testbed.controller_run import ControllerRun
@@ -335,19 +335,7 @@ class PathModeUnavailable(ValueError):
 
 def check_linux_path_mode(mode: PathMode | None) -> None:
     """PathModeUnavailable, saying why, for a path mode kernel switches cannot carry:
-    structured EV always, SRv6 where the kernel takes no seg6local NEXT-C-SID routes."""
-    if mode is PathMode.STRUCTURED:
-        raise PathModeUnavailable(
-            "path mode structured needs the bmv2 target: kernel switches hash every EV "
-            "(docs/routing.md)"
-        )
-    if mode is PathMode.SRV6:
-        try:
-            missing = seg6local_missing()
-        except OSError as error:
-            missing = f"the kernel could not be probed ({error})"
-        if missing is not None:
-            raise PathModeUnavailable(
-                "path mode srv6 needs the bmv2 target here: the linux target renders it as "
-                f"the kernel's seg6local routes, and {missing} (docs/routing.md)"
-            )
+    structured EV always, SRv6 where the kernel lacks seg6local NEXT-C-SID routes."""
+    refusal = linux_path_mode_refusal(mode)
+    if refusal is not None:
+        raise PathModeUnavailable(f"{refusal} (docs/routing.md)")

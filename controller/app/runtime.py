@@ -26,6 +26,7 @@ from controller.intent import compute_intent
 from controller.southbound import p4_program
 from controller.southbound.device_ports import DevicePorts
 from controller.southbound.interface import Southbound
+from controller.southbound.linux.path_modes import linux_path_mode_refusal
 from controller.southbound.linux.southbound import LinuxOptions, LinuxSouthbound
 from controller.southbound.p4runtime import (
     P4RuntimeOptions,
@@ -41,9 +42,7 @@ from controller.southbound.tofino.device_config import (
 )
 from controller.southbound.tofino.southbound import TofinoOptions, TofinoSouthbound
 from controller.southbound.tofino.tna_program import missing_tables
-from hostenv.seg6 import seg6local_missing
 from topologies.model import Topology
-from topologies.paths import PathMode
 
 
 def check_compatible(topology: Topology, config: ControllerConfig) -> None:
@@ -68,23 +67,9 @@ def _check_linux(config: ControllerConfig) -> None:
             f"{', '.join(meaningless)}: no meaning on the linux target (switches are network "
             "namespaces on this machine, reached over netlink)"
         )
-    if config.path_mode is PathMode.STRUCTURED:
-        raise ConfigError(
-            "path_mode structured: the linux target hashes every EV; the kernel has no "
-            "structured EV tables (use the bmv2 target)"
-        )
-    if config.path_mode is PathMode.SRV6:
-        try:
-            missing = seg6local_missing()
-        except OSError as error:  # PermissionError without root, or ip hanging
-            raise ConfigError(
-                f"path_mode srv6: cannot tell whether this kernel routes uSID carriers ({error})"
-            ) from None
-        if missing is not None:
-            raise ConfigError(
-                f"path_mode srv6: the linux target renders SRv6 as the kernel's seg6local "
-                f"routes, and {missing} (use the bmv2 target)"
-            )
+    refusal = linux_path_mode_refusal(config.path_mode)
+    if refusal is not None:
+        raise ConfigError(f"{refusal} (docs/routing.md)")
 
 
 def _check_bmv2(topology: Topology, config: ControllerConfig) -> None:

@@ -462,14 +462,15 @@ def test_a_path_mode_kernel_switches_cannot_carry_exits_3_before_any_bring_up(
     tmp_path: Path,
     mode: str,
 ) -> None:
-    from testbed import session, targets
+    from controller.southbound.linux import path_modes
+    from testbed import targets
 
     linux = targets.TargetChoice(targets.TARGETS["linux"], "as asked")
     monkeypatch.setattr(targets, "choose_target", lambda name, topology: linux)
-    monkeypatch.setattr(session, "seg6local_missing", lambda: "this kernel takes no seg6local")
+    monkeypatch.setattr(path_modes, "seg6local_missing", lambda: "this kernel takes no seg6local")
     status = experiments_main(
         ["spray", "--target", "linux", "--path-mode", mode, "--out", str(tmp_path)]
     )
     assert status == EXIT_UNAVAILABLE
-    assert f"path mode {mode} needs the bmv2 target" in capsys.readouterr().err
+    assert f"path mode {mode} needs a P4 target" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.app import runtime
 from controller.app.config import ConfigError, ControllerConfig, Target, load_config
 from controller.app.runtime import check_compatible
 from controller.app.status import collect_status, format_status
 from controller.cli import main
+from controller.southbound.linux import path_modes
 from tests.unit.controller.app.test_fabric_routing import H3, RoutingScenario, settle
 from topologies import Topology
 from topologies.paths import PathMode
@@ -51,7 +51,7 @@ def test_the_command_line_wins_over_the_file(tmp_path):
 
 def test_the_linux_target_refuses_structured_ev_saying_why(leaf_spine):
     config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.STRUCTURED)
-    with pytest.raises(ConfigError, match="path_mode structured: the linux target hashes every EV"):
+    with pytest.raises(ConfigError, match="structured needs a P4 target: kernel switches hash"):
         check_compatible(leaf_spine, config)
     check_compatible(leaf_spine, ControllerConfig(target=Target.LINUX))
 
@@ -63,10 +63,10 @@ def test_the_linux_target_takes_srv6_only_where_the_kernel_takes_seg6local_route
     refused = (
         "this kernel takes no seg6local NEXT-C-SID route (lwt encapsulation type not supported)"
     )
-    monkeypatch.setattr(runtime, "seg6local_missing", lambda: refused)
-    with pytest.raises(ConfigError, match=r"path_mode srv6: .* seg6local routes, and this kernel"):
+    monkeypatch.setattr(path_modes, "seg6local_missing", lambda: refused)
+    with pytest.raises(ConfigError, match=r"path mode srv6 .* seg6local routes, and this kernel"):
         check_compatible(leaf_spine, config)
-    monkeypatch.setattr(runtime, "seg6local_missing", lambda: None)
+    monkeypatch.setattr(path_modes, "seg6local_missing", lambda: None)
     check_compatible(leaf_spine, config)
 
 
@@ -74,7 +74,7 @@ def test_the_linux_target_refuses_srv6_when_the_kernel_cannot_be_probed(leaf_spi
     def no_root() -> str | None:
         raise PermissionError("cannot create a network namespace (are you root?)")
 
-    monkeypatch.setattr(runtime, "seg6local_missing", no_root)
+    monkeypatch.setattr(path_modes, "seg6local_missing", no_root)
     config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.SRV6)
     with pytest.raises(ConfigError, match="cannot tell whether this kernel routes uSID carriers"):
         check_compatible(leaf_spine, config)
@@ -82,7 +82,7 @@ def test_the_linux_target_refuses_srv6_when_the_kernel_cannot_be_probed(leaf_spi
 
 def test_the_cli_refuses_linux_with_structured_ev_before_touching_a_switch(capsys):
     assert main(["run", "leaf-spine", "--target", "linux", "--path-mode", "structured"]) == 2
-    assert "the linux target hashes every EV" in capsys.readouterr().err
+    assert "kernel switches hash every EV" in capsys.readouterr().err
 
 
 def test_ecmp_programs_no_path_tables(leaf_spine):
