@@ -7,6 +7,8 @@ APT_PACKAGES := mininet iproute2 ethtool tcpdump tshark iperf3 tcpreplay nftable
 # Root is needed for namespaces, veths and BMv2 interfaces; the toolchain overrides travel along.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,P4C_BAREFOOT,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
 P4C ?= $(shell command -v p4c 2>/dev/null)
+# The p4c driver runs its BMv2 backend from its own directory; a p4c built without it cannot build mrc.p4.
+P4C_BMV2 = $(if $(P4C),$(wildcard $(dir $(realpath $(P4C)))p4c-bm2-ss))
 P4C_BAREFOOT ?= $(shell command -v p4c-barefoot 2>/dev/null)
 P4SRC := p4src
 P4_PROGRAMS := mrc l3_baseline
@@ -74,7 +76,8 @@ lint:  ## ruff, mypy and the import-linter architecture contracts
 # Each program is built where its compiler is present: BMv2 with p4c, Tofino (TNA) with p4c-barefoot.
 build:  ## Compile p4src/*.p4 into p4src/build/ (BMv2 JSON + P4Info) and, with p4c-barefoot, p4src/tna/ into p4src/build/tna/
 	@if [ -z "$(P4C)" ] && [ -z "$(P4C_BAREFOOT)" ]; then echo "p4c not found: install it (see README) or set P4C=/path/to/p4c"; exit 1; fi
-	@if [ -z "$(P4C)" ]; then echo "p4c not found: BMv2 programs not built"; else \
+	@if [ -z "$(P4C)" ]; then echo "p4c not found: BMv2 programs not built"; \
+	elif [ -z "$(P4C_BMV2)" ]; then echo "$(P4C) has no BMv2 backend (p4c-bm2-ss): BMv2 programs not built"; else \
 	for prog in $(P4_PROGRAMS); do \
 		echo "p4c: $(P4SRC)/$$prog.p4"; \
 		$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4SRC)/build \

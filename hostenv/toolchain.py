@@ -110,6 +110,19 @@ def tool_version(spec: ToolSpec, path: str) -> str:
     return lines[0] if lines else ""
 
 
+#: The BMv2 (v1model) backend the ``p4c`` driver runs from its own directory. A p4c built with
+#: other backends only (its Tofino backend alone, say) has the driver but not this.
+P4C_BMV2_BACKEND = "p4c-bm2-ss"
+
+
+def p4c_bmv2_backend_missing(path: str) -> str | None:
+    """Why the ``p4c`` at ``path`` cannot compile for BMv2, or None when it can."""
+    backend = Path(os.path.realpath(path)).parent / P4C_BMV2_BACKEND
+    if backend.is_file():
+        return None
+    return f"{path} has no BMv2 backend ({backend} is missing: p4c built without ENABLE_BMV2)"
+
+
 def bmv2_has_thrift(path: str) -> bool:
     """Whether this simple_switch_grpc was built with Thrift (it then accepts --thrift-port)."""
     try:

@@ -19,10 +19,12 @@ from hostenv.qdiscs import probe_qdiscs
 from hostenv.seg6 import seg6local_missing
 from hostenv.toolchain import (
     ALL_TOOLS,
+    P4C,
     SIMPLE_SWITCH_GRPC,
     bmv2_has_thrift,
     find_tool,
     is_root,
+    p4c_bmv2_backend_missing,
     tool_version,
 )
 from testbed.targets import TARGETS, bmv2_tool_problems, default_target, differences
@@ -57,6 +59,9 @@ def collect() -> list[Finding]:
         if spec is SIMPLE_SWITCH_GRPC and not bmv2_has_thrift(path):
             present = False
             detail += " (built without Thrift: no queue-rate/depth control)"
+        if spec is P4C and (no_backend := p4c_bmv2_backend_missing(path)) is not None:
+            present = False
+            detail = no_backend
         findings.append(Finding(spec.name, present, detail, spec.disables, spec.how_to_get))
     root = is_root()
     findings.append(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hostenv.toolchain import P4C, find_tool
+from hostenv.toolchain import P4C, find_tool, p4c_bmv2_backend_missing
 
 REPO = Path(__file__).resolve().parents[3]
 P4SRC = REPO / "p4src"
@@ -22,7 +22,12 @@ BUILD = P4SRC / "build"
 PROGRAMS = ("mrc", "l3_baseline")
 p4c = find_tool(P4C)
 
-pytestmark = pytest.mark.skipif(p4c is None, reason="p4c not installed (see `make doctor`)")
+no_bmv2 = None if p4c is None else p4c_bmv2_backend_missing(p4c)
+
+pytestmark = [
+    pytest.mark.skipif(p4c is None, reason="p4c not installed (see `make doctor`)"),
+    pytest.mark.skipif(no_bmv2 is not None, reason=f"{no_bmv2} (see `make doctor`)"),
+]
 
 
 def installed_p4c_version() -> str:
