@@ -4,7 +4,7 @@
     mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
     mrc-controller run leaf-spine --target linux --netns-prefix mn3fa2   # kernel switches
     mrc-controller run leaf-spine --routing static     # or reactive (default), converge:3
-    mrc-controller run leaf-spine --path-mode structured   # or ecmp (default), srv6 (bmv2)
+    mrc-controller run leaf-spine --path-mode structured   # or ecmp (default), srv6
     mrc-controller status [--socket PATH] [--json]
     mrc-controller watch [--socket PATH] [--period S] [--all] [--json]   # events as they happen
 
@@ -90,8 +90,8 @@ def _parser() -> argparse.ArgumentParser:
         "--path-mode",
         choices=[mode.value for mode in PathMode],
         help="how an EV picks its path: ecmp (hashed, the default), structured (EV fields name "
-        "the uplinks; bmv2 only) or srv6 (uSID carriers; on linux where the kernel takes "
-        "seg6local NEXT-C-SID routes)",
+        "the uplinks; bmv2 and tofino) or srv6 (uSID carriers; on linux where the kernel "
+        "takes seg6local NEXT-C-SID routes)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="finsy's own log on stderr")
     status = commands.add_parser("status", help="ask a running controller")

@@ -20,15 +20,8 @@ TNA_RENAMED: dict[str, str] = {
     "MrcIngress.trim.trims": "MrcEgress.trim.trims",
 }
 
-_NO_SRV6 = "SRv6 uSID source routing is not in the TNA program yet (docs/tofino.md)"
-
 #: mrc.p4 name -> why the TNA program has no such object.
 TNA_ABSENT: dict[str, str] = {
-    "MrcIngress.srv6.my_usid": _NO_SRV6,
-    "MrcIngress.srv6.usid_next": _NO_SRV6,
-    "MrcIngress.srv6.usid_end": _NO_SRV6,
-    "MrcIngress.srv6.usid_forward": _NO_SRV6,
-    "MrcIngress.srv6.decap": _NO_SRV6,
     "port_occupancy": (
         "egress reads the queue depth itself (eg_intr_md.enq_qdepth): no register carries it"
     ),

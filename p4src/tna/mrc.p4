@@ -1,10 +1,10 @@
 /* MRC-aware switch program for Tofino 1 (TNA, tna.p4), compiled with p4c-barefoot.
  *
  * The TNA counterpart of ../mrc.p4 (docs/tofino.md says what differs and why). Ingress: drop and
- * count malformed packets, packet I/O with the controller, DSCP classification, L3 routing to a
- * multipath group hashed on the entropy value or, with structured EV, to the uplink the EV's fields
- * name, TTL, queue choice. Egress: trimming (mirror with
- * truncation), RED-like ECN marking, per-port counters.
+ * count malformed packets, packet I/O with the controller, DSCP classification, SRv6 uSID source
+ * routing of IPv6-in-IPv6 carriers, L3 routing to a multipath group hashed on the entropy value or,
+ * with structured EV, to the uplink the EV's fields name, TTL, queue choice. Egress: trimming
+ * (mirror with truncation), RED-like ECN marking, per-port counters.
  * P4Runtime-visible names are pinned with absolute @names equal to mrc.p4's wherever the meaning
  * is the same; p4src/tna/name_map.py lists the ones that differ. Shared with mrc.p4: defines,
  * headers, and the classify and routing controls. */
@@ -20,6 +20,7 @@
 #include "../include/control/classify.p4"
 #include "../include/control/routing.p4"
 #include "include/control/hash_inputs.p4"
+#include "include/control/srv6.p4"
 #include "include/control/structured_ev.p4"
 #include "include/control/next.p4"
 #include "include/control/priority.p4"
@@ -40,6 +41,7 @@ control MrcIngress(inout tna_headers_t hdr, inout ingress_md_t meta,
 
     PacketIoIngress() packet_io;
     Classify() classify;
+    Srv6() srv6;
     Routing() routing;
     HashInputs() hash_inputs;
     EvField() ev_field;
@@ -81,13 +83,24 @@ control MrcIngress(inout tna_headers_t hdr, inout ingress_md_t meta,
                 dropped = false;
             } else if (!hdr.mrc.ipv4.isValid() && !hdr.mrc.ipv6.isValid()) {
                 reason = DROP_NOT_IP;
-            } else if ((hdr.mrc.ipv4.isValid() && hdr.mrc.ipv4.ttl <= 1)
-                       || (hdr.mrc.ipv6.isValid() && hdr.mrc.ipv6.hop_limit <= 1)) {
+            } else if (hdr.mrc.srv6.isValid() && hdr.mrc.srv6.hop_limit <= 1) {
                 reason = DROP_TTL_EXPIRED;
             } else {
-                /* Copied here, not in the parser: the two DSCP fields sit at different bit
-                 * offsets, which one parser-written field cannot take. */
-                if (hdr.mrc.ipv4.isValid()) {
+                /* Routing and the hash inputs read the inner header of a carrier, so they are
+                 * looked up beside the uSID tables, not after them; a carrier in transit then
+                 * ignores them. */
+                bit<32> srv6_reason = 0;
+                if (hdr.mrc.srv6.isValid()) {
+                    srv6.apply(hdr.mrc, meta.mrc, ig_tm_md, srv6_reason);
+                } else {
+                    meta.mrc.srv6_transit = false;
+                }
+                /* Copied here, not in the parser: the DSCP fields sit at different bit offsets,
+                 * which one parser-written field cannot take. A carrier in transit is classified
+                 * by its outer DSCP, which the sender copies from the inner one. */
+                if (meta.mrc.srv6_transit) {
+                    meta.mrc.dscp = hdr.mrc.srv6.dscp;
+                } else if (hdr.mrc.ipv4.isValid()) {
                     meta.mrc.dscp = hdr.mrc.ipv4.dscp;
                 } else {
                     meta.mrc.dscp = hdr.mrc.ipv6.dscp;
@@ -96,22 +109,34 @@ control MrcIngress(inout tna_headers_t hdr, inout ingress_md_t meta,
                 ev_field.apply(meta.mrc, meta.ev_field, meta.ev_configured);
                 classify.apply(hdr.mrc, meta.mrc);
                 routing.apply(hdr.mrc, meta.mrc);
-                if (meta.mrc.routed) {
-                    structured_ev.apply(hdr.mrc, meta.mrc, meta.ev_field, meta.ev_configured,
-                                        ig_tm_md);
-                    if (!meta.mrc.steered) {
-                        next.apply(hdr.mrc, meta.mrc, ig_tm_md);
+                if (srv6_reason != 0) {
+                    reason = srv6_reason;
+                } else if (meta.mrc.srv6_transit) {
+                    dropped = false;
+                    hdr.mrc.srv6.hop_limit = hdr.mrc.srv6.hop_limit - 1;
+                } else if ((hdr.mrc.ipv4.isValid() && hdr.mrc.ipv4.ttl <= 1)
+                           || (hdr.mrc.ipv6.isValid() && hdr.mrc.ipv6.hop_limit <= 1)) {
+                    reason = DROP_TTL_EXPIRED;
+                } else {
+                    if (meta.mrc.routed) {
+                        structured_ev.apply(hdr.mrc, meta.mrc, meta.ev_field, meta.ev_configured,
+                                            ig_tm_md);
+                        if (!meta.mrc.steered) {
+                            next.apply(hdr.mrc, meta.mrc, ig_tm_md);
+                        }
+                    }
+                    if (!meta.mrc.routed) {
+                        reason = DROP_NO_ROUTE;
+                    } else {
+                        dropped = false;
+                        if (hdr.mrc.ipv4.isValid()) {
+                            hdr.mrc.ipv4.ttl = hdr.mrc.ipv4.ttl - 1;
+                        } else {
+                            hdr.mrc.ipv6.hop_limit = hdr.mrc.ipv6.hop_limit - 1;
+                        }
                     }
                 }
-                if (!meta.mrc.routed) {
-                    reason = DROP_NO_ROUTE;
-                } else {
-                    dropped = false;
-                    if (hdr.mrc.ipv4.isValid()) {
-                        hdr.mrc.ipv4.ttl = hdr.mrc.ipv4.ttl - 1;
-                    } else {
-                        hdr.mrc.ipv6.hop_limit = hdr.mrc.ipv6.hop_limit - 1;
-                    }
+                if (!dropped) {
                     priority.apply(meta.mrc, ig_tm_md);
                     hdr.bridged.setValid();
                     hdr.bridged.pkt_src = PKT_BRIDGED;

@@ -31,9 +31,9 @@ const MirrorType_t MIRROR_TYPE_TRIM = 1;
 const MirrorId_t TRIM_SESSION_BASE = 512;
 
 /* Truncation length of a trim session: the mirror header (2 bytes) and the longest header stack
- * a trimmable packet has (Ethernet, IPv6, UDP, BTH, METH, TSETH, RETH, ImmDt = 102 bytes).
- * Shorter stacks keep a few payload bytes, which the rewritten IP and UDP lengths exclude: the
- * receiver sees them as link-layer padding. */
-const bit<16> TRIM_TRUNCATE_BYTES = 104;
+ * a trimmable packet has (Ethernet, an SRv6 carrier's outer IPv6, IPv6, UDP, BTH, METH, TSETH,
+ * RETH, ImmDt = 142 bytes). Shorter stacks keep a few payload bytes, which the rewritten IP and
+ * UDP lengths exclude: the receiver sees them as link-layer padding. */
+const bit<16> TRIM_TRUNCATE_BYTES = 144;
 
 #endif

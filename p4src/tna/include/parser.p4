@@ -4,8 +4,10 @@
  * does not carry. Tofino has no user-defined parser errors, so what mrc.p4 raises with verify()
  * (bad IPv4/IPv6 version or IHL, unknown opcode) is recorded in metadata and dropped by ingress
  * with the same drop reasons; truncated headers and unmatched selects are the hardware's
- * parser_err flags. Egress parses MRC's data headers as well (METH, TSETH, RETH, ImmDt): trimming
- * happens there and needs their lengths. */
+ * parser_err flags. Egress parses one header further on MRC's data writes, METH, which marks a
+ * packet trimmable (trimming happens there). Both parse an IPv6 packet whose next header is IPv6 or
+ * IPv4 as an SRv6 uSID carrier, as mrc.p4 does: the outer header goes to hdr.mrc.srv6 and the
+ * inner packet is parsed as if it had come alone. */
 #ifndef MRC_TNA_PARSER_P4
 #define MRC_TNA_PARSER_P4
 
@@ -34,8 +36,26 @@ parser MrcIngressParser(packet_in pkt, out tna_headers_t hdr, out ingress_md_t m
         pkt.extract(hdr.mrc.ethernet);
         transition select(hdr.mrc.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
-            ETHERTYPE_IPV6: parse_ipv6;
+            ETHERTYPE_IPV6: parse_ipv6_or_carrier;
             default: accept;
+        }
+    }
+
+    /* The next-header byte is the 7th of the IPv6 header. */
+    state parse_ipv6_or_carrier {
+        transition select(pkt.lookahead<bit<56>>()[7:0]) {
+            IP_PROTO_IPV6: parse_srv6;
+            IP_PROTO_IPV4: parse_srv6;
+            default: parse_ipv6;
+        }
+    }
+
+    state parse_srv6 {
+        pkt.extract(hdr.mrc.srv6);
+        transition select(hdr.mrc.srv6.version, hdr.mrc.srv6.next_hdr) {
+            (6, IP_PROTO_IPV4): parse_ipv4;
+            (6, IP_PROTO_IPV6): parse_ipv6;
+            default: bad_ipv6;
         }
     }
 
@@ -128,6 +148,7 @@ control MrcIngressDeparser(packet_out pkt, inout tna_headers_t hdr, in ingress_m
         pkt.emit(hdr.bridged);
         pkt.emit(hdr.mrc.packet_in);
         pkt.emit(hdr.mrc.ethernet);
+        pkt.emit(hdr.mrc.srv6);
         pkt.emit(hdr.mrc.ipv4);
         pkt.emit(hdr.mrc.ipv6);
         pkt.emit(hdr.mrc.udp);
@@ -164,8 +185,25 @@ parser MrcEgressParser(packet_in pkt, out tna_headers_t hdr, out egress_md_t met
         pkt.extract(hdr.mrc.ethernet);
         transition select(hdr.mrc.ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
-            ETHERTYPE_IPV6: parse_ipv6;
+            ETHERTYPE_IPV6: parse_ipv6_or_carrier;
             default: accept;
+        }
+    }
+
+    /* Ingress has refused a carrier with a bad outer version. */
+    state parse_ipv6_or_carrier {
+        transition select(pkt.lookahead<bit<56>>()[7:0]) {
+            IP_PROTO_IPV6: parse_srv6;
+            IP_PROTO_IPV4: parse_srv6;
+            default: parse_ipv6;
+        }
+    }
+
+    state parse_srv6 {
+        pkt.extract(hdr.mrc.srv6);
+        transition select(hdr.mrc.srv6.next_hdr) {
+            IP_PROTO_IPV4: parse_ipv4;
+            default: parse_ipv6;
         }
     }
 
@@ -208,30 +246,11 @@ parser MrcEgressParser(packet_in pkt, out tna_headers_t hdr, out egress_md_t met
         }
     }
 
+    /* METH says the packet is trimmable. The headers after it (TSETH, RETH, ImmDt) are not
+     * extracted: trimming needs only their lengths, which the BTH's TS flag and opcode give,
+     * and an SRv6 carrier's longest stack would pass egress's 160-byte parse depth. */
     state parse_meth {
         pkt.extract(hdr.mrc.meth);
-        transition select(hdr.mrc.bth.ts) {
-            1: parse_tseth;
-            default: parse_reth;
-        }
-    }
-
-    state parse_tseth {
-        pkt.extract(hdr.mrc.tseth);
-        transition parse_reth;
-    }
-
-    state parse_reth {
-        pkt.extract(hdr.mrc.reth);
-        transition select(hdr.mrc.bth.opcode) {
-            OP_WRITE_LAST_IMM: parse_immdt;
-            OP_WRITE_ONLY_IMM: parse_immdt;
-            default: accept;
-        }
-    }
-
-    state parse_immdt {
-        pkt.extract(hdr.mrc.immdt);
         transition accept;
     }
 }
@@ -253,14 +272,12 @@ control MrcEgressDeparser(packet_out pkt, inout tna_headers_t hdr, in egress_md_
                 hdr.mrc.ipv4.src_addr, hdr.mrc.ipv4.dst_addr });
         }
         pkt.emit(hdr.mrc.ethernet);
+        pkt.emit(hdr.mrc.srv6);
         pkt.emit(hdr.mrc.ipv4);
         pkt.emit(hdr.mrc.ipv6);
         pkt.emit(hdr.mrc.udp);
         pkt.emit(hdr.mrc.bth);
         pkt.emit(hdr.mrc.meth);
-        pkt.emit(hdr.mrc.tseth);
-        pkt.emit(hdr.mrc.reth);
-        pkt.emit(hdr.mrc.immdt);
     }
 }
 

@@ -40,6 +40,7 @@ def test_trim_truncation_covers_the_longest_trimmable_header_stack() -> None:
         constant(DEFINES, name)
         for name in (
             "ETH_LEN",
+            "IPV6_LEN",  # an SRv6 carrier's outer header
             "IPV6_LEN",
             "UDP_LEN",
             "BTH_LEN",

@@ -90,7 +90,9 @@ control EcnMarking(inout headers_t hdr, in mrc_class_t mrc_class, inout ecn_scra
 
     apply {
         bit<2> ecn = ECN_NOT_ECT;
-        if (hdr.ipv4.isValid()) {
+        if (hdr.srv6.isValid()) {
+            ecn = hdr.srv6.ecn;
+        } else if (hdr.ipv4.isValid()) {
             ecn = hdr.ipv4.ecn;
         } else if (hdr.ipv6.isValid()) {
             ecn = hdr.ipv6.ecn;
@@ -118,7 +120,11 @@ control EcnMarking(inout headers_t hdr, in mrc_class_t mrc_class, inout ecn_scra
         }
         if (mark) {
             mark_ce();
-            if (hdr.ipv4.isValid()) {
+            /* A carrier is marked on its outer header; the inner one gets the mark at
+             * decapsulation (RFC 6040). */
+            if (hdr.srv6.isValid()) {
+                hdr.srv6.ecn = ECN_CE;
+            } else if (hdr.ipv4.isValid()) {
                 hdr.ipv4.ecn = ECN_CE;
             } else {
                 hdr.ipv6.ecn = ECN_CE;

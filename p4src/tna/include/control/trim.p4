@@ -8,8 +8,8 @@
  * port), which truncates it to TRIM_TRUNCATE_BYTES and enqueues it on the high-priority queue.
  * That copy comes back through egress (trim_mirror header first) and is made a trimmed packet as
  * mrc.p4 makes one: IP and UDP lengths cut to the headers, UDP checksum zeroed, DSCP TRIMMED, or
- * TRIMMED_LASTHOP toward a host. Standard RoCE data is never trimmed (no METH); a port without a
- * trim_config entry never trims. */
+ * TRIMMED_LASTHOP toward a host, on the outer header of an SRv6 carrier as well. Standard RoCE
+ * data is never trimmed (no METH); a port without a trim_config entry never trims. */
 #ifndef MRC_TNA_TRIM_P4
 #define MRC_TNA_TRIM_P4
 
@@ -59,12 +59,15 @@ control Trim(inout headers_t hdr, in bridged_t bridged, inout trim_mirror_t trim
         if (trim.isValid()) {
             /* The truncated copy: cut the lengths to the headers and re-mark it. */
             trim_dscp.apply();
+            /* The egress parser stops at METH: the TS flag says whether TSETH follows, the
+             * opcode whether ImmDt does. */
+            bool immdt = hdr.bth.opcode == OP_WRITE_LAST_IMM || hdr.bth.opcode == OP_WRITE_ONLY_IMM;
             bit<16> l4_len = UDP_LEN + BTH_LEN + METH_LEN + RETH_LEN;
-            if (hdr.tseth.isValid() && hdr.immdt.isValid()) {
+            if (hdr.bth.ts == 1 && immdt) {
                 l4_len = UDP_LEN + BTH_LEN + METH_LEN + TSETH_LEN + RETH_LEN + IMM_LEN;
-            } else if (hdr.tseth.isValid()) {
+            } else if (hdr.bth.ts == 1) {
                 l4_len = UDP_LEN + BTH_LEN + METH_LEN + TSETH_LEN + RETH_LEN;
-            } else if (hdr.immdt.isValid()) {
+            } else if (immdt) {
                 l4_len = UDP_LEN + BTH_LEN + METH_LEN + RETH_LEN + IMM_LEN;
             }
             bit<6> dscp = trimmed_dscp;
@@ -79,6 +82,16 @@ control Trim(inout headers_t hdr, in bridged_t bridged, inout trim_mirror_t trim
             } else {
                 hdr.ipv6.payload_len = l4_len;
                 hdr.ipv6.dscp = dscp;
+            }
+            /* An SRv6 carrier in transit: the outer header is cut to fit and re-marked too, so
+             * the rest of the path and, after decapsulation, the receiver see a trimmed packet. */
+            if (hdr.srv6.isValid()) {
+                hdr.srv6.dscp = dscp;
+                if (hdr.ipv4.isValid()) {
+                    hdr.srv6.payload_len = IPV4_LEN + l4_len;
+                } else {
+                    hdr.srv6.payload_len = IPV6_LEN + l4_len;
+                }
             }
             trims.count(eg_intr_md.egress_port);
         } else if ((bridged.mrc_class == CLASS_TRIMMABLE
