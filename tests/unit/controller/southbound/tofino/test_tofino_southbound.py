@@ -13,6 +13,8 @@ from typing import Any
 import finsy as fy
 import pytest
 from finsy.p4entity import P4UpdateType
+from finsy.proto import p4i
+from google.protobuf import text_format
 
 from controller.app.config import ConfigError, ControllerConfig, Target, TofinoConfig
 from controller.app.eventlog import EventLog
@@ -38,6 +40,7 @@ from controller.southbound.tofino.tna_program import (
 )
 from tests.unit.controller.southbound.tofino.compiler_output import PROGRAM, write_compiler_output
 from topologies import Topology
+from topologies.paths import PathMode
 
 #: l1's ports as a Tofino numbers them.
 L1_PORTS = DevicePorts(((1, 132), (2, 140), (3, 148), (4, 156), (5, 164), (6, 172)), 320)
@@ -237,6 +240,32 @@ def test_target_tofino_builds_the_tofino_southbound_with_probes(
     assert isinstance(build_southbound(leaf_spine, config), TofinoSouthbound)
     fabric = build_fabric(leaf_spine, config, EventLog.open(None))
     assert fabric.discovery.evidence is LinkEvidence.PROBES
+
+
+@pytest.mark.parametrize("mode", list(PathMode))
+def test_target_tofino_takes_every_path_mode_the_committed_program_has(
+    leaf_spine: Topology, tmp_path: Path, mode: PathMode
+) -> None:
+    check_compatible(leaf_spine, replace(_tofino_config(tmp_path), path_mode=mode))
+
+
+def test_target_tofino_refuses_a_path_mode_whose_tables_the_program_lacks(
+    leaf_spine: Topology, tmp_path: Path
+) -> None:
+    info = p4i.P4Info()
+    text_format.Parse(TNA_P4INFO_PATH.read_text(), info)
+    kept = [table for table in info.tables if not table.preamble.name.startswith("MrcIngress.srv6")]
+    del info.tables[:]
+    info.tables.extend(kept)
+    without_srv6 = tmp_path / "no-srv6.p4info.txtpb"
+    without_srv6.write_text(text_format.MessageToString(info))
+    config = _tofino_config(tmp_path)
+    config = replace(
+        config, tofino=replace(config.tofino, p4info=without_srv6), path_mode=PathMode.SRV6
+    )
+    with pytest.raises(ConfigError, match=r"needs tables the TNA program lacks: MrcIngress\.srv6"):
+        check_compatible(leaf_spine, config)
+    check_compatible(leaf_spine, replace(config, path_mode=PathMode.ECMP))
 
 
 def test_target_tofino_is_refused_without_its_program(leaf_spine: Topology, tmp_path: Path) -> None:
