@@ -32,8 +32,9 @@ const MirrorId_t TRIM_SESSION_BASE = 512;
 
 /* Truncation length of a trim session: the mirror header (2 bytes) and the longest header stack
  * a trimmable packet has (Ethernet, an SRv6 carrier's outer IPv6, IPv6, UDP, BTH, METH, TSETH,
- * RETH, ImmDt = 142 bytes). Shorter stacks keep a few payload bytes, which the rewritten IP and
- * UDP lengths exclude: the receiver sees them as link-layer padding. */
+ * RETH, ImmDt = 142 bytes). Shorter stacks keep payload bytes up to that length (68 for IPv4
+ * without TSETH or ImmDt), which the rewritten IP and UDP lengths exclude: the receiver sees them
+ * as link-layer padding. */
 const bit<16> TRIM_TRUNCATE_BYTES = 144;
 
 #endif

@@ -84,7 +84,9 @@ control Trim(inout headers_t hdr, in bridged_t bridged, inout trim_mirror_t trim
                 hdr.ipv6.dscp = dscp;
             }
             /* An SRv6 carrier in transit: the outer header is cut to fit and re-marked too, so
-             * the rest of the path and, after decapsulation, the receiver see a trimmed packet. */
+             * the rest of the path and, after decapsulation, the receiver see a trimmed packet.
+             * Its length comes from l4_len again: an ip_len local shared with the branch above
+             * costs egress a stage (11 instead of 10). */
             if (hdr.srv6.isValid()) {
                 hdr.srv6.dscp = dscp;
                 if (hdr.ipv4.isValid()) {
