@@ -405,11 +405,23 @@ class OutboundTransfer(ABC):
         if isinstance(event, MessageAcked):
             self._on_acked(event)
         elif isinstance(event, MessageFailed):
-            self._fail(TransferFailedError(f"message {event.msn} failed: {event.reason}"))
+            self._fail(
+                TransferFailedError(f"message {event.msn} failed: {event.reason}{self._state()}")
+            )
         elif isinstance(event, ConnectionFailed):
-            self._fail(TransferFailedError(f"connection to {self.peer} failed: {event.reason}"))
+            self._fail(
+                TransferFailedError(
+                    f"connection to {self.peer} failed: {event.reason}{self._state()}"
+                )
+            )
         else:
             log.info("qp %#x: %s", self.qp, event)
+
+    def _state(self) -> str:
+        """The connection's state for a failure's message (what ``describe_stall`` says), so
+        that a rare failure explains itself; empty before the connection opened."""
+        stats = self.connection_stats()
+        return f" ({describe_stall(stats)})" if stats is not None else ""
 
     def connection_stats(self) -> ConnectionStats | None:
         """The connection's statistics now (None before it opened)."""

@@ -358,3 +358,24 @@ def test_a_path_that_passes_probes_but_never_data_fails_the_transfer_as_stalled(
     assert re.search(r"[1-9]\d* data packets sent, 0 acked", str(transfer.error))
     assert re.search(r"EV probes [1-9]\d* sent, [1-9]\d* answered", str(transfer.error))
     assert transfer.error.exit_code == 5
+
+
+def test_a_peer_that_falls_silent_fails_the_transfer_with_the_connections_state(pair):
+    # Data gets through, but nothing comes back once the first SACK has: the peer is silent
+    # for the peer timeout. The error names the cause and what the connection looked like
+    # (as a stall's does), since such a failure is rarely reproducible.
+    answered: list[bool] = []
+
+    def silence_after_the_first_answer(_datagram: OutgoingDatagram) -> bool:
+        answered.append(True)
+        return len(answered) > 1
+
+    pair.link_b.drop = silence_after_the_first_answer
+    transfer = FileTransfer(pair.client, pair.peer, b"s" * 200_000, "silent.bin")
+    pair.run(transfer, timeout=30.0)
+    assert isinstance(transfer.error, TransferFailedError)
+    message = str(transfer.error)
+    assert "peer unreachable: nothing heard for" in message, message
+    assert re.search(r"rto [\d.e-]+ s after [1-9]\d* timeouts", message), message
+    assert re.search(r"[1-9]\d* data packets sent, [1-9]\d* acked", message), message
+    assert re.search(r"EV probes \d+ sent, \d+ answered", message), message
