@@ -32,7 +32,8 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
   decide. An EV whose last packet is unanswered is slow or broken: not reusing it until it
   answers keeps new data off a dead path from its first loss on, before any timer fires, and
   shifts load from slow paths to fast ones. Every packet still gets a different EV whenever
-  the set is larger than the window, as MRC asks.
+  the set is larger than the window, as MRC asks. A timeout's resend is the exception: it
+  takes the rotation, since the list went stale when the answers stopped.
 
 EV values are 32 bits: UDP source port in bits 31-16 (drawn from the configured entropy port
 range) and, over IPv6 only, a random flow label in bits 15-0.
@@ -243,6 +244,25 @@ class EvSet:
         else:
             self._starved = True
         return entry_or_none
+
+    def next_after_timeout(self) -> EvEntry | None:
+        """The EV for the resend a timeout sends: the plain rotation, accounted as data (the
+        caller ``release``s it as for ``next_for_data``).
+
+        A timeout says answers stopped, so the answered-EV list is stale: its head holds the EVs
+        answered longest ago, and answers come back in bursts per path (a queue drains, a
+        software switch gets the CPU), so after a path dies the head can be a run of EVs on
+        that path. Taken from the list, each backed-off resend went down the dead path while
+        the window held the rest, and the connection fell silent for its peer timeout. The
+        rotation walks the slots, which spread over the paths (``agent.io.structured_evs``)
+        or hash anywhere (random EVs), so successive timeouts try different paths."""
+        entry = self._rotate()
+        if entry is None:
+            self._starved = True
+            return None
+        entry.outstanding += 1
+        self._data_picks += 1
+        return entry
 
     def next_for_control(self) -> EvEntry | None:
         """An EV for a probe or re-sent completion request: the plain rotation, no accounting."""

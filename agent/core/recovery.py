@@ -13,7 +13,9 @@ Reliability, in the order a packet meets it:
 * A reliability probe (0xDE) is sent when the tail of a flight goes unanswered for two smoothed
   RTTs; its SACK gives loss detection the later-sent evidence a tail lacks.
 * The RTO is the last resort: nothing acknowledged for an RTO declares the *oldest* packet in
-  flight lost, retires its EV alone and backs off exponentially until progress resumes. A
+  flight lost, retires its EV alone, resends it on the next EV of the slot rotation (not the
+  answered-EV list, which a timeout has made stale: ``EvSet.next_after_timeout``) and backs
+  off exponentially until progress resumes. A
   timeout says "nothing came back", which a queue holding seconds of packets says as well as a
   dead path: resending the whole flight multiplied the load of an already congested path, and
   retiring every EV in flight emptied the set on one spurious timeout. If the head was really
@@ -170,7 +172,8 @@ class Recovery:
             exempt = rec is self._rto_resend
             if not exempt and self.bytes_in_flight and self.bytes_in_flight + rec.length > window:
                 return None
-            entry = self._ev_set.next_for_data()
+            ev_set = self._ev_set
+            entry = ev_set.next_after_timeout() if exempt else ev_set.next_for_data()
             if entry is None:
                 return None
             retx.popleft()

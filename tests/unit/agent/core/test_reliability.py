@@ -232,6 +232,36 @@ def test_a_silent_peer_fails_the_connection_after_the_peer_timeout():
     assert MessageFailed(link.qp_a, msn, failed[0].reason) in link.events_a
 
 
+def test_a_timeouts_resend_takes_another_path_than_the_evs_answered_before_a_path_died():
+    # Eight EVs, every other one on a path that is about to die. Their packets are answered
+    # first, so they head the answered-EV list that new data draws from; then the path dies.
+    # The next packet goes down it (the list's head) and times out. Its resend must not take
+    # the list's next EV, dead too (each backed-off resend then died the same way, and a real
+    # connection fell silent for its whole peer timeout), but the slot rotation's.
+    config = MrcConfig(ev_set_size=8, rto_initial=1e-3, rto_min=1e-3, tail_loss_probe=False)
+    link = Loopback.create(config)
+    link.post(bytes(8 * 1024))  # eight packets, one per EV
+    first = [f for f in link.in_flight if _is_data(f)]
+    assert len({f.datagram.ev for f in first}) == 8
+    dead = {f.datagram.ev for f in first[::2]}
+    later = [f for f in link.in_flight if f.datagram.ev not in dead]
+    link.in_flight = [f for f in link.in_flight if f.datagram.ev in dead]
+    link.exchange()  # the packets on the doomed path arrive and are answered first
+    link.in_flight.extend(later)
+    link.run(1e-3)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 1
+
+    def on_dead_path(flight: Flight) -> bool:
+        return flight.datagram.ev in dead
+
+    link.post(DATA[:100], offset=8192)
+    assert [f.datagram.ev in dead for f in link.in_flight if _is_data(f)] == [True]
+    link.run(20e-3, drop=on_dead_path)
+    stats = link.a.connection_stats(link.qp_a)
+    assert sum(isinstance(e, MessageAcked) for e in link.events_a) == 2
+    assert stats.timeouts == 1, "the first resend after the timeout went down the dead path"
+
+
 def test_ecn_marks_are_echoed_and_steer_away_from_the_marked_ev():
     link = Loopback.create()
     link.post(DATA)
