@@ -255,7 +255,8 @@ class EvSet:
         that path. Taken from the list, each backed-off resend went down the dead path while
         the window held the rest, and the connection fell silent for its peer timeout. The
         rotation walks the slots, which spread over the paths (``agent.io.structured_evs``)
-        or hash anywhere (random EVs), so successive timeouts try different paths."""
+        or hash anywhere (random EVs), so successive timeouts try different paths (probes
+        share the cursor, and retired EVs are passed over, so not strictly in turn)."""
         entry = self._rotate()
         if entry is None:
             self._starved = True
