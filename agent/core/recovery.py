@@ -14,13 +14,13 @@ Reliability, in the order a packet meets it:
   RTTs; its SACK gives loss detection the later-sent evidence a tail lacks.
 * The RTO is the last resort: nothing acknowledged for an RTO declares the *oldest* packet in
   flight lost, retires its EV alone, resends it on the next EV of the slot rotation (not the
-  answered-EV list, which a timeout has made stale: ``EvSet.next_after_timeout``) and backs
-  off exponentially until progress resumes. A
-  timeout says "nothing came back", which a queue holding seconds of packets says as well as a
-  dead path: resending the whole flight multiplied the load of an already congested path, and
-  retiring every EV in flight emptied the set on one spurious timeout. If the head was really
-  lost, the answer to its copy gives loss detection the later-sent evidence for the rest. A
-  timeout found spurious afterwards is undone (the controller's reduction is reverted).
+  answered-EV list, which a timeout has made stale: ``EvSet.next_after_timeout``) and backs off
+  exponentially until progress resumes. A timeout says "nothing came back", which a queue
+  holding seconds of packets says as well as a dead path: resending the whole flight multiplied
+  the load of an already congested path, and retiring every EV in flight emptied the set on one
+  spurious timeout. If the head was really lost, the answer to its copy gives loss detection the
+  later-sent evidence for the rest. A timeout found spurious afterwards is undone (the
+  controller's reduction is reverted).
 * Every copy's timestamp is kept, so an answer to an earlier copy (a spurious retransmission)
   is still an RTT sample: matching only the latest copy took no sample at all once the RTO was
   below the RTT, and the RTO then never grew to it.
