@@ -19,7 +19,7 @@ PYTEST_OK5 := rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests ran (exit 5
 TEST_SKIP_LOG := build/test-skips.jsonl
 SKIP_ARGS = $(if $(SKIP_LOG),--skip-log $(abspath $(SKIP_LOG)))
 
-.PHONY: help setup live-js native test unit ptf e2e browser lint build doctor fuzz bench-dataplane bench-agent bench-api bench-controller bench-targets shell clean
+.PHONY: help setup live-js native toolchain test unit ptf e2e browser lint build doctor fuzz bench-dataplane bench-agent bench-api bench-controller bench-targets shell clean
 
 help:  ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -47,6 +47,10 @@ live-js:  ## Install the live page's JavaScript (npm, into build/live-js; `make 
 
 native:  ## Compile the agent's core and per-packet I/O with mypyc into build/native (after editing agent/)
 	$(PY) -m tools.build_native $(NATIVE_ARGS)
+
+# Stdlib only, so it runs before `make setup` too; PLAN=1 prints what it would do and stops.
+toolchain:  ## Build PI, BMv2 and p4c at the commits of tools/toolchain/pins.toml into PREFIX (/usr/local) [P4_SRC=DIR] [TOFINO=1] [PLAN=1]
+	$(SUDO) /usr/bin/python3 -m tools.toolchain --prefix $(or $(PREFIX),/usr/local) $(if $(P4_SRC),--src $(P4_SRC)) $(if $(TOFINO),--tofino) $(if $(PLAN),--plan) $(TOOLCHAIN_ARGS)
 
 test:  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present); then each skip reason with its count
 	@mkdir -p $(dir $(TEST_SKIP_LOG)) && rm -f $(TEST_SKIP_LOG)

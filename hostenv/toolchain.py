@@ -31,15 +31,14 @@ P4C = ToolSpec(
     "P4C",
     ("--version",),
     "`make build` and the test that checks p4src/build/ is up to date",
-    "build p4c from source (github.com/p4lang/p4c, README 'Installing from source')",
+    "make toolchain (add P4_SRC=DIR where the forge cannot be reached; docs/bmv2.md)",
 )
 P4C_BAREFOOT = ToolSpec(
     "p4c-barefoot",
     "P4C_BAREFOOT",
     ("--version",),
     "the Tofino (TNA) build of `make build` and the test that checks p4src/build/tna/",
-    "build p4c with its Tofino backend (github.com/p4lang/p4c, cmake -DENABLE_TOFINO=ON), "
-    "see docs/tofino.md",
+    "make toolchain TOFINO=1 (p4c's Tofino backend: about 4-5 hours on 2 cores; docs/bmv2.md)",
 )
 SIMPLE_SWITCH_GRPC = ToolSpec(
     "simple_switch_grpc",
@@ -47,15 +46,14 @@ SIMPLE_SWITCH_GRPC = ToolSpec(
     ("--version",),
     "the PTF suite, the bmv2 target of `make run-topology` (the linux target runs without "
     "it), `make bench-dataplane`",
-    "build PI and behavioral-model from source (github.com/p4lang/behavioral-model: "
-    "configure --with-pi --with-thrift), see README",
+    "make toolchain (builds PI, behavioral-model and p4c; docs/bmv2.md)",
 )
 SIMPLE_SWITCH_CLI = ToolSpec(
     "simple_switch_CLI",
     "SIMPLE_SWITCH_CLI",
     (),
     "queue rate/depth settings on BMv2 (ECN and trimming tests)",
-    "installed with behavioral-model (needs Debian's python3-thrift)",
+    "make toolchain (installed with behavioral-model; needs Debian's python3-thrift)",
 )
 MININET = ToolSpec(
     "mn",

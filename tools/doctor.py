@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from agent.native import NativeState, check
 from hostenv.qdiscs import probe_qdiscs
@@ -28,6 +29,12 @@ from hostenv.toolchain import (
     tool_version,
 )
 from testbed.targets import TARGETS, bmv2_tool_problems, default_target, differences
+from tools.toolchain.pins import PinError, load_pins
+from tools.toolchain.plan import Action, Request, make_plan
+from tools.toolchain.recipes import recipe_id
+
+#: Where `make toolchain` installs unless told otherwise (its PREFIX).
+TOOLCHAIN_PREFIX = Path("/usr/local")
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ def collect() -> list[Finding]:
                 )
         findings.append(seg6_finding())
     findings.append(native_finding())
+    findings.append(toolchain_finding())
     return findings + target_findings(qdiscs)
 
 
@@ -107,6 +115,25 @@ def seg6_finding() -> Finding:
         "takes End with the NEXT-C-SID flavour" if missing is None else missing,
         "SRv6 path mode on the linux target (it runs on bmv2 either way)",
         "a kernel with CONFIG_IPV6_SEG6_LWTUNNEL, Linux 6.1 or later",
+    )
+
+
+def toolchain_finding(prefix: Path = TOOLCHAIN_PREFIX) -> Finding:
+    """Whether PI, BMv2 and p4c under ``prefix`` are at the commits the project is tested with
+    (tools/toolchain/pins.toml); a tool found elsewhere on PATH is reported above."""
+    try:
+        pins = load_pins()
+    except PinError as exc:
+        return Finding("toolchain pins", False, str(exc), "", "")
+    request = Request(prefix=prefix, p4_src=None, tofino=False, work=Path("/nonexistent"))
+    plan = make_plan(pins, request, recipe_id)
+    stale = [f"{c.component.name}: {c.reason}" for c in plan.components if c.action is Action.BUILD]
+    return Finding(
+        "toolchain pins",
+        not stale,
+        f"pi, bmv2, p4c under {prefix} at the pinned commits" if not stale else "; ".join(stale),
+        "nothing by itself: tests run with whatever p4c and BMv2 are found, pinned or not",
+        "make toolchain (tools/toolchain/pins.toml names the commits)",
     )
 
 

@@ -1,0 +1,1 @@
+"""`make toolchain`: the P4 toolchain (PI, BMv2, p4c) built at pinned commits, resumably."""

@@ -1,0 +1,99 @@
+"""`make toolchain`: build PI, behavioral-model and p4c (and with --tofino p4c's Tofino
+backend) at the commits pinned in ``pins.toml``, into PREFIX.
+
+Usage: ``python -m tools.toolchain [--prefix /usr/local] [--src DIR] [--tofino] [--plan]``.
+Without ``--src`` each tree is cloned from its URL; with it, DIR holds one folder per
+repository (as ``pins.toml`` names them) and each is checked for its pinned commit before
+anything is built. Run it again after an interruption: it resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tools.toolchain import apt
+from tools.toolchain.pins import PinError, load_pins
+from tools.toolchain.plan import Request, describe, make_plan
+from tools.toolchain.recipes import Context, recipe_id
+from tools.toolchain.runner import Runner, StepFailed, tail
+
+
+def default_work() -> Path:
+    """Kept between runs and sessions, outside the work tree (a fresh clone loses build/)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mrc-toolchain"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="make toolchain", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prefix", type=Path, default=Path("/usr/local"))
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=None,
+        help="folder of source trees (P4_SRC); default: clone each",
+    )
+    parser.add_argument("--tofino", action="store_true", help="also p4c's Tofino backend")
+    parser.add_argument(
+        "--work", type=Path, default=None, help=f"kept build folder (default {default_work()})"
+    )
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--plan", action="store_true", help="print the plan and stop")
+    parser.add_argument("--no-apt", action="store_true", help="do not install Debian packages")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        pins = load_pins()
+    except PinError as err:
+        print(f"toolchain: {err}", file=sys.stderr)
+        return 2
+    work = (args.work or default_work()).resolve()
+    src = args.src.resolve() if args.src else None
+    request = Request(prefix=args.prefix.resolve(), p4_src=src, tofino=args.tofino, work=work)
+    plan = make_plan(pins, request, recipe_id)
+    for line in describe(plan):
+        print(line, flush=True)
+    if plan.problems:
+        print("toolchain: source trees missing or wrong; nothing was built:", file=sys.stderr)
+        for problem in plan.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+    if not plan.to_build:
+        print("toolchain: every component is installed at its pinned version; nothing to do")
+        return 0
+    if args.plan:
+        return 0
+    if not os.access(request.prefix if request.prefix.exists() else request.prefix.parent, os.W_OK):
+        print(
+            f"toolchain: {request.prefix} is not writable: run as root (make toolchain does)",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.no_apt:
+        packages = [*apt.BASE_PACKAGES, *(p for c in plan.to_build for p in c.component.apt)]
+        if missing := apt.missing_packages(packages):
+            print(f"toolchain: apt: installing {' '.join(missing)}", flush=True)
+            apt.install(missing)
+    ctx = Context(prefix=request.prefix, work=work, jobs=max(1, args.jobs), tofino=args.tofino)
+    runner = Runner(pins, plan, ctx)
+    try:
+        runner.run()
+    except StepFailed as err:
+        print(f"toolchain: FAILED: {err}", file=sys.stderr)
+        for line in tail(err.log):
+            print(f"  | {line}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("toolchain: interrupted; run it again to resume", file=sys.stderr)
+        return 130
+    runner.say("all components installed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""How each component is built: its steps, with the flags the project is tested with.
+
+The flags are part of the recipe id recorded in the install stamp, so changing one here
+rebuilds that component on the next `make toolchain`. Each known trap of these trees is handled
+by a step or a flag here, with its reason beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.toolchain.pins import Component
+
+PATCH_DIR = Path(__file__).with_name("patches")
+#: BMv2's Python tools and modules need Debian's python3-thrift, which only this interpreter sees.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+PI_CONFIGURE = ("--with-proto", "--without-internal-rpc", "--without-cli")
+# Logging macros cost 5-10x in forwarding rate; the testbed runs BMv2 at --log-level warn anyway.
+BMV2_CONFIGURE = (
+    "--with-pi",
+    "--with-thrift",
+    "--disable-static",
+    "--disable-logging-macros",
+    "--disable-elogger",
+    "CXXFLAGS=-O2",
+    f"PYTHON={SYSTEM_PYTHON}",
+)
+# Only the backends the project uses; GC off as in the project's earlier hand builds.
+P4C_CMAKE = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DENABLE_BMV2=ON",
+    "-DENABLE_GC=OFF",
+    "-DENABLE_EBPF=OFF",
+    "-DENABLE_UBPF=OFF",
+    "-DENABLE_DPDK=OFF",
+    "-DENABLE_P4TC=OFF",
+    "-DENABLE_P4FMT=OFF",
+    "-DENABLE_GTESTS=OFF",
+    "-DENABLE_P4C_GRAPHS=OFF",
+    "-DENABLE_DOCS=OFF",
+    "-DENABLE_LTO=OFF",
+    "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
+)
+#: Patches of the project's own applied to a staged tree, by source name.
+OWN_PATCHES: dict[str, tuple[Path, ...]] = {
+    # GCC 12's std::erase_if hands the predicate a const element; p4c's lambdas take it mutable.
+    "p4c": (PATCH_DIR / "p4c-gcc12-visitor-erase-if.patch",),
+}
+#: BMv2 scripts installed with `#!/usr/bin/env python3`, which runs whatever python3 leads PATH.
+BMV2_PYTHON_TOOLS = ("simple_switch_CLI", "bm_CLI", "bm_nanomsg_events", "bm_p4dbg")
+
+
+@dataclass(frozen=True)
+class Context:
+    prefix: Path
+    work: Path
+    jobs: int
+    tofino: bool
+
+    def src(self, source: str) -> Path:
+        return self.work / "src" / source
+
+    def build_dir(self, component: str) -> Path:
+        return self.work / "build" / component
+
+    @property
+    def ccache(self) -> str | None:
+        return shutil.which("ccache")
+
+    @property
+    def tofino_venv(self) -> Path:
+        return self.work / "venv-p4c"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command (or in-process action) of a build, logged to its own file."""
+
+    name: str
+    argv: tuple[str, ...] = ()
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    #: Runs in this process instead of argv; it gets the step's log to write to.
+    action: Callable[[Context, Callable[[str], None]], None] | None = None
+    #: The step is done when this file holds ``done_text`` (written after it succeeds).
+    done_file: Path | None = None
+    done_text: str = "done"
+    #: ... or when this file exists (a step whose output shows it ran).
+    done_if_exists: Path | None = None
+    #: Compiles run at the lowest priority, so the machine stays usable.
+    niced: bool = False
+
+
+def recipe_id(component: Component, tofino: bool) -> str:
+    """A short digest of everything in the recipe that changes what gets installed."""
+    parts: tuple[str, ...] = {
+        "pi": PI_CONFIGURE,
+        "bmv2": BMV2_CONFIGURE,
+        "p4c": P4C_CMAKE + (("tofino",) if tofino else ()),
+    }.get(component.name, ())
+    patches = [p.read_bytes() for p in OWN_PATCHES.get(component.sources[0], ())]
+    digest = hashlib.sha256("\0".join(parts).encode() + b"".join(patches)).hexdigest()[:16]
+    return f"{component.name}-{digest}"
+
+
+def _compiler_env(ctx: Context) -> dict[str, str]:
+    env = {"CCACHE_DIR": str(ctx.work / "ccache"), "CCACHE_MAXSIZE": "10G"}
+    return env
+
+
+def _autotools(ctx: Context, tree: Path, configure: tuple[str, ...]) -> list[Step]:
+    cc = ("CC=ccache gcc", "CXX=ccache g++") if ctx.ccache else ()
+    args = (f"--prefix={ctx.prefix}", *configure, *cc)
+    env = _compiler_env(ctx)
+    return [
+        Step("autogen", ("./autogen.sh",), tree, env, done_if_exists=tree / "configure"),
+        Step(
+            "configure",
+            ("./configure", *args),
+            tree,
+            env,
+            done_file=tree / ".mrc-configured",
+            done_text="\n".join(args),
+        ),
+        Step("build", ("make", f"-j{ctx.jobs}"), tree, env, niced=True),
+        Step("install", ("make", "install"), tree, env),
+        Step("ldconfig", ("ldconfig",), tree),
+    ]
+
+
+def steps(component: Component, ctx: Context) -> list[Step]:
+    if component.name == "pi":
+        return _autotools(ctx, ctx.src("PI"), PI_CONFIGURE)
+    if component.name == "bmv2":
+        flags = (f"CPPFLAGS=-I{ctx.prefix}/include", f"LDFLAGS=-L{ctx.prefix}/lib")
+        return [
+            *_autotools(ctx, ctx.src("behavioral-model"), (*BMV2_CONFIGURE, *flags)),
+            Step("python-tools", action=_pin_bmv2_python),
+        ]
+    if component.name == "p4c":
+        return _p4c(component, ctx)
+    raise KeyError(f"no recipe for component {component.name!r}")
+
+
+def _p4c(component: Component, ctx: Context) -> list[Step]:
+    build = ctx.build_dir("p4c")
+    src = ctx.src("p4c")
+    deps = {"ABSEIL": "abseil-cpp", "PROTOBUF": "protobuf", "P4RUNTIME": "p4runtime"}
+    if ctx.tofino:
+        deps["Z3"] = "z3"
+    python = str(ctx.tofino_venv / "bin" / "python3") if ctx.tofino else SYSTEM_PYTHON
+    launcher = (
+        (f"-DCMAKE_C_COMPILER_LAUNCHER={ctx.ccache}", f"-DCMAKE_CXX_COMPILER_LAUNCHER={ctx.ccache}")
+        if ctx.ccache
+        else ()
+    )
+    args = (
+        "-G",
+        "Ninja",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}",
+        *P4C_CMAKE,
+        f"-DENABLE_TOFINO={'ON' if ctx.tofino else 'OFF'}",
+        # Tofino's CMake files need p4test's objects.
+        f"-DENABLE_P4TEST={'ON' if ctx.tofino else 'OFF'}",
+        *(f"-DFETCHCONTENT_SOURCE_DIR_{key}={ctx.src(name)}" for key, name in deps.items()),
+        f"-DPython3_EXECUTABLE={python}",
+        *launcher,
+    )
+    env = _compiler_env(ctx)
+    out: list[Step] = []
+    if ctx.tofino:
+        venv = ctx.tofino_venv
+        out.append(
+            Step(
+                "python-venv",
+                (SYSTEM_PYTHON, "-m", "venv", str(venv)),
+                done_if_exists=venv / "bin" / "python3",
+            )
+        )
+        out.append(
+            Step(
+                "python-modules",
+                (str(venv / "bin" / "pip"), "install", "-q", *component.tofino_python),
+                done_file=venv / ".mrc-modules",
+                done_text=" ".join(component.tofino_python),
+            )
+        )
+    out += [
+        Step(
+            "configure",
+            ("cmake", *args),
+            None,
+            env,
+            done_file=build / ".mrc-configured",
+            done_text="\n".join(args),
+        ),
+        Step("build", ("ninja", "-C", str(build), f"-j{ctx.jobs}"), None, env, niced=True),
+        Step("install", ("ninja", "-C", str(build), "install"), None, env),
+    ]
+    return out
+
+
+def prepare_tree(source: str, tree: Path, ctx: Context, log: Callable[[str], None]) -> list[Path]:
+    """After a tree is staged: the patches it needs, applied by the caller in this order."""
+    patches = list(OWN_PATCHES.get(source, ()))
+    if source == "z3":
+        # p4c's FetchContent patches Z3 (its `uninstall` target clashes with p4c's); a source
+        # folder override skips that step, so it is applied here.
+        patches.append(ctx.src("p4c") / "cmake" / "z3.patch")
+    if source == "p4c" and ctx.tofino:
+        # The Tofino backend's CMake reads spdlog from this git-ignored path only.
+        link = tree / "backends" / "tofino" / "third_party" / "spdlog"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(ctx.src("spdlog"))
+            log(f"linked {link} -> {ctx.src('spdlog')}")
+    return patches
+
+
+def _pin_bmv2_python(ctx: Context, log: Callable[[str], None]) -> None:
+    for name in BMV2_PYTHON_TOOLS:
+        path = ctx.prefix / "bin" / name
+        if not path.is_file():
+            continue
+        lines = path.read_text().split("\n", 1)
+        if lines[0].startswith("#!") and "python" in lines[0] and lines[0] != f"#!{SYSTEM_PYTHON}":
+            path.write_text(f"#!{SYSTEM_PYTHON}\n" + (lines[1] if len(lines) > 1 else ""))
+            log(f"{path}: interpreter set to {SYSTEM_PYTHON} (was {lines[0][2:]})")

@@ -1,0 +1,239 @@
+"""Runs a plan: stages each source tree, then each component's steps, one log file a step.
+
+Resumable by construction: a staged tree carries a stamp of what it holds and is not staged
+again; configure steps record their arguments and are skipped when those are unchanged; make
+and ninja continue where they stopped; ccache keeps compiled objects in the work folder.
+Progress is one line when a step starts and one when it ends, with a line a minute in between
+for long steps, so a slow build is told from a hung one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from tools.toolchain import git_trees
+from tools.toolchain.pins import Pins
+from tools.toolchain.plan import (
+    ComponentPlan,
+    Plan,
+    SourcePlan,
+    SourceStatus,
+    stamp_content,
+    stamp_path,
+)
+from tools.toolchain.recipes import OWN_PATCHES, Context, Step, prepare_tree, steps
+
+#: How often a running step reports that it is alive.
+HEARTBEAT_S = 60.0
+TAIL_LINES = 25
+
+
+class StepFailed(RuntimeError):
+    def __init__(self, component: str, step: str, log: Path, why: str) -> None:
+        super().__init__(f"{component}: {step} failed ({why}); log: {log}")
+        self.log = log
+
+
+class Runner:
+    def __init__(self, pins: Pins, plan: Plan, ctx: Context, out: TextIO = sys.stdout) -> None:
+        self.pins = pins
+        self.plan = plan
+        self.ctx = ctx
+        self.out = out
+        self.started = time.monotonic()
+        self.logs = ctx.work / "logs"
+
+    def say(self, text: str) -> None:
+        elapsed = int(time.monotonic() - self.started)
+        print(
+            f"toolchain [{elapsed // 60:02d}:{elapsed % 60:02d}] {text}", file=self.out, flush=True
+        )
+
+    def run(self) -> None:
+        for component in self.plan.to_build:
+            self.build(component)
+
+    def build(self, component: ComponentPlan) -> None:
+        name = component.component.name
+        self.say(f"{name}: building ({component.reason})")
+        for source in component.component.sources_for(self.ctx.tofino):
+            self.stage(name, source)
+        for step in steps(component.component, self.ctx):
+            self.step(name, step)
+        stamp = stamp_path(self.ctx.prefix, name)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps(stamp_content(self.pins, component, self.ctx.tofino), indent=2))
+        self.say(f"{name}: installed under {self.ctx.prefix}")
+
+    # -- sources ---------------------------------------------------------------------------
+    def stage(self, component: str, name: str) -> None:
+        """Write the pinned tree (and its submodules, patched) to ctx.src(name), once."""
+        source = self.pins.sources[name]
+        tree = self.ctx.src(name)
+        log_path = self.logs / f"{component}-stage-{name}.log"
+        wanted = self._stage_stamp(name)
+        marker = tree.parent / f"{name}.staged"
+        if marker.exists() and marker.read_text() == wanted and tree.is_dir():
+            return
+        self.say(f"{component}: staging {name} at {source.commit[:12]} ({source.ref})")
+        begin = time.monotonic()
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with log_path.open("w") as log:
+
+            def note(text: str) -> None:
+                print(text, file=log, flush=True)
+
+            try:
+                marker.unlink(missing_ok=True)
+                shutil.rmtree(tree, ignore_errors=True)
+                self._export(name, tree, note)
+                for path, sub in source.submodules:
+                    self._export(sub, tree / path, note)
+                for patch in prepare_tree(name, tree, self.ctx, note):
+                    self._patch(tree, patch, note)
+            except (git_trees.GitError, OSError, subprocess.CalledProcessError) as err:
+                note(str(err))
+                raise StepFailed(component, f"staging {name}", log_path, str(err)) from err
+        marker.write_text(wanted)
+        self.say(f"{component}: staged {name} in {time.monotonic() - begin:.0f} s")
+
+    def _stage_stamp(self, name: str) -> str:
+        source = self.pins.sources[name]
+        parts = [source.commit, *(self.pins.sources[s].commit for _, s in source.submodules)]
+        marker = hashlib.sha256("\0".join(parts).encode())
+        for patch in OWN_PATCHES.get(name, ()):
+            marker.update(patch.read_bytes())
+        marker.update(b"tofino" if self.ctx.tofino and name == "p4c" else b"")
+        return marker.hexdigest()
+
+    def _git_dir(self, name: str) -> Path:
+        plan: SourcePlan = self.plan.source(name)
+        source = plan.source
+        if plan.git_dir is not None:
+            return plan.git_dir
+        if plan.status is SourceStatus.CLONE:
+            return git_trees.clone_bare(
+                source.url, self.ctx.work / "git" / source.folder, source.commit
+            )
+        raise git_trees.GitError(f"{name}: {plan.status.value}: {plan.detail}")
+
+    def _export(self, name: str, dest: Path, note: Callable[[str], None]) -> None:
+        source = self.pins.sources[name]
+        git_dir = self._git_dir(name)
+        absent = git_trees.export_commit(git_dir, source.commit, dest)
+        note(f"{name}: {source.commit} from {git_dir} into {dest}")
+        if absent:
+            self.say(
+                f"  {name}: {len(absent)} file(s) absent from the source, left out: "
+                f"{', '.join(absent[:3])}{' ...' if len(absent) > 3 else ''}"
+            )
+            note("left out (absent from the source): " + " ".join(absent))
+
+    def _patch(self, tree: Path, patch: Path, note: Callable[[str], None]) -> None:
+        proc = subprocess.run(
+            ["patch", "-p1", "--forward", "--batch", "-d", str(tree), "-i", str(patch)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        note(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            raise OSError(f"patch {patch} did not apply to {tree}: {proc.stdout.strip()}")
+        note(f"applied {patch}")
+
+    # -- steps -----------------------------------------------------------------------------
+    def step(self, component: str, step: Step) -> None:
+        label = f"{component}: {step.name}"
+        if (
+            step.done_file is not None
+            and step.done_file.is_file()
+            and step.done_file.read_text() == step.done_text
+        ):
+            self.say(f"{label}: done already")
+            return
+        if step.done_if_exists is not None and step.done_if_exists.exists():
+            self.say(f"{label}: done already")
+            return
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self.logs / f"{component}-{step.name}.log"
+        self.say(f"{label} ... (log {log_path})")
+        begin = time.monotonic()
+        with log_path.open("w") as log:
+            if step.action is not None:
+                try:
+                    step.action(self.ctx, lambda text: print(text, file=log, flush=True))
+                except OSError as err:
+                    raise StepFailed(component, step.name, log_path, str(err)) from err
+            else:
+                self._command(component, step, log, log_path)
+        if step.done_file is not None:
+            step.done_file.write_text(step.done_text)
+        self.say(f"{label}: done in {_duration(time.monotonic() - begin)}")
+
+    def _command(self, component: str, step: Step, log: TextIO, log_path: Path) -> None:
+        argv = list(step.argv)
+        if step.niced and shutil.which("nice"):
+            argv = ["nice", "-n", "19", *argv]
+        print("$ " + " ".join(argv), file=log, flush=True)
+        begin = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=step.cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **step.env},
+            )
+        except OSError as err:
+            raise StepFailed(component, step.name, log_path, str(err)) from err
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=HEARTBEAT_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    last = last_line(log_path)
+                    self.say(
+                        f"{component}: {step.name}: {_duration(time.monotonic() - begin)}"
+                        + (f", {last[:100]}" if last else "")
+                    )
+        except BaseException:
+            proc.terminate()
+            proc.wait()
+            raise
+        if rc != 0:
+            raise StepFailed(component, step.name, log_path, f"exit {rc}")
+
+
+def last_line(path: Path) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [x for x in f.read().decode(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def tail(path: Path, count: int = TAIL_LINES) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-count:]
+    except OSError:
+        return []
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
