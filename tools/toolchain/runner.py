@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -202,7 +203,7 @@ class Runner:
                     rc = proc.wait(timeout=HEARTBEAT_S)
                     break
                 except subprocess.TimeoutExpired:
-                    last = last_line(log_path)
+                    last = progress_hint(last_line(log_path))
                     self.say(
                         f"{component}: {step.name}: {_duration(time.monotonic() - begin)}"
                         + (f", {last[:100]}" if last else "")
@@ -224,6 +225,19 @@ def last_line(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1].strip() if lines else ""
+
+
+_NINJA_COUNT = re.compile(r"^\[\d+/\d+\]")
+_SOURCE = re.compile(r"[\w./+-]+\.(?:c|cc|cpp|cxx|proto|thrift)\b")
+
+
+def progress_hint(line: str) -> str:
+    """What a build's last log line says about its progress: ninja's [done/total] count and
+    the file being compiled, rather than a compiler's command line."""
+    count = _NINJA_COUNT.match(line)
+    sources = _SOURCE.findall(line)
+    compiling = f"compiling {sources[-1].rsplit('/', 1)[-1]}" if sources else line[:80]
+    return f"{count.group(0)} {compiling}" if count else compiling
 
 
 def tail(path: Path, count: int = TAIL_LINES) -> list[str]:

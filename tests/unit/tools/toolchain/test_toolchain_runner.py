@@ -14,7 +14,7 @@ from tools.toolchain import __main__ as toolchain_main
 from tools.toolchain.pins import load_pins, parse_pins
 from tools.toolchain.plan import Request, make_plan, stamp_content, stamp_path
 from tools.toolchain.recipes import Context, Step, recipe_id
-from tools.toolchain.runner import Runner, StepFailed
+from tools.toolchain.runner import Runner, StepFailed, progress_hint
 
 RECIPES = {"base": "base-r1", "app": "app-r1"}
 
@@ -107,3 +107,12 @@ def test_make_toolchain_with_everything_installed_does_nothing(tmp_path, capsys)
     rc = toolchain_main.main(["--prefix", str(prefix), "--work", str(tmp_path / "work")])
     assert rc == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def test_a_long_steps_heartbeat_names_the_count_and_the_file_being_compiled():
+    assert progress_hint(
+        "[312/1504] Building CXX object frontends/p4/CMakeFiles/x.dir/a.cpp.o"
+    ) == ("[312/1504] compiling a.cpp")
+    libtool = "libtool: compile:  ccache g++ -std=c++17 -I. -c pi_server.cpp -fPIC -o x.o"
+    assert progress_hint(libtool) == "compiling pi_server.cpp"
+    assert progress_hint("checking for gcc... gcc") == "checking for gcc... gcc"
