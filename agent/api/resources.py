@@ -1,5 +1,6 @@
 """What the agent holds for each host-API client: its completion queues, channels, regions
-and QPs, the per-client limits, and how a client's region is mapped into the agent."""
+and QPs, the per-client limits, and how a client's descriptors (a region's memfd, a wake-up
+socket) become the agent's."""
 
 from __future__ import annotations
 
@@ -131,6 +132,24 @@ class QpRecord:
     ev_of: dict[tuple[int, int], Ev] = field(default_factory=dict)
     wire_of: dict[Ev, tuple[int, int]] = field(default_factory=dict)
     ev_states: dict[Ev, CtlEvState] = field(default_factory=dict)
+
+
+def adopt_socket(fds: list[int], where: str) -> socket.socket:
+    """The one socket descriptor that came with a request: a Unix stream socket the agent
+    writes wake-ups to (a completion channel, the async-event socket), non-blocking."""
+    if len(fds) != 1:
+        raise InvalidArgument("expected one socket descriptor with the request", where)
+    fd = fds.pop()
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        os.close(fd)
+        raise InvalidArgument("the descriptor is not a socket", where) from None
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
+        sock.close()
+        raise InvalidArgument("must be a Unix stream socket", where)
+    sock.setblocking(False)
+    return sock
 
 
 def unmapped(mm: mmap.mmap) -> bool:

@@ -4,7 +4,7 @@ With the fabric in structured EV mode (``topologies.paths``, docs/routing.md) ea
 switches choose among uplinks reads a field of the EV, so an EV is a path, not a hash bucket.
 ``mrc-agent serve --path-mode structured --topology REF`` gives the agent the fabric's
 topology; for each connection it opens (its transfers', and host-API QPs of an AUTO EV
-profile: ``agent.api.qp_ops``), the agent finds both hosts' edge switches by their
+profile: ``agent.api.mrc_qp``), the agent finds both hosts' edge switches by their
 plane addresses, takes the exact paths between them (``path_table``) and gives the connection
 EVs spread evenly over those paths: slot ``i`` of plane ``p`` names path ``(j + o) mod P``,
 ``j`` being the slot's rank on its plane and ``o`` a random offset per connection and plane, so

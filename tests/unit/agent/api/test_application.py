@@ -221,7 +221,7 @@ def test_a_completion_channel_is_a_descriptor_selectors_can_wait_on(agents, pair
     # A completion that came before the CQ was armed wakes it at once (no lost wake-up).
     _write(a, b, b"again", imm=2)
     (agent_side,) = agents.api_b.sessions.values()
-    agents.run_until(lambda: agent_side.cqs[b.cq.handle].seq >= 2)  # sent, not yet read
+    agents.run_until(lambda: agent_side.objects.cqs[b.cq.handle].seq >= 2)  # sent, not yet read
     b.cq.req_notify()
     assert b.channel.get_cq_event(timeout=1.0) is b.cq
     assert [wc.imm_data for wc in b.cq.poll()] == [2]
