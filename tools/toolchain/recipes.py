@@ -19,7 +19,18 @@ PATCH_DIR = Path(__file__).with_name("patches")
 #: BMv2's Python tools and modules need Debian's python3-thrift, which only this interpreter sees.
 SYSTEM_PYTHON = "/usr/bin/python3"
 
-PI_CONFIGURE = ("--with-proto", "--without-internal-rpc", "--without-cli")
+PI_CONFIGURE = (
+    "--with-proto",
+    "--without-internal-rpc",
+    "--without-cli",
+    "--disable-static",
+    # PI's demo controller does not build against Debian 12's libmicrohttpd (-Werror on its
+    # callback types); the one demo program the project uses is built on its own below.
+    "ac_cv_lib_microhttpd_MHD_start_daemon=no",
+)
+#: PI's P4Runtime server on its dummy target: the frontend a Tofino switch's P4Runtime server
+#: embeds, so the tofino southbound can be checked against it (docs/tofino.md).
+PI_SERVER_DUMMY = "pi_server_dummy"
 # Logging macros cost 5-10x in forwarding rate; the testbed runs BMv2 at --log-level warn anyway.
 BMV2_CONFIGURE = (
     "--with-pi",
@@ -135,7 +146,28 @@ def _autotools(ctx: Context, tree: Path, configure: tuple[str, ...]) -> list[Ste
 
 def steps(component: Component, ctx: Context) -> list[Step]:
     if component.name == "pi":
-        return _autotools(ctx, ctx.src("PI"), PI_CONFIGURE)
+        tree = ctx.src("PI")
+        demo = tree / "proto" / "demo_grpc"
+        return [
+            *_autotools(ctx, tree, PI_CONFIGURE),
+            Step(
+                PI_SERVER_DUMMY,
+                ("make", "-C", str(demo), PI_SERVER_DUMMY),
+                None,
+                _compiler_env(ctx),
+                niced=True,
+            ),
+            Step(
+                f"install-{PI_SERVER_DUMMY}",
+                (
+                    "install",
+                    "-m",
+                    "0755",
+                    str(demo / ".libs" / PI_SERVER_DUMMY),
+                    str(ctx.prefix / "bin" / PI_SERVER_DUMMY),
+                ),
+            ),
+        ]
     if component.name == "bmv2":
         flags = (f"CPPFLAGS=-I{ctx.prefix}/include", f"LDFLAGS=-L{ctx.prefix}/lib")
         return [
