@@ -60,8 +60,8 @@ def test_missing_bmv2_is_named_with_how_to_get_it(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(TargetUnavailable) as raised:
         check_target("bmv2", load_topology("leaf-spine"))
     problems = "\n".join(raised.value.problems)
-    assert "simple_switch_grpc not found: build PI and behavioral-model" in problems
-    assert "simple_switch_CLI not found: installed with behavioral-model" in problems
+    assert "simple_switch_grpc not found: make toolchain (builds PI, behavioral-model" in problems
+    assert "simple_switch_CLI not found: make toolchain (installed with behavioral-model" in problems
     assert problems.count("simple_switch_grpc not found") == 1
 
 
