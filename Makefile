@@ -70,6 +70,10 @@ e2e:  ## End-to-end: controller on BMv2, Mininet fabrics, agents in namespaces (
 browser:  ## The live page in headless Chromium via Playwright (skips without chromium/playwright)
 	$(SUDO) $(PY) -m pytest -q tests/browser $(SKIP_ARGS); $(PYTEST_OK5)
 
+.PHONY: live-screenshot
+live-screenshot:  ## Take README's figure of the live view again (docs/figures/live-view.png; root, Mininet, chromium)
+	$(SUDO) $(PY) -m tools.live_screenshot
+
 lint:  ## ruff, mypy and the import-linter architecture contracts
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

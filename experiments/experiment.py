@@ -21,9 +21,7 @@ Around every run the runner reads each core's busy time and the switches' counte
 records the run's CPU load, each fabric link's utilisation and the verdict on what limited
 it (:mod:`experiments.bottleneck`); before bring-up it finds out what the target can do
 (:mod:`experiments.capabilities`), which ``summarize`` gets so that it makes only the
-comparisons the target supports, and whether this tree's agent and controller have what the
-modes ask for (``missing``: a transport, a routing policy), refusing with :class:`Unsupported`
-before anything is brought up.
+comparisons the target supports.
 
 The modes may depend on the parameters (``modes_for``: failover's transports x routing
 policies x placements). A mode's controller routing policy is part of its network
@@ -54,7 +52,6 @@ from experiments.counters import hop_loads
 from experiments.cpu import core_jiffies, core_load, core_times, process_load, process_times
 from experiments.results import MODES, new_result_dir, summary_problems, versions, write_json
 from experiments.topology_variant import Variant, write_variant
-from experiments.transports import controller_routing
 from testbed.session import Testbed
 from topologies import load_topology
 from topologies.model import Topology
@@ -62,11 +59,6 @@ from topologies.model import Topology
 log = logging.getLogger(__name__)
 
 RunMode = Callable[[Testbed, Any, str, int], tuple[dict[str, Any], dict[str, Any]]]
-
-
-class Unsupported(RuntimeError):
-    """This tree's agent or controller lacks what the experiment's modes need; the message
-    says what, one line each."""
 
 
 def _never(mode: str) -> bool:
@@ -106,20 +98,10 @@ class Experiment:
     #: Modes whose transfers may fail as a result rather than an error (see the module's
     #: docstring).
     may_fail: Callable[[str], bool] = _never
-    #: What this tree lacks for the parameters' modes, one sentence each (empty: nothing).
-    missing: Callable[[Any], list[str]] | None = None
 
     def modes_of(self, params: Any) -> tuple[str, ...]:
         """The modes every seed runs in, for ``params``."""
         return self.modes if self.modes_for is None else self.modes_for(params)
-
-    def check_support(self, params: Any) -> None:
-        """Unsupported, saying what is missing, when this tree cannot run ``params``."""
-        missing = self.missing(params) if self.missing is not None else []
-        if missing:
-            raise Unsupported(
-                f"{self.name} cannot run here as asked:\n  - " + "\n  - ".join(missing)
-            )
 
 
 def parse_params(experiment: Experiment, settings: Mapping[str, str]) -> Any:
@@ -163,7 +145,6 @@ def run_experiment(
     topology_ref = topology_ref or experiment.default_topology
     if experiment.check_topology is not None:
         experiment.check_topology(load_topology(topology_ref), params)
-    experiment.check_support(params)
     modes = experiment.modes_of(params)
     directory = new_result_dir(results_root, experiment.name)
     groups = bring_ups(experiment, params)
@@ -377,7 +358,7 @@ def _measure(
                 str(topology_file),
                 target,
                 experiment.discovery,
-                controller_routing(routing),
+                routing,
                 path_mode,
             ) as testbed,
             _live_view(testbed),

@@ -66,7 +66,6 @@ from experiments.transports import (
     MAY_FAIL,
     MRC,
     SINGLE,
-    missing_support,
     parse_choices,
     parse_routings,
     parse_transports,
@@ -175,11 +174,6 @@ def split_mode(mode: str) -> tuple[str, str, str]:
 def may_fail(mode: str) -> bool:
     """A RoCE transfer whose retries run out fails: a result (see experiments.transports)."""
     return split_mode(mode)[0] in MAY_FAIL
-
-
-def missing(params: Params) -> list[str]:
-    """What this tree's agent and controller lack for the parameters' modes."""
-    return missing_support(parse_transports(params.transports), parse_routings(params.routings))
 
 
 def check_topology(topology: Topology, params: Params) -> None:
@@ -628,7 +622,6 @@ EXPERIMENT = Experiment(
     check_topology=check_topology,
     modes_for=modes_of,
     may_fail=may_fail,
-    missing=missing,
 )
 
 
@@ -653,5 +646,4 @@ REBOOT = Experiment(
     check_topology=check_topology,
     modes_for=modes_of,
     may_fail=may_fail,
-    missing=missing,
 )

@@ -40,7 +40,6 @@ from experiments.transports import (
     MRC,
     ROCE,
     SINGLE,
-    missing_support,
     parse_routing,
     parse_transports,
 )
@@ -121,12 +120,6 @@ def split_mode(mode: str) -> tuple[str, str]:
 def may_fail(mode: str) -> bool:
     """A RoCE transfer whose retries run out fails: a result (see experiments.transports)."""
     return split_mode(mode)[0] in MAY_FAIL
-
-
-def missing(params: Params) -> list[str]:
-    """What this tree's agent and controller lack for the parameters' modes."""
-    routings = (parse_routing(params.routing),) if params.routing else ()
-    return missing_support(parse_transports(params.transports), routings)
 
 
 def check_topology(topology: Topology, params: Params) -> None:
@@ -393,5 +386,4 @@ EXPERIMENT = Experiment(
     check_topology=check_topology,
     modes_for=modes_of,
     may_fail=may_fail,
-    missing=missing,
 )

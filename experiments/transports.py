@@ -10,18 +10,12 @@ is an error, on one EV as on many.
 Routing policies (``mrc-controller run --routing``): ``static`` (MRC's deployment: each switch
 prunes only its own dead next hops), ``reactive`` (every cut rerouted fabric-wide at once) and
 ``converge:SECONDS`` (``reactive``, delayed as a routing protocol's reconvergence would be).
-
-A tree whose agent or controller lacks the option is refused before anything is brought up
-(:func:`missing_support`), except where the option would only ask for what it does anyway:
-MRC on one EV is ``--evs 1``, and ``reactive`` is the behaviour of a controller without a
-policy.
 """
 
 from __future__ import annotations
 
 from controller.intent.policy import RoutingPolicy
-from testbed.agents import TRANSPORTS, agent_has_transports
-from testbed.session import controller_has_routing
+from testbed.agents import TRANSPORTS
 
 MRC = "mrc"
 SINGLE = "single"
@@ -29,7 +23,6 @@ ROCE = "roce"
 #: Transports whose transfers may fail as a result (see the module's docstring).
 MAY_FAIL = (ROCE,)
 STATIC = "static"
-REACTIVE = "reactive"
 
 
 def parse_choices(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -64,30 +57,3 @@ def parse_routings(text: str) -> tuple[str, ...]:
     if len(set(routings)) != len(routings):
         raise ValueError(f"a routing policy is listed twice: {text}")
     return routings
-
-
-def missing_support(transports: tuple[str, ...], routings: tuple[str, ...]) -> list[str]:
-    """What this tree's agent and controller lack for ``transports`` and ``routings``, one
-    sentence each (empty: everything can run)."""
-    missing = []
-    if ROCE in transports and not agent_has_transports():
-        missing.append(
-            "transport roce: this tree's agent has no --transport (its perf request takes "
-            "no 'transport'); run with transports=mrc,single until it has"
-        )
-    policies = [routing for routing in routings if routing != REACTIVE]
-    if policies and not controller_has_routing():
-        missing.append(
-            f"routing {', '.join(policies)}: this tree's controller has no --routing "
-            "(testbed.controller_run.ControllerRun takes no 'routing'); run with "
-            "routings=reactive, its only behaviour, until it has"
-        )
-    return missing
-
-
-def controller_routing(routing: str | None) -> str | None:
-    """The policy to start the controller with: None (its default) for none asked, and for
-    ``reactive`` on a controller that has no policy option (reactive is all it does)."""
-    if routing is None or (routing == REACTIVE and not controller_has_routing()):
-        return None
-    return routing

@@ -13,7 +13,6 @@ the experiments time their link cuts by.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -51,11 +50,6 @@ class TransferFailed(RuntimeError):
 TRANSPORTS = ("mrc", "single", "roce")
 
 
-def agent_has_transports() -> bool:
-    """Whether this tree's agent takes a transport in its perf request (``--transport``)."""
-    return "transport" in {field.name for field in dataclasses.fields(PerfRequest)}
-
-
 @dataclass(frozen=True)
 class TransferSpec:
     """One perf transfer: from ``source`` to ``destination``, sized by bytes or seconds;
@@ -74,25 +68,17 @@ class TransferSpec:
     roce_timeout: int | None = None
     roce_retry_cnt: int | None = None
 
-    def request_options(self, transports: bool) -> dict[str, Any]:
-        """The perf request's transport and EV options, for an agent that takes a transport
-        (``transports``) or one that does not: there ``single`` is MRC with one EV, and
-        ``roce`` cannot be asked for (ValueError)."""
+    def request_options(self) -> dict[str, Any]:
+        """The perf request's transport and EV options (a RoCE QP's verbs settings with
+        ``roce``); ValueError for a transport the agent does not have."""
         if self.transport not in (None, *TRANSPORTS):
             raise ValueError(
                 f"unknown transport {self.transport!r} (transports: {', '.join(TRANSPORTS)})"
             )
-        if transports:
-            options: dict[str, Any] = {"transport": self.transport, "evs": self.evs}
-            if self.transport == "roce":
-                options.update(roce_timeout=self.roce_timeout, roce_retry_cnt=self.roce_retry_cnt)
-            return options
+        options: dict[str, Any] = {"transport": self.transport, "evs": self.evs}
         if self.transport == "roce":
-            raise ValueError(
-                "this tree's agent has no RoCE transport: its perf request takes no "
-                "'transport' (mrc-agent --transport)"
-            )
-        return {"evs": 1 if self.transport == "single" else self.evs}
+            options.update(roce_timeout=self.roce_timeout, roce_retry_cnt=self.roce_retry_cnt)
+        return options
 
 
 ProgressCallback = Callable[[dict[str, Any]], None]
@@ -197,7 +183,7 @@ class HostAgents:
             client = connect_to_agent(str(self.socket_of(spec.source)))
             if client is None:
                 raise TransferFailed(f"{where}: the agent on {spec.source} does not answer")
-            options = spec.request_options(agent_has_transports())
+            options = spec.request_options()
             with client:
                 return client.request(
                     PerfRequest(

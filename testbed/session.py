@@ -14,7 +14,6 @@ catches any agent or controller that refused to stop.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import shlex
 import threading
@@ -40,15 +39,6 @@ from topologies.paths import PathMode
 log = logging.getLogger(__name__)
 
 
-class UnsupportedRouting(RuntimeError):
-    """A routing policy was asked for and this tree's controller has no such option."""
-
-
-def controller_has_routing() -> bool:
-    """Whether this tree's controller run takes a routing policy (``--routing``)."""
-    return "routing" in inspect.signature(ControllerRun).parameters
-
-
 class Testbed:
     """A running network with its controller and agents (see :meth:`open`)."""
 
@@ -70,18 +60,13 @@ class Testbed:
         topology says): on links slowed to a few hundred packets/s, LLDP probes wait in the
         same queue as the data and arrive late, which the controller takes for cuts.
         ``routing`` is the controller's routing policy (``static``, ``reactive``,
-        ``converge:SECONDS``; None: the controller's default); UnsupportedRouting when this
-        tree's controller takes none. ``path_mode`` is how the fabric reads EVs (``ecmp``,
-        ``structured``, ``srv6``; None: the controller's default, ``ecmp``); on linux,
-        PathModeUnavailable for structured, and for srv6 where the kernel lacks seg6local.
+        ``converge:SECONDS``; None: the controller's default). ``path_mode`` is how the
+        fabric reads EVs (``ecmp``, ``structured``, ``srv6``; None: the controller's default,
+        ``ecmp``); on linux, PathModeUnavailable for structured, and for srv6 where the kernel
+        lacks seg6local.
         """
         from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
-        if routing is not None and not controller_has_routing():
-            raise UnsupportedRouting(
-                f"routing {routing!r} asked for, but this tree's controller has no routing "
-                "policy option (mrc-controller run --routing)"
-            )
         self.topology_ref = topology_ref
         self.discovery = discovery
         self.routing = routing

@@ -4,12 +4,11 @@ It ties the pieces together and owns the decisions:
 
 * a switch where we become primary is *reconciled*: read back, diffed against the intent,
   the difference written (never wiped), then it is *in service*;
-* link probes go out of every in-service switch each interval and are read back at the
-  neighbour (:mod:`controller.app.lldp`, :mod:`controller.app.liveness`); probes seen at a port
-  the topology does not join to the sender are reported, never used;
-* on a target that reports its ports' carrier (the linux southbound's ``port_status``), links
-  are watched by carrier instead of probes (:mod:`controller.app.carrier`), with the same
-  link events, recomputation and failover records;
+* links are watched by probes out of every in-service switch each interval
+  (:mod:`controller.app.probing`, which also says when a switch sends and takes them), or, on
+  a target that reports its ports' carrier (the linux southbound's ``port_status``), by carrier
+  (:mod:`controller.app.carrier`), with the same link events, recomputation and failover
+  records;
 * on a link change the intent is recomputed as the routing policy says
   (:mod:`controller.intent.policy`): ``reactive`` recomputes the whole fabric at once, ``static``
   only prunes each switch's own dead next hops, ``converge:SECONDS`` prunes at once and
@@ -18,33 +17,25 @@ It ties the pieces together and owns the decisions:
   write is recorded as the failover (one record per phase: ``reactive``, ``local``,
   ``converged``);
 * every event goes to the structured event log, and no switch-side error ends the loop.
-
-A switch only sends and takes probes while in service. Probes toward a neighbour that is
-still coming up (being reconciled, or not yet connected in the first ``startup_grace_s``) are
-not counted as missed: its links are unknown, not down, so a controller start or take-over
-does not flap every link. A neighbour that was connected and is lost (channel down, a crashed
-BMv2) misses probes like a cut cable, so its links go down and the fabric routes around it;
-a restarted switch therefore rejoins only once it has been reprogrammed, and its neighbours
-never route into empty tables.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import secrets
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from controller.app.carrier import CarrierMonitor
 from controller.app.clock import Clock, SystemClock
+from controller.app.discovery import DiscoverySettings, LinkEvidence
 from controller.app.eventlog import EventLog
 from controller.app.failover import Failover
-from controller.app.liveness import LinkChange, LinkMonitor, LinkState, LinkStatus
-from controller.app.lldp import ForeignLldp, Probe, ProbeDecodeError, decode_probe, encode_probe
+from controller.app.liveness import LinkChange, LinkState, LinkStatus
+from controller.app.probing import LinkProber
 from controller.app.programmer import IntentSource, RetryPolicy, SwitchProgrammer
+from controller.app.switch_view import SwitchView
 from controller.intent import (
     FabricIntent,
     RoutingMode,
@@ -55,95 +46,11 @@ from controller.intent import (
 )
 from controller.intent.model import SwitchIntent
 from controller.southbound.interface import ProgramResult, Southbound, SwitchRole
-from topologies.model import Endpoint, LinkId, Topology
+from topologies.model import LinkId, Topology
 from topologies.paths import PathMode
 
 #: A failover whose switches are not all programmed by then is recorded as incomplete.
 FAILOVER_WAIT_S = 30.0
-#: How long a probe may be under way before it can count as missed, in probe intervals: a
-#: BMv2 on a busy machine hands probes up 10-20 ms late at times.
-FLIGHT_INTERVALS = 2
-#: Silence (no probe handed up at all) that counts as a dead switch: intervals, and a floor. A
-#: lost channel (the usual way a switch dies) does not wait for it; stalls of 100 ms and more
-#: happen when a small machine runs many BMv2s, so it is generous.
-SILENCE_INTERVALS = 50
-MIN_SILENCE_S = 0.500
-#: At most one log line per switch about malformed probes in this many seconds.
-MALFORMED_LOG_INTERVAL_S = 1.0
-
-
-class LinkEvidence(StrEnum):
-    """What tells the controller that a link is up or down."""
-
-    #: LLDP probes sent and received through the switches (P4Runtime targets).
-    PROBES = "probes"
-    #: The carrier of the switch ports, reported by the southbound (linux target).
-    CARRIER = "carrier"
-
-
-@dataclass(frozen=True)
-class DiscoverySettings:
-    """Link discovery: probe interval, misses that mean down, and whom to probe."""
-
-    enabled: bool = True
-    evidence: LinkEvidence = LinkEvidence.PROBES
-    interval_s: float = 0.010
-    miss_limit: int = 3
-    #: How long a probe may take to arrive before it can count as missed.
-    flight_allowance_s: float = 0.020
-    #: How long a switch may hand up no probe at all before probes toward it count as missed
-    #: without newer ones arriving (see :mod:`controller.app.liveness`).
-    silence_s: float = 0.500
-    probe_host_ports: bool = True
-    #: After the controller starts, how long a switch that never connected has before the
-    #: probes toward it count as missed (then its links go down).
-    startup_grace_s: float = 10.0
-
-    @property
-    def probe_ttl_s(self) -> int:
-        """LLDP TTL advertised in probes: how long the information stays valid."""
-        return max(1, math.ceil(self.interval_s * self.miss_limit))
-
-
-@dataclass
-class SwitchView:
-    """What the controller knows about one switch."""
-
-    role: SwitchRole | None = None
-    in_service: bool = False
-    #: Whether its channel was ever up since the controller started.
-    ever_connected: bool = False
-    last_result: ProgramResult | None = None
-    last_ok_result: ProgramResult | None = None
-
-
-@dataclass
-class UnlistedLink:
-    """Probes seen between two ports that the topology does not join."""
-
-    sender: Endpoint
-    receiver: Endpoint
-    first_seen: float
-    last_seen: float
-    probes: int = 1
-
-
-@dataclass
-class ProbeStats:
-    """Probe counts since the controller started."""
-
-    sent: int = 0
-    received: int = 0
-    malformed: int = 0
-    foreign: int = 0
-    other_controller: int = 0
-    ignored: int = 0
-
-
-@dataclass
-class _MalformedLog:
-    last_logged: float = -math.inf
-    suppressed: int = 0
 
 
 @dataclass
@@ -165,8 +72,8 @@ class FabricController:
     views: dict[str, SwitchView] = field(init=False)
     intent: FabricIntent = field(init=False)
     generation: int = field(init=False, default=0)
-    probe_stats: ProbeStats = field(init=False, default_factory=ProbeStats)
-    unlisted_links: dict[LinkId, UnlistedLink] = field(init=False, default_factory=dict)
+    #: The probe loop; it sends nothing unless links are watched by probes.
+    probes: LinkProber = field(init=False)
     last_failover: Failover | None = field(init=False, default=None)
     started_at: float = field(init=False)
 
@@ -183,23 +90,18 @@ class FabricController:
         #: Link changes so far, and the newest one a ``converge`` recomputation has applied.
         self._changes_seen = 0
         self._changes_converged = 0
-        self._monitor = LinkMonitor(
-            self.topology.links,
-            self.discovery.miss_limit,
-            self.discovery.flight_allowance_s,
-            self.discovery.silence_s,
+        self.probes = LinkProber(
+            self.topology,
+            self.southbound,
+            self.discovery,
+            self.views,
+            self._apply_link_changes,
+            log=self.log,
+            clock=self.clock,
+            nonce=self.nonce,
+            started_at=self.started_at,
         )
-        self._probe_ports = {
-            switch.name: tuple(
-                port
-                for port in self.topology.switch_ports(switch.name)
-                if self.discovery.probe_host_ports
-                or self._monitor.monitors(Endpoint(switch.name, port))
-            )
-            for switch in self.topology.switches
-        }
         self._carrier = CarrierMonitor(self.topology.all_links, self.views.keys())
-        self._sequence = 0
         self._programmers = {
             name: SwitchProgrammer(
                 name,
@@ -210,7 +112,6 @@ class FabricController:
             )
             for name in self.views
         }
-        self._malformed: dict[str, _MalformedLog] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- running -------------------------------------------------------------------------------
@@ -232,9 +133,9 @@ class FabricController:
             self.southbound.run(self),
             self.run_programmers(),
         ]
-        if self._watches(LinkEvidence.PROBES):
-            workers.append(self._probe_loop())
-        if self._watches(LinkEvidence.CARRIER):
+        if self.discovery.watches(LinkEvidence.PROBES):
+            workers.append(self.probes.run())
+        if self.discovery.watches(LinkEvidence.CARRIER):
             workers.append(self._carrier_grace())
         tasks = [asyncio.create_task(worker) for worker in workers]
         try:
@@ -253,9 +154,9 @@ class FabricController:
     def link_status(self) -> Mapping[LinkId, LinkStatus]:
         """Every watched link with its liveness: the switch-to-switch links with probes, every
         link (host links too) with carrier."""
-        if self._watches(LinkEvidence.CARRIER):
+        if self.discovery.watches(LinkEvidence.CARRIER):
             return self._carrier.status()
-        return self._monitor.status()
+        return self.probes.status()
 
     def down_links(self) -> frozenset[LinkId]:
         """The links that are down (each switch prunes its own next hops over them)."""
@@ -293,9 +194,9 @@ class FabricController:
         self.log.emit("switch_disconnected", switch=switch)
         view.role = None
         view.in_service = False
-        self._monitor.mark_lost(switch)
+        self.probes.switch_lost(switch)
         self._programmers[switch].reset()
-        if self._watches(LinkEvidence.CARRIER):
+        if self.discovery.watches(LinkEvidence.CARRIER):
             self._apply_carrier(self._carrier.switch_lost(switch, self.clock.monotonic()))
 
     def port_status(self, switch: str, port: int, up: bool) -> None:
@@ -304,40 +205,15 @@ class FabricController:
         if switch not in self.views:
             return
         self.log.emit("port_status", switch=switch, port=port, up=up)
-        if self._watches(LinkEvidence.CARRIER):
+        if self.discovery.watches(LinkEvidence.CARRIER):
             changes = self._carrier.port_status(switch, port, up, self.clock.monotonic())
             self._apply_carrier(changes)
 
     def frame_received(self, switch: str, port: int, frame: bytes) -> None:
-        """A probe came up from ``port`` of ``switch``: feed liveness, or count why not."""
-        stats = self.probe_stats
-        view = self.views.get(switch)
-        if view is None or not view.in_service:
-            stats.ignored += 1
-            return
-        try:
-            probe = decode_probe(frame)
-        except ForeignLldp:
-            stats.foreign += 1
-            return
-        except ProbeDecodeError as error:
-            stats.malformed += 1
-            self._log_malformed(switch, port, str(error))
-            return
-        if probe.nonce != self.nonce:
-            stats.other_controller += 1
-            return
-        stats.received += 1
-        sender = Endpoint(probe.switch, probe.port)
-        receiver = Endpoint(switch, port)
-        now = self.clock.monotonic()
-        if not self._monitor.probe_received(sender, receiver, probe.sequence, now):
-            self._note_unlisted(sender, receiver, now)
+        """A frame came up from ``port`` of ``switch``: a probe for the probe loop."""
+        self.probes.frame_received(switch, port, frame)
 
     # -- carrier -------------------------------------------------------------------------------
-    def _watches(self, evidence: LinkEvidence) -> bool:
-        return self.discovery.enabled and self.discovery.evidence is evidence
-
     def _apply_carrier(self, changes: list[LinkChange]) -> None:
         if changes:
             self._apply_link_changes(changes)
@@ -350,108 +226,6 @@ class FabricController:
         for name, view in self.views.items():
             if not view.ever_connected:
                 self._apply_carrier(self._carrier.switch_lost(name, now))
-
-    # -- probing -------------------------------------------------------------------------------
-    async def probe_tick(self) -> list[LinkChange]:
-        """One probe round: send from every in-service switch, then apply due misses."""
-        self._sequence += 1
-        senders = [
-            name
-            for name, view in self.views.items()
-            if view.in_service and view.role is SwitchRole.PRIMARY
-        ]
-        await asyncio.gather(*(self._send_probes(name, self._sequence) for name in senders))
-        changes = self._monitor.evaluate(self.clock.monotonic())
-        if changes:
-            self._apply_link_changes(changes)
-        return changes
-
-    async def _probe_loop(self) -> None:
-        interval = self.discovery.interval_s
-        deadline = self.clock.monotonic()
-        while True:
-            try:
-                await self.probe_tick()
-            except Exception as error:  # a bug here must not stop liveness for good
-                self.log.emit("internal_error", where="probe_tick", error=repr(error))
-            deadline += interval
-            now = self.clock.monotonic()
-            if deadline < now:  # fell behind: skip the missed rounds rather than burst
-                deadline = now
-            await asyncio.sleep(deadline - now)
-
-    async def _send_probes(self, switch: str, sequence: int) -> None:
-        ports = self._probe_ports[switch]
-        handle = self.topology.switch(switch)
-        ttl = self.discovery.probe_ttl_s
-        frames = [
-            (
-                port,
-                encode_probe(Probe(switch, port, self.nonce, sequence), handle.port_mac(port), ttl),
-            )
-            for port in ports
-        ]
-        # Recorded before sending: a probe may come back (another task) before the send returns.
-        at = self.clock.monotonic()
-        counted = []
-        for port in ports:
-            link = self.topology.link_at(switch, port)
-            if link is not None and self._counts_probes_to(link.far_end(switch).node, at):
-                counted.append(Endpoint(switch, port))
-                self._monitor.probe_sent(counted[-1], sequence, at)
-        sent = await self.southbound.send_frames(switch, frames)
-        self.probe_stats.sent += sent
-        if sent != len(frames):  # not sent (channel lost): they cannot be missed
-            for sender in counted:
-                self._monitor.probe_withdrawn(sender, sequence)
-
-    def _counts_probes_to(self, node: str, now: float) -> bool:
-        """Whether a probe toward ``node`` that does not arrive is a miss (see module docs)."""
-        view = self.views.get(node)
-        if view is None:  # a host: not monitored anyway
-            return True
-        if view.in_service:
-            return True
-        if view.role is SwitchRole.PRIMARY:
-            return False  # being reconciled: it takes probes once in service
-        if view.ever_connected:
-            return True  # lost: its links must go down
-        if now - self.started_at < self.discovery.startup_grace_s:
-            return False
-        self._monitor.mark_lost(node)  # never came: as good as lost
-        return True
-
-    def _note_unlisted(self, sender: Endpoint, receiver: Endpoint, now: float) -> None:
-        key = LinkId.between(sender, receiver)
-        seen = self.unlisted_links.get(key)
-        if seen is not None:
-            seen.last_seen = now
-            seen.probes += 1
-            return
-        self.unlisted_links[key] = UnlistedLink(sender, receiver, now, now)
-        listed = self.topology.link_at(receiver.node, receiver.port)
-        self.log.emit(
-            "unlisted_link",
-            sender=str(sender),
-            receiver=str(receiver),
-            listed_at_receiver=None if listed is None else str(listed.id),
-        )
-
-    def _log_malformed(self, switch: str, port: int, reason: str) -> None:
-        entry = self._malformed.setdefault(switch, _MalformedLog())
-        now = self.clock.monotonic()
-        if now - entry.last_logged < MALFORMED_LOG_INTERVAL_S:
-            entry.suppressed += 1
-            return
-        self.log.emit(
-            "malformed_probe",
-            switch=switch,
-            port=port,
-            reason=reason,
-            suppressed_since_last=entry.suppressed,
-        )
-        entry.last_logged = now
-        entry.suppressed = 0
 
     # -- reacting to link changes --------------------------------------------------------------
     def _apply_link_changes(self, changes: list[LinkChange]) -> None:
@@ -594,9 +368,9 @@ class FabricController:
         view.last_ok_result = result
         if view.role is SwitchRole.PRIMARY and not view.in_service:
             view.in_service = True
-            self._monitor.mark_found(result.switch)
+            self.probes.switch_found(result.switch)
             self.log.emit("switch_in_service", switch=result.switch, generation=generation)
-            if self._watches(LinkEvidence.CARRIER):
+            if self.discovery.watches(LinkEvidence.CARRIER):
                 found = self._carrier.switch_found(result.switch, self.clock.monotonic())
                 self._apply_carrier(found)
 
@@ -604,29 +378,3 @@ class FabricController:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-
-def discovery_settings(
-    topology: Topology,
-    *,
-    enabled: bool = True,
-    evidence: LinkEvidence = LinkEvidence.PROBES,
-    interval_ms: int | None = None,
-    miss_limit: int | None = None,
-    probe_host_ports: bool = True,
-) -> DiscoverySettings:
-    """Discovery settings: explicit values, else the topology's ``settings.lldp``.
-
-    A probe may take two intervals to arrive before it can count as missed; a switch may be
-    silent for 50 intervals (at least 500 ms) before silence alone counts.
-    """
-    interval_s = (interval_ms or topology.settings.lldp.interval_ms) / 1000
-    return DiscoverySettings(
-        enabled=enabled,
-        evidence=evidence,
-        interval_s=interval_s,
-        miss_limit=miss_limit or topology.settings.lldp.miss_limit,
-        flight_allowance_s=FLIGHT_INTERVALS * interval_s,
-        silence_s=max(SILENCE_INTERVALS * interval_s, MIN_SILENCE_S),
-        probe_host_ports=probe_host_ports,
-    )

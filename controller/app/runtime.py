@@ -17,8 +17,9 @@ import signal
 import finsy as fy
 
 from controller.app.config import ConfigError, ControllerConfig, Target, TlsConfig
+from controller.app.discovery import LinkEvidence, discovery_settings
 from controller.app.eventlog import EventLog
-from controller.app.fabric import FabricController, LinkEvidence, discovery_settings
+from controller.app.fabric import FabricController
 from controller.app.status import collect_status
 from controller.app.status_socket import EventFeed, serve_status
 from controller.app.watch import describe_topology

@@ -54,7 +54,7 @@ async def collect_status(fabric: FabricController) -> dict[str, Any]:
             "last_seen": when(seen.last_seen),
             "probes": seen.probes,
         }
-        for seen in fabric.unlisted_links.values()
+        for seen in fabric.probes.unlisted_links.values()
     ]
     groups = {
         intent.switch: [
@@ -74,7 +74,7 @@ async def collect_status(fabric: FabricController) -> dict[str, Any]:
         for intent in fabric.intent.switches
     }
     failover = fabric.last_failover
-    stats = fabric.probe_stats
+    stats = fabric.probes.stats
     return {
         "topology": fabric.topology.name,
         "generation": fabric.generation,

@@ -1,6 +1,7 @@
 """The live view: a web page of a running testbed (``testbed.live.server``), its topology
 laid out by tier (``layout``), link state and load, controller events and every transfer's
-EV set (``state``), with buttons that do what the CLI does (``actions``).
+EV set (``state``, fed by ``sources``: the controller's stream and the agents' status), with
+buttons that do what the CLI does (``actions``) and EV paths asked of the switches (``paths``).
 
 ``live_view`` serves it for a ``Testbed`` for the length of a ``with`` block; the runner
 (``make run-topology``) and the experiments (``LIVE=1``) use it.

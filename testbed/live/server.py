@@ -1,12 +1,10 @@
 """The live page's server: aiohttp in a thread of the testbed runner, pushing updates as
 server-sent events.
 
-Sources: the controller's status subscription (events as they happen, a status every
-refresh) and, while a page is open, each host agent's ``status`` with EV tables, polled once
-per refresh over its control socket. One JSON update per refresh is built and the same bytes
-go to every open page; a controller event triggers an extra update at once, so a cut shows
-without waiting for the next refresh. Nothing is polled for a page that is not open but the
-controller's stream.
+Its data comes from :mod:`testbed.live.sources` (the controller's stream always, the agents
+only while a page is open); its buttons go to :mod:`testbed.live.actions`. One JSON update per
+refresh is built and the same bytes go to every open page; a controller event triggers an
+extra update at once, so a cut shows without waiting for the next refresh.
 
 Access: bound to 127.0.0.1 unless told otherwise. There, requests must name this server in
 ``Host`` (a page of another site cannot reach it through a rebound DNS name) and state
@@ -32,12 +30,10 @@ from typing import Any
 
 from aiohttp import web
 
-from agent.io.control_protocol import StatusRequest
-from controller.app.status_socket import StatusUnavailable, open_subscription
-from testbed.agents import TransferSpec
-from testbed.live.actions import Actions
+from testbed.live.actions import ActionRequests, Actions
 from testbed.live.paths import NextHops, walk
-from testbed.live.state import LiveState
+from testbed.live.sources import AgentPoller, follow_controller
+from testbed.live.state import LiveState, describe_error
 from topologies.model import Topology
 
 log = logging.getLogger(__name__)
@@ -49,15 +45,11 @@ JS_DIR = Path(__file__).resolve().parents[2] / "build" / "live-js" / "node_modul
 JS_FILES = {"cytoscape.min.js": Path("cytoscape") / "dist" / "cytoscape.min.js"}
 DEFAULT_PORT = 8765
 REFRESH_S = 1.0
-AGENT_TIMEOUT_S = 2.0
-#: Longest line an agent's status may take (EV tables of many connections).
-AGENT_LINE_LIMIT = 16 << 20
 MAX_REQUEST_BYTES = 16 * 1024
 #: Updates queued for one page before older ones are dropped (a page only needs the newest).
 PAGE_BACKLOG = 4
-#: Largest transfer the page may start.
-MAX_TRANSFER_BYTES = 1 << 40
-MAX_TRANSFER_S = 3600.0
+#: How soon after a controller event the extra update goes out (events come in bursts).
+PUSH_DELAY_S = 0.05
 
 
 class LiveViewUnavailable(RuntimeError):
@@ -98,21 +90,22 @@ class LiveServer:
     ) -> None:
         self.topology = topology
         self.controller_socket = controller_socket
-        self.agent_sockets = dict(agent_sockets)
-        self.actions = actions
         self.host = host
         self.port = port
         self.refresh_s = refresh_s
         self.js_dir = js_dir
         #: Asks the switches where an EV goes (None: this view cannot, the page says so).
         self.next_hops = next_hops
-        #: The testbed's collective jobs now (``testbed.jobs.JobBoard.snapshot``), if any.
-        self.jobs = jobs
         if token is None and not is_loopback(host):
             token = secrets.token_urlsafe(18)
         #: Required on every request when set (always when not bound to loopback).
         self.token = token
         self.state = LiveState(topology, can_restart=bool(actions and actions.can_restart))
+        self._poller = AgentPoller(
+            self.state, agent_sockets, actions.cut_links if actions is not None else None, jobs
+        )
+        #: None: this view has no testbed to act on.
+        self._requests = None if actions is None else ActionRequests(topology, actions, self.state)
         self._layout = json.dumps(self.state.layout_json()).encode()
         self._pages: set[asyncio.Queue[bytes]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -120,7 +113,6 @@ class LiveServer:
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="live-action")
         # Paths get their own threads: running transfers hold the action threads for long.
         self._path_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="live-path")
         self._push_soon = False
@@ -156,7 +148,8 @@ class LiveServer:
                 self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread is not None:
             self._thread.join(10.0)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._requests is not None:
+            self._requests.close()
         self._path_pool.shutdown(wait=False, cancel_futures=True)
 
     def _run(self) -> None:
@@ -188,7 +181,11 @@ class LiveServer:
                 self.port = int(runner.addresses[0][1])
             self._ready.set()
             tasks = [
-                asyncio.create_task(self._follow_controller()),
+                asyncio.create_task(
+                    follow_controller(
+                        self.controller_socket, self.refresh_s, self.state, self._controller_event
+                    )
+                ),
                 asyncio.create_task(self._refresh()),
             ]
             await self._stopping.wait()
@@ -259,7 +256,7 @@ class LiveServer:
         page: asyncio.Queue[bytes] = asyncio.Queue(PAGE_BACKLOG)
         self._pages.add(page)
         try:
-            await self._poll_agents()
+            await self._poller.poll()
             await response.write(self._update_bytes())
             while True:
                 chunk = await page.get()
@@ -291,20 +288,10 @@ class LiveServer:
         )
         return web.json_response(path.to_json())
 
-    # -- sources ---------------------------------------------------------------------------------
-    async def _follow_controller(self) -> None:
-        """Keep a subscription open; on its loss say so on the page and subscribe again."""
-        while True:
-            try:
-                async for message in open_subscription(self.controller_socket, self.refresh_s):
-                    if self.state.apply_controller(message) and self._pages:
-                        self._schedule_push()
-                self.state.controller_lost("the controller closed its status stream")
-            except StatusUnavailable as error:
-                self.state.controller_lost(str(error))
-            except OSError as error:
-                self.state.controller_lost(f"status stream failed: {error}")
-            await asyncio.sleep(1.0)
+    # -- pushing updates -------------------------------------------------------------------------
+    def _controller_event(self) -> None:
+        if self._pages:
+            self._schedule_push()
 
     def _schedule_push(self) -> None:
         """One extra update soon, however many events arrive together."""
@@ -316,50 +303,15 @@ class LiveServer:
             self._push_soon = False
             self._broadcast()
 
-        self._loop.call_later(0.05, push)
+        self._loop.call_later(PUSH_DELAY_S, push)
 
     async def _refresh(self) -> None:
         while True:
             await asyncio.sleep(self.refresh_s)
             if not self._pages:
                 continue
-            await self._poll_agents()
+            await self._poller.poll()
             self._broadcast()
-
-    async def _poll_agents(self) -> None:
-        if self.actions is not None:
-            self.state.set_cut(self.actions.cut_links())
-        if self.jobs is not None:
-            self.state.set_jobs(self.jobs())
-        hosts = list(self.agent_sockets)
-        results = await asyncio.gather(
-            *(self._agent_status(self.agent_sockets[h]) for h in hosts), return_exceptions=True
-        )
-        for host, result in zip(hosts, results, strict=True):
-            if isinstance(result, dict):
-                self.state.apply_agent(host, result)
-            else:
-                self.state.agent_unavailable(host, _describe(result))
-
-    async def _agent_status(self, path: Path) -> dict[str, Any]:
-        """One ``status`` with EV tables from the agent on ``path``."""
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_unix_connection(str(path), limit=AGENT_LINE_LIMIT), AGENT_TIMEOUT_S
-        )
-        try:
-            request = StatusRequest(evs=True).to_json(1)
-            writer.write(json.dumps(request).encode() + b"\n")
-            line = await asyncio.wait_for(reader.readline(), AGENT_TIMEOUT_S)
-        finally:
-            writer.close()
-        reply = json.loads(line)
-        if not isinstance(reply, dict) or reply.get("ok") is not True:
-            error = reply.get("error") if isinstance(reply, dict) else None
-            raise RuntimeError(f"the agent refused: {error}")
-        result = reply.get("result")
-        if not isinstance(result, dict):
-            raise RuntimeError("the agent sent no status")
-        return result
 
     def _update_bytes(self) -> bytes:
         return b"data: " + json.dumps(self.state.update_json()).encode() + b"\n\n"
@@ -374,7 +326,7 @@ class LiveServer:
     # -- actions ---------------------------------------------------------------------------------
     async def _action(self, request: web.Request) -> web.StreamResponse:
         op = request.match_info["op"]
-        if self.actions is None:
+        if self._requests is None:
             return _answer(False, "this view has no testbed to act on", 409)
         try:
             body = await request.json()
@@ -383,95 +335,15 @@ class LiveServer:
         if not isinstance(body, dict):
             return _answer(False, "the body must be a JSON object", 400)
         try:
-            call = self._operation(op, body)
+            call = self._requests.prepare(op, body)
         except ValueError as error:
             return _answer(False, str(error), 400)
-        loop = asyncio.get_running_loop()
         try:
-            message = await loop.run_in_executor(self._pool, call)
+            message = await self._requests.perform(call)
         except Exception as error:  # the operation's own failure, as the CLI prints it
-            return _answer(False, _describe(error), 409)
-        if self.actions is not None:
-            self.state.set_cut(self.actions.cut_links())
+            return _answer(False, describe_error(error), 409)
         self._broadcast()
         return _answer(True, message)
-
-    def _operation(self, op: str, body: dict[str, Any]) -> Callable[[], str]:
-        """The blocking call that does ``op``; ValueError for a request we do not take."""
-        actions = self.actions
-        assert actions is not None
-        if op in ("fail", "restore"):
-            a, b = _text(body, "a"), _text(body, "b")
-            for end in (a, b):
-                self._check_node(end.split(":", 1)[0])
-            return (lambda: actions.fail(a, b)) if op == "fail" else (lambda: actions.restore(a, b))
-        if op == "restart":
-            switch = _text(body, "switch")
-            if not actions.can_restart:
-                raise ValueError("restart: this target has no switch process to restart")
-            if switch not in {s.name for s in self.topology.switches}:
-                raise ValueError(f"restart: no switch {switch!r}")
-            return lambda: actions.restart(switch)
-        if op == "transfer":
-            return self._transfer(body)
-        raise ValueError(f"unknown operation {op!r} (fail, restore, restart, transfer)")
-
-    def _check_node(self, name: str) -> None:
-        known = {s.name for s in self.topology.switches} | {h.name for h in self.topology.hosts}
-        if name not in known:
-            raise ValueError(f"no node {name!r} in {self.topology.name}")
-
-    def _transfer(self, body: dict[str, Any]) -> Callable[[], str]:
-        source, destination = _text(body, "source"), _text(body, "destination")
-        hosts = {h.name for h in self.topology.hosts}
-        if source not in hosts or destination not in hosts or source == destination:
-            raise ValueError("transfer: choose two different hosts")
-        total = _number(body, "bytes", 1, MAX_TRANSFER_BYTES)
-        duration = _number(body, "duration", 0.1, MAX_TRANSFER_S)
-        evs = _number(body, "evs", 1, 1 << 16)
-        if total is None and duration is None:
-            duration = 10.0
-        spec = TransferSpec(
-            source,
-            destination,
-            total_bytes=None if total is None else int(total),
-            duration_s=None if total is not None else duration,
-            evs=None if evs is None else int(evs),
-        )
-        record = self.state.start_transfer(source, destination)
-        actions = self.actions
-        assert actions is not None and self._loop is not None
-        loop = self._loop
-
-        def on_progress(sample: dict[str, Any]) -> None:
-            def apply() -> None:
-                record.goodput_bps = sample.get("goodput_bps")
-                record.bytes_sent = int(sample.get("total_bytes") or 0)
-
-            loop.call_soon_threadsafe(apply)
-
-        def run() -> None:
-            try:
-                result = actions.transfer(spec, on_progress)
-            except Exception as error:
-                failure = _describe(error)
-                loop.call_soon_threadsafe(_finish, record, "failed", failure, None)
-                return
-            loop.call_soon_threadsafe(_finish, record, "done", None, _summary(result))
-
-        self._pool.submit(run)
-        return lambda: f"transfer {record.id} started: {source} -> {destination}"
-
-
-def _finish(record: Any, state: str, error: str | None, summary: dict[str, Any] | None) -> None:
-    record.state = state
-    record.error = error
-    record.summary = summary
-
-
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
-    keys = ("bytes", "seconds", "goodput_bps", "retransmits_total")
-    return {key: result[key] for key in keys if key in result}
 
 
 def _offer(page: asyncio.Queue[bytes], chunk: bytes) -> None:
@@ -487,24 +359,3 @@ def _offer(page: asyncio.Queue[bytes], chunk: bytes) -> None:
 def _answer(ok: bool, text: str, status: int = 200) -> web.Response:
     key = "message" if ok else "error"
     return web.json_response({"ok": ok, key: text}, status=status)
-
-
-def _text(body: dict[str, Any], key: str) -> str:
-    value = body.get(key)
-    if not isinstance(value, str) or not value or len(value) > 64:
-        raise ValueError(f"{key!r} must be a name")
-    return value
-
-
-def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
-    value = body.get(key)
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ValueError(f"{key!r} must be a number from {low:g} to {high:g}")
-    return float(value)
-
-
-def _describe(error: BaseException) -> str:
-    text = str(error) or type(error).__name__
-    return text if len(text) <= 300 else text[:300] + "..."

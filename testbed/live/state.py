@@ -39,6 +39,8 @@ EVENTS_SHOWN = 40
 JOB_KEPT_S = 60.0
 #: The EV states in the order of their codes in an update's compact EV rows.
 EV_STATES = ("GOOD", "SKIP", "ASSUMED_BAD", "DENIED")
+#: Longest error text the page shows (an agent's or an operation's failure).
+ERROR_TEXT_CHARS = 300
 
 
 @dataclass
@@ -325,6 +327,12 @@ class LiveState:
             "ev_states": stats.get("ev_states", {}),
             "evs": evs,
         }
+
+
+def describe_error(error: BaseException) -> str:
+    """The text the page shows for ``error``: its message (else its type), cut short."""
+    text = str(error) or type(error).__name__
+    return text if len(text) <= ERROR_TEXT_CHARS else text[:ERROR_TEXT_CHARS] + "..."
 
 
 def _newest(transfer: PageTransfer) -> float:

@@ -4,24 +4,11 @@ missing, or when the page's JavaScript is not installed (`make setup`)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
-CHROMIUM_FLAGS = [
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def chromium_path() -> str | None:
-    """Debian's Chromium, or ``$CHROMIUM``."""
-    return os.environ.get("CHROMIUM") or shutil.which("chromium")
+from tools.live_page import chromium_args, chromium_path
 
 
 @pytest.fixture(scope="session")
@@ -39,9 +26,8 @@ def browser() -> Iterator[object]:
         pytest.skip(
             f"the live page's JavaScript is not installed ({', '.join(missing)}): make setup"
         )
-    flags = [*CHROMIUM_FLAGS, *(["--no-sandbox"] if os.geteuid() == 0 else [])]
     with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=flags)
+        launched = playwright.chromium.launch(executable_path=executable, args=chromium_args())
         try:
             yield launched
         finally:

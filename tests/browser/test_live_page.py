@@ -26,6 +26,7 @@ from tests.unit.testbed.live.fake_sources import (
     FakeNextHops,
     sending_connection,
 )
+from tools.live_page import tap
 from topologies.document import dump_document
 from topologies.generator import fat_tree
 from topologies.loader import load_topology_text
@@ -71,11 +72,6 @@ def _graph(page) -> dict:
     )
 
 
-def _tap(page, element: str) -> None:
-    # Returns nothing: Playwright would serialise the cytoscape collection emit() returns.
-    page.evaluate("(id) => { window.liveView.cy.getElementById(id).emit('tap'); }", element)
-
-
 TOPOLOGIES = [pytest.param(name, id=name) for name in PRESETS] + [
     pytest.param(
         load_topology_text(dump_document(fat_tree(8, name="fat-tree-k8"))), id="fat-tree-k8"
@@ -118,7 +114,7 @@ def test_fail_shows_the_link_down_within_two_seconds_and_restore_brings_it_back(
             page.wait_for_function(
                 f"window.liveView.cy.getElementById('{SPINE_LINK}').data('state') === 'up'"
             )
-            _tap(page, SPINE_LINK)
+            tap(page, SPINE_LINK)
             page.click("#button-fail")
             page.wait_for_function(
                 f"window.liveView.cy.getElementById('{SPINE_LINK}').data('state') === 'down'",
@@ -148,7 +144,7 @@ def test_a_restart_button_only_where_the_target_can_restart(browser, short_dir):
             try:
                 page.goto(server.url)
                 _graph(page)
-                _tap(page, "s1")
+                tap(page, "s1")
                 shown[can_restart] = page.locator("#button-restart").count()
             finally:
                 page.close()

@@ -5,7 +5,8 @@ hovering an EV draws its path from sender to receiver; the Restart button is the
 the target can restart a switch. With a single EV, the path the page draws is the one the
 transfer's packets load, link by link, in their direction: the switches' own answer (the
 kernel's route lookup, BMv2's tables and selector hash) is checked against their forwarding.
-The first test's screenshot is the README's figure (docs/figures/live-view.png).
+The page is driven by ``tools.live_page``; its cut during a transfer is the scene of the
+README's figure, which ``make live-screenshot`` takes (the tests write no figure).
 
 Needs root and Mininet (and BMv2 for the bmv2 target): skips with the reason otherwise.
 Heavy: run it under `flock /tmp/mrc-heavy.lock` on a shared machine.
@@ -21,11 +22,19 @@ pytest.importorskip("aiohttp", reason="aiohttp not installed (make setup)")
 
 from tests.e2e.mininet.environment import TARGETS, forwarding_skip_reason
 from tests.e2e.testbed.topology_files import preset_on_own_ports
+from tools.live_page import (
+    SHOWN_WITHIN_MS,
+    VIEWPORT,
+    cut_during_a_transfer,
+    hover_path,
+    load,
+    start_transfer,
+    state_is,
+    tap,
+)
 
 SPINE_LINK = "l1:3<->s1:1"
 OTHER_LINK = "l2:4<->s2:2"
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "figures" / "live-view.png"
-SHOWN_WITHIN_MS = 2000
 #: A restored link is up once the controller has seen it (LLDP probes on bmv2).
 BACK_UP_WITHIN_MS = 30_000
 
@@ -53,40 +62,11 @@ def runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             sweep(run.name)
 
 
-def _state_is(page, link: str, state: str, timeout: int) -> None:
-    page.wait_for_function(
-        "([id, state]) => window.liveView.cy.getElementById(id).data('state') === state",
-        arg=[link, state],
-        timeout=timeout,
-    )
-
-
-def _tap(page, element: str) -> None:
-    page.evaluate("(id) => { window.liveView.cy.getElementById(id).emit('tap'); }", element)
-
-
-def _hover_path(page, cell: str = ".transfer .evgrid .ev >> nth=0") -> dict:
-    """Hover the EV cell ``cell`` selects; the path the server answered."""
-    page.hover(cell)
-    page.wait_for_function(
-        "window.liveView.hover && window.liveView.hover.path !== null", timeout=20_000
-    )
-    return page.evaluate("window.liveView.hover.path")
-
-
 def _dump_tables(testbed, switch: str) -> str:
     from testbed.bmv2 import thrift_cli
     from testbed.live.paths import dump_commands
 
     return thrift_cli(dump_commands(), testbed.topology.switch(switch).thrift_port)
-
-
-def _start_transfer(page, seconds: str, evs: str = "") -> None:
-    page.fill("#transfer-duration", seconds)
-    page.fill("#transfer-evs", evs)
-    page.select_option("#transfer-source", "h1")
-    page.select_option("#transfer-destination", "h3")
-    page.click("#transfer-start")
 
 
 def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, tmp_path):
@@ -100,41 +80,27 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
         live_view(testbed, port=0, say=lines.append) as server,
     ):
         assert server is not None, lines
-        page = browser.new_page(viewport={"width": 1500, "height": 860})
+        page = browser.new_page(viewport=VIEWPORT)
         try:
-            page.goto(server.url)
-            page.wait_for_function("window.liveView && window.liveView.updates > 0")
+            load(page, server.url)
             nodes = page.evaluate("window.liveView.cy.nodes().length")
             edges = page.evaluate("window.liveView.cy.edges().length")
-            _state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
+            state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
 
-            _tap(page, "s1")
+            tap(page, "s1")
             restart_buttons = page.locator("#button-restart").count()
 
-            _tap(page, SPINE_LINK)
+            tap(page, SPINE_LINK)
             page.click("#button-fail")
-            _state_is(page, SPINE_LINK, "down", SHOWN_WITHIN_MS)
+            state_is(page, SPINE_LINK, "down", SHOWN_WITHIN_MS)
             page.click("#button-restore")
-            _state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
+            state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
 
-            _start_transfer(page, "8")
-            page.wait_for_selector(".evgrid .ev", timeout=20_000)
-            page.wait_for_function(
-                "window.liveView.update.connections.some(c => c.goodput_bps > 0)",
-                timeout=20_000,
-            )
+            hovered = cut_during_a_transfer(page, OTHER_LINK)
             cells = page.locator(".transfer .evgrid .ev").count()
-            _tap(page, OTHER_LINK)
-            page.click("#button-fail")
-            _state_is(page, OTHER_LINK, "down", SHOWN_WITHIN_MS)
-            page.wait_for_timeout(1500)  # a refresh or two of goodput with the link cut
             heading = page.inner_text(".transfer h3")
-            hovered = _hover_path(page)
             if not hovered["ok"] and target == "bmv2":  # what the switch held, for the report
                 hovered["tables"] = _dump_tables(testbed, hovered["nodes"][-1])
-            if target == "linux":  # one figure for the README, from the target any machine has
-                SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(SCREENSHOT))
             page.click("#button-restore")
             page.wait_for_function(
                 "window.liveView.update.transfers.some(t => t.state !== 'running')",
@@ -144,7 +110,7 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
             page.mouse.move(5, 5)
 
             # One EV: every data packet takes its path, which must be the loaded one.
-            _start_transfer(page, "12", evs="1")
+            start_transfer(page, "12", evs="1")
             # The key is taken when the connection is seen: later it may be idle for a moment
             # (a stall on the busy bmv2 path) and no longer count as active (moved within 2.5 s).
             key = page.wait_for_function(
@@ -157,7 +123,7 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
             # Until the earlier transfer's tail has left the load window; hovered again each
             # time, since a loss retires the one EV and its stand-in may hash elsewhere.
             for _ in range(6):
-                single = _hover_path(page, f'.evgrid .ev[data-key="{key}"]')
+                single = hover_path(page, f'.evgrid .ev[data-key="{key}"]')
                 links = page.evaluate("window.liveView.update.links")
                 if single["ok"] and _only_the_path_is_loaded(single, links):
                     break
@@ -233,7 +199,7 @@ def test_a_collective_job_shows_as_one_card_with_its_ranks_and_progress(
         live_view(testbed, port=0, say=lines.append) as server,
     ):
         assert server is not None, lines
-        page = browser.new_page(viewport={"width": 1500, "height": 860})
+        page = browser.new_page(viewport=VIEWPORT)
 
         def run() -> None:
             try:
@@ -243,8 +209,7 @@ def test_a_collective_job_shows_as_one_card_with_its_ranks_and_progress(
 
         job = threading.Thread(target=run, name="collective-job")
         try:
-            page.goto(server.url)
-            page.wait_for_function("window.liveView && window.liveView.updates > 0")
+            load(page, server.url)
             job.start()
             page.wait_for_selector(".job[data-job]", timeout=30_000)
             first = page.wait_for_function(

@@ -10,8 +10,7 @@ counters on linux, the source host's own NIC counters for ``nic``), its longest 
 its recovery with their spread. The placements: ``remote`` (the headline, with every
 transport under static routing), ``local`` and ``switch`` (a spine loses power: on bmv2 its
 process is killed and started again, and the controller reprograms it), and ``nic`` on
-``two-plane``. A tree whose agent or controller lacks an option a test's modes need is
-skipped with what it lacks (``experiments.transports.missing_support``).
+``two-plane``.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from experiments.transports import missing_support
 from tests.e2e.testbed.experiment_run import FORWARDED_COUNTERS, run_experiment
 from tests.e2e.testbed.topology_files import preset_on_own_ports
 
@@ -30,12 +28,6 @@ pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("runs_dir")]
 
 #: Test-sized timing: 5 s flows, cut at 2 s, restored at 3.5 s.
 TIMING = {"duration_s": "5", "cut_at_s": "2", "restore_at_s": "3.5"}
-
-
-def _skip_unless_supported(transports: tuple[str, ...], routings: tuple[str, ...]) -> None:
-    missing = missing_support(transports, routings)
-    if missing:
-        pytest.skip("; ".join(missing))
 
 
 def _check_run(summary: dict[str, Any], mode: str, target: str) -> dict[str, Any]:
@@ -71,7 +63,6 @@ def _check_run(summary: dict[str, Any], mode: str, target: str) -> dict[str, Any
 def test_failover_headline_static_remote_all_transports(
     leaf_spine_file: Path, tmp_path: Path, testbed_target: str
 ) -> None:
-    _skip_unless_supported(("mrc", "single", "roce"), ("static",))
     proc, directory, summary = run_experiment(
         "failover", leaf_spine_file, tmp_path / "results", TIMING, testbed_target
     )
@@ -98,7 +89,6 @@ def test_failover_headline_static_remote_all_transports(
 def test_failover_local_and_switch_placements(
     leaf_spine_file: Path, tmp_path: Path, testbed_target: str
 ) -> None:
-    _skip_unless_supported(("mrc", "single"), ("reactive",))
     settings = {
         **TIMING,
         "transports": "mrc,single",
@@ -127,7 +117,6 @@ def test_failover_local_and_switch_placements(
 def test_failover_nic_cuts_the_source_hosts_busiest_nic(
     tmp_path: Path, testbed_target: str
 ) -> None:
-    _skip_unless_supported(("mrc",), ("reactive",))
     two_plane = preset_on_own_ports("two-plane", tmp_path, grpc_base=50850, thrift_base=9890)
     settings = {**TIMING, "transports": "mrc", "routings": "reactive", "placements": "nic"}
     proc, _, summary = run_experiment(

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from experiments.transports import missing_support
 from tests.e2e.testbed.experiment_run import run_experiment
 
 pytestmark = [pytest.mark.mininet, pytest.mark.usefixtures("runs_dir")]
@@ -28,9 +27,6 @@ def test_loss_keeps_mrc_whole_and_drops_at_the_rate_but_never_lldp(
     leaf_spine_file: Path, tmp_path: Path, testbed_target: str
 ) -> None:
     transports = ("mrc", "single", "roce")
-    missing = missing_support(transports, ())
-    if missing:
-        pytest.skip("; ".join(missing))
     proc, directory, summary = run_experiment(
         "loss",
         leaf_spine_file,

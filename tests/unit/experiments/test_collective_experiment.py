@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from experiments.collectives import (
-    EXPERIMENT,
     Params,
     allowed_busbw,
     check_topology,
@@ -62,7 +61,6 @@ def test_modes_and_their_routing():
 
 
 def test_roce_runs_and_only_its_failures_are_results():
-    assert EXPERIMENT.missing is None, "every transport runs"
     modes = modes_of(Params(transports="mrc,single,roce", scenarios="clean"))
     assert modes == ("mrc-clean", "single-clean", "roce-clean")
     assert [may_fail(mode) for mode in modes] == [False, False, True]

@@ -1,8 +1,7 @@
 """The failover and loss experiments' pure parts: their modes (transports x routing policies x
 placements; transports x loss rates) and how they map to bring-ups, what each placement
 breaks, several flows on one clock, stalls, the per-transport invariants (a RoCE transfer
-that fails is a result, an MRC one an error), retention of lossless goodput, and refusing a
-tree that lacks an option the modes need."""
+that fails is a result, an MRC one an error), and retention of lossless goodput."""
 
 from __future__ import annotations
 
@@ -12,12 +11,9 @@ from typing import Any
 import pytest
 
 from experiments import failover, loss, transports
-from experiments.__main__ import EXIT_UNAVAILABLE
-from experiments.__main__ import main as experiments_main
 from experiments.capabilities import TargetFacts
 from experiments.counters import MEMBER_COUNTERS, CountersUnavailable, forwarded_between
 from experiments.experiment import (
-    Unsupported,
     invariant_lines,
     invariants,
     parse_params,
@@ -151,40 +147,11 @@ def test_loss_modes_go_rate_by_rate_and_share_one_bring_up() -> None:
             parse_params(experiment, {"rates_percent": bad})
 
 
-# -- what a tree lacks ---------------------------------------------------------------------
+# -- transfer options ----------------------------------------------------------------------
 
 
-def test_a_tree_without_the_options_is_told_what_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transports, "agent_has_transports", lambda: False)
-    monkeypatch.setattr(transports, "controller_has_routing", lambda: False)
-    missing = transports.missing_support(("mrc", "single", "roce"), ("static", "reactive"))
-    assert len(missing) == 2
-    assert missing[0].startswith("transport roce: this tree's agent has no --transport")
-    assert missing[1].startswith("routing static: this tree's controller has no --routing")
-    # what the options would only ask for what the tree does anyway runs without them
-    assert transports.missing_support(("mrc", "single"), ("reactive",)) == []
-    assert transports.controller_routing("reactive") is None
-    experiment = EXPERIMENTS["failover"]
-    with pytest.raises(Unsupported, match="transport roce"):
-        experiment.check_support(parse_params(experiment, {}))
-
-
-def test_an_unsupported_experiment_exits_3_before_bringing_anything_up(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(transports, "agent_has_transports", lambda: False)
-    status = experiments_main(["loss", "--out", str(tmp_path), "--set", "transports=roce"])
-    assert status == EXIT_UNAVAILABLE
-    assert "agent has no --transport" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_without_transports_single_is_one_ev_and_roce_cannot_be_asked_for() -> None:
-    assert TransferSpec("h1", "h3", transport="single").request_options(False) == {"evs": 1}
-    assert TransferSpec("h1", "h3", evs=64, transport="mrc").request_options(False) == {"evs": 64}
-    with pytest.raises(ValueError, match="no RoCE transport"):
-        TransferSpec("h1", "h3", transport="roce").request_options(False)
-    assert TransferSpec("h1", "h3", transport="roce", roce_retry_cnt=3).request_options(True) == {
+def test_a_roce_transfer_asks_for_its_verbs_settings() -> None:
+    assert TransferSpec("h1", "h3", transport="roce", roce_retry_cnt=3).request_options() == {
         "transport": "roce",
         "evs": None,
         "roce_timeout": None,

@@ -9,7 +9,8 @@ from ipaddress import ip_address
 
 import pytest
 
-from controller.app.fabric import FabricController, discovery_settings
+from controller.app.discovery import discovery_settings
+from controller.app.fabric import FabricController
 from controller.app.lldp import Probe, encode_probe
 from controller.app.programmer import RetryPolicy
 from controller.app.status import collect_status, format_status
@@ -53,7 +54,7 @@ class Scenario:
         changes = []
         for _ in range(count):
             self.clock.advance(TICK)
-            changes += await self.fabric.probe_tick()
+            changes += await self.fabric.probes.tick()
             await settle()
         return changes
 
@@ -91,7 +92,7 @@ def test_a_backup_controller_writes_nothing(scenario):
 
     run(body)
     assert scenario.fake.programs == []
-    assert scenario.fabric.probe_stats.sent == 0
+    assert scenario.fabric.probes.stats.sent == 0
 
 
 def test_a_healthy_fabric_keeps_every_link_and_counts_every_probe(scenario):
@@ -102,7 +103,7 @@ def test_a_healthy_fabric_keeps_every_link_and_counts_every_probe(scenario):
         return changes
 
     run(body)
-    stats = scenario.fabric.probe_stats
+    stats = scenario.fabric.probes.stats
     # 20 used ports: 16 ends of the 8 switch-switch links deliver, the 4 host ports do not.
     assert stats.sent == 10 * 20
     assert stats.received == 10 * 16
@@ -165,7 +166,7 @@ def test_a_miswired_port_is_reported_and_its_link_not_used(scenario):
     assert scenario.fabric.down_links() == {
         link.id for link in scenario.fabric.topology.links if link.a == Endpoint("l1", 3)
     }
-    unlisted = next(iter(scenario.fabric.unlisted_links.values()))
+    unlisted = next(iter(scenario.fabric.probes.unlisted_links.values()))
     assert unlisted.probes == 5
 
 
@@ -179,7 +180,7 @@ def test_malformed_probes_are_counted_and_logged_at_most_once_a_second(scenario)
         task.cancel()
 
     run(body)
-    assert scenario.fabric.probe_stats.malformed == 4
+    assert scenario.fabric.probes.stats.malformed == 4
     logged = scenario.sink.named("malformed_probe")
     assert len(logged) == 2 and logged[1]["suppressed_since_last"] == 2
 
@@ -192,8 +193,8 @@ def test_probes_of_another_controller_instance_are_ignored(scenario):
         task.cancel()
 
     run(body)
-    assert scenario.fabric.probe_stats.other_controller == 1
-    assert scenario.fabric.probe_stats.received == 0
+    assert scenario.fabric.probes.stats.other_controller == 1
+    assert scenario.fabric.probes.stats.received == 0
 
 
 def test_a_lost_switch_takes_its_links_down_and_is_reprogrammed_when_it_returns(scenario):

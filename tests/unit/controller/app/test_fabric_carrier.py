@@ -8,7 +8,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from controller.app.fabric import FabricController, LinkEvidence, discovery_settings
+from controller.app.discovery import LinkEvidence, discovery_settings
+from controller.app.fabric import FabricController
 from controller.app.liveness import LinkState
 from controller.app.programmer import RetryPolicy
 from controller.southbound.interface import SwitchRole

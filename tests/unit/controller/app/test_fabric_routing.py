@@ -12,7 +12,8 @@ from ipaddress import ip_address
 
 import pytest
 
-from controller.app.fabric import FabricController, LinkEvidence, discovery_settings
+from controller.app.discovery import LinkEvidence, discovery_settings
+from controller.app.fabric import FabricController
 from controller.app.programmer import RetryPolicy
 from controller.app.status import collect_status, format_status
 from controller.intent import RoutingPolicy

@@ -7,7 +7,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from controller.app.fabric import FabricController, discovery_settings
+from controller.app.discovery import discovery_settings
+from controller.app.fabric import FabricController
 from controller.app.status import collect_status, format_status
 from controller.southbound.interface import PortCounters, SwitchCounters, SwitchRole
 from tests.unit.controller.fakes import EventSink, FakeClock, FakeFabric

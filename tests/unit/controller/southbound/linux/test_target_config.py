@@ -9,8 +9,8 @@ import pytest
 
 from controller import cli
 from controller.app.config import ConfigError, ControllerConfig, Target, TlsConfig, load_config
+from controller.app.discovery import LinkEvidence
 from controller.app.eventlog import EventLog
-from controller.app.fabric import LinkEvidence
 from controller.app.runtime import build_fabric, build_southbound, check_compatible
 from controller.southbound.linux.southbound import LinuxSouthbound
 from controller.southbound.p4runtime import P4RuntimeSouthbound

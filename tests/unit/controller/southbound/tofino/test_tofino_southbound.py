@@ -17,8 +17,8 @@ from finsy.proto import p4i
 from google.protobuf import text_format
 
 from controller.app.config import ConfigError, ControllerConfig, Target, TofinoConfig
+from controller.app.discovery import LinkEvidence
 from controller.app.eventlog import EventLog
-from controller.app.fabric import LinkEvidence
 from controller.app.runtime import build_fabric, build_southbound, check_compatible
 from controller.intent import compute_intent
 from controller.southbound import p4_program as p4
