@@ -61,7 +61,7 @@ def test_missing_bmv2_is_named_with_how_to_get_it(monkeypatch: pytest.MonkeyPatc
         check_target("bmv2", load_topology("leaf-spine"))
     problems = "\n".join(raised.value.problems)
     assert "simple_switch_grpc not found: make toolchain (builds PI, behavioral-model" in problems
-    assert "simple_switch_CLI not found: make toolchain (installed with behavioral-model" in problems
+    assert "simple_switch_CLI not found: make toolchain (installed with behavioral" in problems
     assert problems.count("simple_switch_grpc not found") == 1
 
 
