@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.cli.common import parse_size, positive_float, positive_int
-from collective.job import TRANSPORTS, JobSpec
+from agent.io.transport import transport_names
+from collective.job import JobSpec
 from collective.plans import Collective, parse_collective, round_size
 from collective.rank import DEFAULT_SEGMENT_BYTES
 from collective.report import header, iteration_line, summarize, text
@@ -54,7 +55,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         help="bytes of the buffer (16M; rounded down to 4 x ranks)",
     )
     parser.add_argument("--iters", type=positive_int, default=DEFAULT_ITERATIONS)
-    parser.add_argument("--transport", choices=TRANSPORTS, default="mrc")
+    parser.add_argument("--transport", choices=transport_names(), default="mrc")
     parser.add_argument(
         "--compute", type=_non_negative, default=0.0, help="seconds of compute per iteration"
     )

@@ -35,14 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from agent.api import ApiError, Context, Controller, EvMode, NotSupported, ProfileState, QpType
+from agent.io.transport import Transport, transport_named
 from collective.plans import Collective, check_size, make_plan
 from collective.rank import DEFAULT_SEGMENT_BYTES, Rank, RankWire
 from collective.rendezvous import FileRendezvous
 from collective.report import Failure, JobResult, iteration_record
 
-TRANSPORTS = ("mrc", "single", "roce")
-#: The EV profile a ``single`` job installs on every agent: AUTO with one EV.
-SINGLE_EV_PROFILE_ID = 0x51
+#: EV profiles a job installs for a transport of a fixed EV count N: AUTO with N EVs, at this id
+#: plus N (``single``'s one EV: 0x51).
+FIXED_EV_PROFILE_BASE = 0x50
+#: Largest fixed EV count a job can install a profile for (profile ids stay below 0x100).
+MAX_FIXED_EVS = 0xFF - FIXED_EV_PROFILE_BASE
 #: Longest wait between two looks at the ranks when nothing arrives (a compute phase ends).
 MAX_WAIT_S = 0.05
 
@@ -71,8 +74,12 @@ class JobSpec:
             check_size(self.size, ranks)
         except ValueError as exc:
             raise JobError(str(exc)) from None
-        if self.transport not in TRANSPORTS:
-            raise JobError(f"unknown transport {self.transport!r}: choose {', '.join(TRANSPORTS)}")
+        try:
+            transport = transport_named(self.transport)
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
+        if transport.evs is not None and transport.evs > MAX_FIXED_EVS:
+            raise JobError(f"transport {transport.name}: at most {MAX_FIXED_EVS} fixed EVs")
         if self.iterations < 1 or self.compute_s < 0 or self.stall_timeout_s <= 0:
             raise JobError("iterations >= 1, compute_s >= 0 and stall_timeout_s > 0 needed")
         if self.segment_bytes < 1:
@@ -95,33 +102,37 @@ class JobHooks:
     stop_reason: str = "stopped by the launcher"
 
 
-def ev_profile_for(ctx: Context, transport: str) -> int:
-    """The EV profile a QP of ``transport`` names on ``ctx``'s agent (installing the
-    one-EV profile for ``single`` when the agent lacks it)."""
-    if transport != "single":
+def ev_profile_for(ctx: Context, transport: Transport) -> int:
+    """The EV profile a QP of ``transport`` names on ``ctx``'s agent: the default one, or for
+    a transport of a fixed EV count (``single``: one) a profile with that many EVs, installed
+    when the agent lacks it."""
+    if transport.evs is None:
         return 0
+    count = transport.evs
+    profile = FIXED_EV_PROFILE_BASE + count
+    evs = f"{count} EV{'s' if count > 1 else ''}"
     if not ctx.privileged:
         raise JobError(
-            "transport single needs an EV profile with one EV, which only the agent's "
-            "controller may install (run as root or as the agent's user)"
+            f"transport {transport.name} needs an EV profile with {evs}, which only the "
+            "agent's controller may install (run as root or as the agent's user)"
         )
     controller = Controller(ctx)
-    attrs, _ = controller.query_ev_profile(SINGLE_EV_PROFILE_ID)
+    attrs, _ = controller.query_ev_profile(profile)
     state = attrs.get("cur_profile_state")
     if state == ProfileState.ONLINE.name:
-        if attrs.get("ev_mode") == EvMode.AUTO.name and attrs.get("ev_count") == 1:
-            return SINGLE_EV_PROFILE_ID
+        if attrs.get("ev_mode") == EvMode.AUTO.name and attrs.get("ev_count") == count:
+            return profile
         raise JobError(
-            f"EV profile {SINGLE_EV_PROFILE_ID:#x} on this agent is in use with other "
-            f"settings ({attrs}); transport single needs it AUTO with one EV"
+            f"EV profile {profile:#x} on this agent is in use with other settings ({attrs}); "
+            f"transport {transport.name} needs it AUTO with {evs}"
         )
     if state != ProfileState.INIT.name:
-        controller.modify_ev_profile(SINGLE_EV_PROFILE_ID, profile_state=ProfileState.INIT)
+        controller.modify_ev_profile(profile, profile_state=ProfileState.INIT)
     controller.modify_ev_profile(
-        SINGLE_EV_PROFILE_ID, profile_state=ProfileState.OFFLINE, ev_mode=EvMode.AUTO, ev_count=1
+        profile, profile_state=ProfileState.OFFLINE, ev_mode=EvMode.AUTO, ev_count=count
     )
-    controller.modify_ev_profile(SINGLE_EV_PROFILE_ID, profile_state=ProfileState.ONLINE)
-    return SINGLE_EV_PROFILE_ID
+    controller.modify_ev_profile(profile, profile_state=ProfileState.ONLINE)
+    return profile
 
 
 def socket_wait(contexts: Sequence[Context]) -> Callable[[float], None]:
@@ -149,6 +160,7 @@ def run_job(
     hooks = hooks or JobHooks()
     ranks = len(contexts)
     spec.check(ranks)
+    transport = transport_named(spec.transport)
     wait = wait or socket_wait(contexts)
     members: list[Rank] = []
     try:
@@ -159,8 +171,8 @@ def run_job(
                     ctx,
                     iterations=spec.iterations,
                     compute_s=spec.compute_s,
-                    ev_profile_id=ev_profile_for(ctx, spec.transport),
-                    qp_type=QpType.RC if spec.transport == "roce" else QpType.MRC,
+                    ev_profile_id=ev_profile_for(ctx, transport),
+                    qp_type=QpType.RC if transport.is_roce else QpType.MRC,
                     segment_bytes=spec.segment_bytes,
                     clock=clock,
                 )

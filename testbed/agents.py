@@ -24,6 +24,7 @@ from typing import Any
 from agent.io.control_client import connect_to_agent
 from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
+from agent.io.transport import transport_named
 from testbed.mininet.naming import host_netns
 from testbed.processes import ManagedProcess
 from topologies.model import Host, LinkId, Nic, Topology
@@ -45,16 +46,12 @@ class TransferFailed(RuntimeError):
         self.at = time.monotonic()
 
 
-#: The transports a transfer can ask the agent for (``--transport``): MRC, MRC on one EV,
-#: and a RoCEv2 RC connection.
-TRANSPORTS = ("mrc", "single", "roce")
-
-
 @dataclass(frozen=True)
 class TransferSpec:
     """One perf transfer: from ``source`` to ``destination``, sized by bytes or seconds;
     what is left None keeps the agent's default (MRC, 256 EVs, 64 KiB messages, 1 s
-    samples). ``transport`` is one of ``TRANSPORTS``."""
+    samples). ``transport`` is a name of
+    ``agent.io.transport``'s registry."""
 
     source: str
     destination: str
@@ -71,12 +68,9 @@ class TransferSpec:
     def request_options(self) -> dict[str, Any]:
         """The perf request's transport and EV options (a RoCE QP's verbs settings with
         ``roce``); ValueError for a transport the agent does not have."""
-        if self.transport not in (None, *TRANSPORTS):
-            raise ValueError(
-                f"unknown transport {self.transport!r} (transports: {', '.join(TRANSPORTS)})"
-            )
+        transport = None if self.transport is None else transport_named(self.transport)
         options: dict[str, Any] = {"transport": self.transport, "evs": self.evs}
-        if self.transport == "roce":
+        if transport is not None and transport.is_roce:
             options.update(roce_timeout=self.roce_timeout, roce_retry_cnt=self.roce_retry_cnt)
         return options
 

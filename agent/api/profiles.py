@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from agent.api.cc_config import CC_ALGORITHMS, cc_config
+from agent.api.cc_config import cc_algorithms, cc_config
 from agent.api.errors import Busy, InvalidArgument, NotFound, NotSupported, TooBig
 from agent.api.types import (
     EV_OP_F_ALL_COPIES,
@@ -90,7 +90,7 @@ class DeviceLimits:
                 "ev_mode_mask": self.ev_mode_mask,
                 "ev_op_max_entries": self.ev_op_max_entries,
             },
-            "cc": {"cc_max_profiles": self.cc_max_profiles, "algorithms": list(CC_ALGORITHMS)},
+            "cc": {"cc_max_profiles": self.cc_max_profiles, "algorithms": list(cc_algorithms())},
             "opt_attr": self.opt_attr,
         }
 
@@ -150,7 +150,7 @@ class EvProfile:
 
 @dataclass
 class CcProfile:
-    """A CC profile: an algorithm of ``CC_ALGORITHMS`` and its configuration."""
+    """A CC profile: an algorithm of ``cc_algorithms()`` and its configuration."""
 
     id: int
     state: ProfileState = ProfileState.INIT
@@ -604,9 +604,9 @@ class ProfileRegistry:
         new_algorithm = algorithm if algorithm is not None else profile.algorithm
         if new_algorithm is None:
             raise InvalidArgument("a CC profile needs its algorithm", "algorithm")
-        if new_algorithm not in CC_ALGORITHMS:
+        if new_algorithm not in cc_algorithms():
             raise NotSupported(
-                f"{new_algorithm!r} is not one of {', '.join(CC_ALGORITHMS)}", "algorithm"
+                f"{new_algorithm!r} is not one of {', '.join(cc_algorithms())}", "algorithm"
             )
         new_config = dict(config) if config is not None else profile.config
         if algorithm is not None and config is None and algorithm != profile.algorithm:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.core import MrcConfig
+from agent.core.cc.registry import congestion_control_names
 from agent.io.addresses import (
     PeerAddress,
     format_address,
@@ -27,19 +28,19 @@ from agent.io.addresses import (
 )
 from agent.io.admission import DEFAULT_MAX_REGION, DEFAULT_MAX_SETUPS
 from agent.io.caller_check import load_secret, parse_allow
-from agent.io.config_overrides import CONGESTION_CONTROLS, parse_dscp, with_overrides
+from agent.io.config_overrides import parse_dscp, with_overrides
 from agent.io.control_server import SOCKET_ENV, default_socket_path
 from agent.io.errors import AgentError, ExitCode, UsageError
 from agent.io.inbound import InboundPolicy
 from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
 from agent.io.transport import (
-    TRANSPORTS,
     Transport,
     check_transport_options,
     mrc_config_for,
     parse_transport,
     roce_config_for,
+    transport_names,
 )
 from agent.roce import RoceConfig
 from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
@@ -120,7 +121,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         "--evs", type=positive_int, metavar="K", help="EVs per connection (default 256)"
     )
     parser.add_argument(
-        "--cc", choices=CONGESTION_CONTROLS, help="congestion control (default nscc)"
+        "--cc", choices=congestion_control_names(), help="congestion control (default nscc)"
     )
     parser.add_argument(
         "--payload",
@@ -141,7 +142,7 @@ def add_transport_options(parser: argparse.ArgumentParser) -> None:
     """``--transport`` and the RoCE QP's verbs settings (``agent.io.transport``)."""
     parser.add_argument(
         "--transport",
-        choices=TRANSPORTS,
+        choices=transport_names(),
         help="mrc (default): MRC over its EVs; single: MRC on one EV (--evs 1); roce: a "
         "standard RoCEv2 RC QP on one path (go-back-N, local ACK timeout, DCQCN)",
     )
@@ -184,7 +185,7 @@ def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceConfig
         roce_timeout=args.roce_timeout,
         roce_retry_cnt=args.roce_retry_cnt,
     )
-    if transport is not Transport.ROCE:
+    if not transport.is_roce:
         return transport, None
     roce = roce_config_for(
         args.dscp or DscpMap(),

@@ -52,7 +52,7 @@ from agent.io.perf_transfer import (
 )
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
-from agent.io.transport import Transport
+from agent.io.transport import MRC, Transport
 from agent.roce import RoceConfig
 
 PROG = "mrc-perf"
@@ -189,7 +189,7 @@ def measure(
     config: MrcConfig,
     args: argparse.Namespace,
     on_progress: Callable[[PerfSample], None],
-    transport: Transport = Transport.MRC,
+    transport: Transport = MRC,
     roce: RoceConfig | None = None,
 ) -> dict[str, Any]:
     """One measurement on an endpoint of this process's own."""

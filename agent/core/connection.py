@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from agent.core.cc import make_congestion_control
+from agent.core.cc.registry import create_congestion_control
 from agent.core.codec import WholeDataFields, data_packet_fields, encode
 from agent.core.config import MrcConfig
 from agent.core.data_encoder import MAX_DATA_OVERHEAD, DataPacketEncoder
@@ -149,7 +149,7 @@ class Connection:
             spec.remote_qp,
             spec.send_psn,
             self.ev_set,
-            make_congestion_control(config),
+            create_congestion_control(config),
             self.rtt,
             self.counters,
             events,

@@ -11,11 +11,9 @@ from __future__ import annotations
 import dataclasses
 
 from agent.core import MrcConfig
+from agent.core.cc.registry import congestion_control_spec
 from agent.io.errors import UsageError
 from wire.dscp import DscpMap
-
-#: Congestion controllers the core offers (``MrcConfig.congestion_control``).
-CONGESTION_CONTROLS = ("nscc", "dcqcn", "fixed")
 
 
 def parse_dscp(text: str) -> DscpMap:
@@ -46,10 +44,10 @@ def with_overrides(
     if evs is not None:
         changes["ev_set_size"] = evs
     if cc is not None:
-        if cc not in CONGESTION_CONTROLS:
-            raise UsageError(
-                f"unknown congestion control {cc!r}: choose {', '.join(CONGESTION_CONTROLS)}"
-            )
+        try:
+            congestion_control_spec(cc)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         changes["congestion_control"] = cc
     if payload is not None:
         changes["payload_size"] = payload

@@ -40,7 +40,7 @@ from agent.io.fields import (
     get_str,
 )
 from agent.io.json_lines import Message
-from agent.io.transport import TRANSPORTS
+from agent.io.transport import transport_names
 
 _MAX_BYTES = (1 << 62) - 1
 _MAX_MESSAGE = 0xFFFFFFFF
@@ -165,8 +165,10 @@ def parse_request(message: Message) -> Request:
 def _transport_fields(message: Message) -> dict[str, Any]:
     """``transport``, ``roce_timeout`` and ``roce_retry_cnt``, checked (ranges: verbs')."""
     transport = get_optional_str(message, "transport", 16)
-    if transport is not None and transport not in TRANSPORTS:
-        raise ProtocolError(f"unknown transport {transport!r}: expected {', '.join(TRANSPORTS)}")
+    if transport is not None and transport not in transport_names():
+        raise ProtocolError(
+            f"unknown transport {transport!r}: expected {', '.join(transport_names())}"
+        )
     return {
         "transport": transport,
         "roce_timeout": get_optional_int(message, "roce_timeout", 0, 31),

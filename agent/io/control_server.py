@@ -189,7 +189,7 @@ class ControlSession:
             transport, evs=evs, cc=cc, roce_timeout=request.roce_timeout,
             roce_retry_cnt=request.roce_retry_cnt,
         )  # fmt: skip
-        if transport is not Transport.ROCE:
+        if not transport.is_roce:
             return transport, None
         roce = roce_config_for(
             self.runtime.pool.default.config.dscp,

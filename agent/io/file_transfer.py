@@ -23,7 +23,7 @@ from agent.io.out_dir import check_file_name
 from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Commit, Committed, Purpose, SideMessage
-from agent.io.transport import Transport
+from agent.io.transport import MRC, Transport
 from agent.roce import RoceConfig
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class FileTransfer(OutboundTransfer):
         message_size: int = DEFAULT_FILE_MESSAGE_SIZE,
         config: MrcConfig | None = None,
         stall_timeout: float = STALL_TIMEOUT,
-        transport: Transport = Transport.MRC,
+        transport: Transport = MRC,
         roce: RoceConfig | None = None,
     ) -> None:
         if message_size < 1:

@@ -9,9 +9,9 @@ write and when they are done. A transfer ends in ``result`` (a JSON-ready dict) 
 It runs inside an ``AgentRuntime``: the host's agent (for requests arriving on the control
 socket) or one a command started for itself. Either way the loop calls in; nothing blocks.
 
-The connection is MRC's, or with ``transport=Transport.ROCE`` a RoCE RC QP (``agent.roce``):
-the same handshake, writes and events, on the runtime's RoCE endpoint. A RoCE QP that uses up
-its retries fails the transfer with the QP's own error, as a training job sees it.
+The connection is MRC's, or for a RoCE transport (``transport.is_roce``) a RoCE RC QP
+(``agent.roce``): the same handshake, writes and events, on the runtime's RoCE endpoint. A RoCE
+QP that uses up its retries fails the transfer with the QP's own error, as a training job sees it.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from agent.io.side_channel import (
     peer_plane_addresses,
 )
 from agent.io.stats_json import connection_stats_to_json, ev_state_counts, roce_stats_to_json
-from agent.io.transport import Transport, roce_config_for
+from agent.io.transport import MRC, Transport, roce_config_for
 from agent.roce import RoceConfig, RoceEndpoint, RoceQpSpec
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ class OutboundTransfer(ABC):
         connect_timeout: float = CONNECT_TIMEOUT,
         reply_timeout: float = REPLY_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
-        transport: Transport = Transport.MRC,
+        transport: Transport = MRC,
         roce: RoceConfig | None = None,
     ) -> None:
         self.runtime = runtime
@@ -138,14 +138,12 @@ class OutboundTransfer(ABC):
         self.message_size = message_size
         self.name = name
         self.transport = transport
-        mrc_endpoint = runtime.pool.endpoint_for(
-            config if transport is not Transport.ROCE else None
-        )
+        mrc_endpoint = runtime.pool.endpoint_for(config if not transport.is_roce else None)
         self.config = mrc_endpoint.config
         #: The RoCE QP's settings (``transport`` ROCE only).
         self.roce: RoceConfig | None = None
         self.endpoint: Endpoint | RoceEndpoint = mrc_endpoint
-        if transport is Transport.ROCE:
+        if transport.is_roce:
             self.roce = roce or roce_config_for(self.config.dscp)
             self.endpoint = runtime.pool.roce
             # The QP's own retries decide when it has failed; the stall watch only backs them.
@@ -343,7 +341,7 @@ class OutboundTransfer(ABC):
         log.info(
             "connected to %s (%s): qp %#x -> %#x, %d plane(s), %d-byte region",
             self.peer,
-            self.transport.value,
+            self.transport.name,
             self.qp,
             welcome.qp,
             len(remote),
@@ -462,7 +460,7 @@ class OutboundTransfer(ABC):
         if self._connected:
             self.stats = self.runtime.pool.connection_stats(self.qp)
             if result is not None:
-                result["transport"] = self.transport.value
+                result["transport"] = self.transport.name
                 result["connection"] = connection_stats_to_json(self.stats)
                 if self.roce is not None:
                     result["roce"] = roce_stats_to_json(self.runtime.pool.roce.roce_stats(self.qp))

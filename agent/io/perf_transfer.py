@@ -26,7 +26,7 @@ from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.reactor import Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Bye, Farewell, Purpose, SideMessage
-from agent.io.transport import Transport
+from agent.io.transport import MRC, Transport
 from agent.native import running_build
 from agent.roce import RoceConfig
 
@@ -86,7 +86,7 @@ class PerfTransfer(OutboundTransfer):
         interval: float = DEFAULT_INTERVAL,
         on_progress: Callable[[PerfSample], None] | None = None,
         stall_timeout: float = STALL_TIMEOUT,
-        transport: Transport = Transport.MRC,
+        transport: Transport = MRC,
         roce: RoceConfig | None = None,
     ) -> None:
         if message_size < 1:

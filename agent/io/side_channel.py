@@ -79,7 +79,7 @@ class Hello:
     purpose: Purpose
     length: int
     name: str | None = None
-    #: ``mrc`` or ``roce`` (``agent.io.transport.Transport.on_wire``).
+    #: ``mrc`` or ``roce`` (``agent.io.transport.Transport.on_wire``, the engine).
     transport: str = "mrc"
 
     def to_json(self) -> Message:

@@ -8,15 +8,19 @@
   and ``retry_cnt``, DCQCN. Its verbs settings are ``--roce-timeout`` (the exponent, 14 ->
   67 ms) and ``--roce-retry-cnt`` (7).
 
-Only MRC or RoCE travels in the side channel's hello (``on_wire``): a single-path MRC
-connection is an MRC connection to the receiver. Conflicting options are refused here with a
+Transports are a registry (``register_transport``): each is declared once, and every
+``--transport`` choice list and check (the agent's CLI and control socket, collectives, the
+testbed, experiments) reads ``transport_names()``. Only the engine, MRC or RoCE, travels in
+the side channel's hello (``on_wire``): a single-path MRC connection is an MRC connection to
+the receiver. Conflicting options are refused here with a
 ``UsageError`` naming them, before anything is sent.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from enum import Enum
+from dataclasses import dataclass
+from enum import StrEnum
 
 from agent.core import MrcConfig
 from agent.io.errors import UsageError
@@ -25,33 +29,88 @@ from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
 from wire.dscp import DscpMap
 
 
-class Transport(Enum):
-    """A transfer's transport, as ``--transport`` names it."""
+class Engine(StrEnum):
+    """The protocol a transport runs, and what the side channel's hello says."""
 
     MRC = "mrc"
-    SINGLE = "single"
     ROCE = "roce"
+
+
+@dataclass(frozen=True)
+class Transport:
+    """A transport ``--transport`` can name: an engine and how it is set up."""
+
+    name: str
+    engine: Engine
+    #: One line for choice lists and docs.
+    summary: str
+    #: MRC transports: the EV count it always runs with (``single``: 1); None leaves
+    #: ``--evs`` free.
+    evs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.evs is not None and (self.engine is not Engine.MRC or self.evs < 1):
+            raise ValueError(f"transport {self.name}: a fixed EV count needs MRC and >= 1")
 
     @property
     def on_wire(self) -> str:
-        """What the side channel's hello says: ``roce``, or ``mrc`` for both MRC forms."""
-        return "roce" if self is Transport.ROCE else "mrc"
+        """What the side channel's hello says: the engine (``mrc`` for every MRC form)."""
+        return self.engine.value
+
+    @property
+    def is_roce(self) -> bool:
+        return self.engine is Engine.ROCE
 
 
-#: ``--transport`` choices.
-TRANSPORTS = tuple(transport.value for transport in Transport)
+_TRANSPORTS: dict[str, Transport] = {}
+
+
+def register_transport(transport: Transport) -> Transport:
+    """Add a transport to every ``--transport`` choice and check; a taken name is refused."""
+    if transport.name in _TRANSPORTS:
+        raise ValueError(f"transport {transport.name!r} is registered already")
+    _TRANSPORTS[transport.name] = transport
+    return transport
+
+
+def unregister_transport(name: str) -> None:
+    """Remove a transport (a test's dummy one, say); the built-in ones stay."""
+    if name not in (MRC.name, SINGLE.name, ROCE.name):
+        _TRANSPORTS.pop(name, None)
+
+
+def transport_names() -> tuple[str, ...]:
+    """``--transport`` choices, the default (``mrc``) first."""
+    return tuple(_TRANSPORTS)
+
+
+def transport_named(name: str) -> Transport:
+    """The transport called ``name``; ``ValueError`` naming the choices otherwise."""
+    transport = _TRANSPORTS.get(name)
+    if transport is None:
+        raise ValueError(f"unknown transport {name!r}: choose {', '.join(_TRANSPORTS)}")
+    return transport
+
+
+MRC = register_transport(Transport("mrc", Engine.MRC, "MRC as configured (256 EVs by default)"))
+SINGLE = register_transport(
+    Transport("single", Engine.MRC, "MRC on one EV: what spraying alone adds", evs=1)
+)
+ROCE = register_transport(
+    Transport("roce", Engine.ROCE, "a RoCEv2 RC QP: one path, go-back-N, DCQCN")
+)
 #: What a hello's ``transport`` field may say.
-WIRE_TRANSPORTS = ("mrc", "roce")
+WIRE_TRANSPORTS = tuple(engine.value for engine in Engine)
 
 
 def parse_transport(text: str | None) -> Transport:
     """``--transport`` (None: ``mrc``); ``UsageError`` for an unknown name."""
     if text is None:
-        return Transport.MRC
+        return MRC
     try:
-        return Transport(text)
-    except ValueError:
-        raise UsageError(f"unknown transport {text!r}: choose {', '.join(TRANSPORTS)}") from None
+        return transport_named(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def check_transport_options(
@@ -63,9 +122,12 @@ def check_transport_options(
     roce_retry_cnt: int | None = None,
 ) -> None:
     """Refuse options that do not go with ``transport`` (``UsageError`` naming them)."""
-    if transport is Transport.SINGLE and evs not in (None, 1):
-        raise UsageError(f"--transport single is MRC on one EV; it cannot take --evs {evs}")
-    if transport is Transport.ROCE:
+    if transport.evs is not None and evs not in (None, transport.evs):
+        raise UsageError(
+            f"--transport {transport.name} is MRC on {transport.evs} EV"
+            f"{'s' if transport.evs > 1 else ''}; it cannot take --evs {evs}"
+        )
+    if transport.is_roce:
         mrc_only = [name for name, value in (("--evs", evs), ("--cc", cc)) if value is not None]
         if mrc_only:
             raise UsageError(
@@ -85,9 +147,10 @@ def check_transport_options(
 
 
 def mrc_config_for(transport: Transport, config: MrcConfig) -> MrcConfig:
-    """``config`` as ``transport`` runs MRC: ``single`` on one EV, else unchanged."""
-    if transport is Transport.SINGLE and config.ev_set_size != 1:
-        return dataclasses.replace(config, ev_set_size=1)
+    """``config`` as ``transport`` runs MRC: on its fixed EV count (``single``: one), else
+    unchanged."""
+    if transport.evs is not None and config.ev_set_size != transport.evs:
+        return dataclasses.replace(config, ev_set_size=transport.evs)
     return config
 
 

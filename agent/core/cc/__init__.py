@@ -1,5 +1,5 @@
-"""Pluggable congestion control: the interface, NSCC (MRC's default), a DCQCN-like rate
-controller and a fixed window, chosen by name with ``make_congestion_control``."""
+"""Pluggable congestion control: the interface, the registry every choice reads, and the
+built-in controllers (NSCC, MRC's default; a DCQCN-like rate controller; a fixed window)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,21 @@ from agent.core.cc.base import CongestionControl
 from agent.core.cc.dcqcn import DcqcnRate
 from agent.core.cc.fixed import FixedWindow
 from agent.core.cc.nscc import Nscc, NsccCase
-from agent.core.config import MrcConfig
+from agent.core.cc.registry import (
+    CongestionControlSpec,
+    congestion_control_names,
+    create_congestion_control,
+    register_congestion_control,
+)
 
 __all__ = [
     "CongestionControl",
+    "CongestionControlSpec",
     "DcqcnRate",
     "FixedWindow",
     "Nscc",
     "NsccCase",
-    "make_congestion_control",
+    "congestion_control_names",
+    "create_congestion_control",
+    "register_congestion_control",
 ]
-
-
-def make_congestion_control(config: MrcConfig) -> CongestionControl:
-    """The controller ``config.congestion_control`` names, set up from ``config``."""
-    name = config.congestion_control
-    if name == "nscc":
-        return Nscc(config.nscc, config.initial_window, config.min_window, config.max_window)
-    if name == "dcqcn":
-        return DcqcnRate(config.dcqcn, config.max_window)
-    if name == "fixed":
-        return FixedWindow(config.initial_window)
-    raise ValueError(f"unknown congestion control {name!r}")

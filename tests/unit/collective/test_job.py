@@ -12,9 +12,10 @@ import pytest
 
 from agent.api import EvMode, ProfileState
 from agent.core import MrcConfig
+from agent.io.transport import SINGLE
 from agent.roce import RoceEndpoint
 from collective.job import (
-    SINGLE_EV_PROFILE_ID,
+    FIXED_EV_PROFILE_BASE,
     JobError,
     JobHooks,
     JobSpec,
@@ -26,6 +27,8 @@ from collective.rank import RankWire, immediate, segments
 from collective.rendezvous import FileRendezvous, RendezvousTimeout
 from collective.report import summarize
 from tests.unit.agent.api.harness import Agents
+
+SINGLE_EV_PROFILE_ID = FIXED_EV_PROFILE_BASE + 1  # the one-EV profile's id
 
 
 @pytest.fixture
@@ -80,7 +83,7 @@ def test_single_installs_a_one_ev_profile_once(agents):
     assert attrs["cur_profile_state"] == ProfileState.ONLINE.name
     assert (attrs["ev_mode"], attrs["ev_count"]) == (EvMode.AUTO.name, 1)
     # a second job finds it in place
-    assert ev_profile_for(agents.context("a"), "single") == SINGLE_EV_PROFILE_ID
+    assert ev_profile_for(agents.context("a"), SINGLE) == SINGLE_EV_PROFILE_ID
     assert summarize(run(agents, spec))["ok"]
 
 
@@ -91,7 +94,7 @@ def test_a_profile_id_taken_with_other_settings_is_refused(agents):
     )
     controller.modify_ev_profile(SINGLE_EV_PROFILE_ID, profile_state=ProfileState.ONLINE)
     with pytest.raises(JobError, match="in use with other settings"):
-        ev_profile_for(agents.context("a"), "single")
+        ev_profile_for(agents.context("a"), SINGLE)
 
 
 def test_bad_sizes_and_transports_are_refused_before_anything_runs(agents):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.core.cc import DcqcnRate, FixedWindow, Nscc, NsccCase, make_congestion_control
+from agent.core.cc import DcqcnRate, FixedWindow, Nscc, NsccCase, create_congestion_control
 from agent.core.config import DcqcnConfig, MrcConfig, NsccConfig
 
 MSS = 1024
@@ -113,7 +113,7 @@ def test_fixed_window_ignores_every_signal():
     ("name", "kind"), [("nscc", Nscc), ("dcqcn", DcqcnRate), ("fixed", FixedWindow)]
 )
 def test_controllers_are_chosen_by_name(name, kind):
-    assert isinstance(make_congestion_control(MrcConfig(congestion_control=name)), kind)
+    assert isinstance(create_congestion_control(MrcConfig(congestion_control=name)), kind)
 
 
 def test_an_unknown_controller_name_is_refused_at_configuration():

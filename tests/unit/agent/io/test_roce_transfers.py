@@ -24,7 +24,7 @@ from agent.io.inbound import InboundPolicy, SideChannelServer
 from agent.io.perf_transfer import PerfTransfer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Hello, Purpose, Welcome, parse_side_message
-from agent.io.transport import Transport, roce_config_for
+from agent.io.transport import ROCE, SINGLE, roce_config_for
 from agent.roce import RoceConfig, RoceQpSpec
 from agent.roce.codec import encode
 from agent.roce.packets import RoceCnp
@@ -87,7 +87,7 @@ def _roce_file(pair: RocePair, data: bytes, name: str, **roce: int) -> FileTrans
     config = dataclasses.replace(RoceConfig(), **roce) if roce else None
     return FileTransfer(
         pair.client, pair.peer, data, name, message_size=64 * 1024,
-        transport=Transport.ROCE, roce=config,
+        transport=ROCE, roce=config,
     )  # fmt: skip
 
 
@@ -158,7 +158,7 @@ def test_a_dead_path_fails_the_transfer_after_its_retries_with_exit_5(pair):
 def test_perf_over_roce_reports_the_transport_and_the_qp_state(pair):
     transfer = PerfTransfer(
         pair.client, pair.peer, message_size=16 * 1024, total_bytes=200_000,
-        transport=Transport.ROCE,
+        transport=ROCE,
     )  # fmt: skip
     pair.run(transfer)
     assert transfer.error is None, transfer.error
@@ -193,7 +193,7 @@ def test_single_is_mrc_on_one_ev(pair):
     config = MrcConfig(ev_set_size=1)
     transfer = PerfTransfer(
         pair.client, pair.peer, message_size=8192, total_bytes=40_000, config=config,
-        transport=Transport.SINGLE,
+        transport=SINGLE,
     )  # fmt: skip
     pair.run(transfer)
     assert transfer.error is None

@@ -1,0 +1,102 @@
+"""Congestion controllers by name: each is declared once, and every choice list, check and
+factory reads this registry (as aioquic chooses its congestion control).
+
+A controller is a :class:`CongestionControlSpec`: its name (``--cc``,
+``MrcConfig.congestion_control``), how to build it from a configuration, the name the host
+API's CC profiles give it, and how a profile's parameters change the configuration. The
+built-in ones (NSCC, DCQCN, a fixed window) are registered by ``agent.core.cc.builtin``; a new
+one is a module that calls :func:`register_congestion_control` (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.core.cc.base import CongestionControl
+    from agent.core.config import MrcConfig
+
+
+class CcParameterError(ValueError):
+    """A CC profile parameter is refused; ``parameter`` names it. ``unsupported``: the name is
+    known (OCP has it) but this controller has no such parameter."""
+
+    def __init__(self, message: str, parameter: str, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.unsupported = unsupported
+
+
+@dataclass(frozen=True)
+class CongestionControlSpec:
+    """One congestion controller, as the registry knows it."""
+
+    #: ``--cc`` and ``MrcConfig.congestion_control``.
+    name: str
+    #: One line for choice lists and docs.
+    summary: str
+    create: Callable[[MrcConfig], CongestionControl]
+    #: The algorithm name of the host API's CC profiles (OCP's where OCP names it).
+    api_algorithm: str
+    #: A CC profile's parameters applied to a configuration; ``CcParameterError`` or
+    #: ``ValueError`` for a bad one.
+    from_profile: Callable[[MrcConfig, Mapping[str, float]], MrcConfig]
+
+
+_SPECS: dict[str, CongestionControlSpec] = {}
+
+
+def register_congestion_control(spec: CongestionControlSpec) -> None:
+    """Add a controller; a second one under a taken name or API algorithm is refused."""
+    _load_builtins()
+    for other in _SPECS.values():
+        if spec.name == other.name or spec.api_algorithm == other.api_algorithm:
+            raise ValueError(f"congestion control {spec.name!r} ({spec.api_algorithm}) is taken")
+    _SPECS[spec.name] = spec
+
+
+def unregister_congestion_control(name: str) -> None:
+    """Remove a controller (a test's dummy one, say)."""
+    _SPECS.pop(name, None)
+
+
+def congestion_control_names() -> tuple[str, ...]:
+    """Every registered name, the default (``nscc``) first."""
+    _load_builtins()
+    return tuple(_SPECS)
+
+
+def congestion_control_spec(name: str) -> CongestionControlSpec:
+    """The controller called ``name``; ``ValueError`` naming the choices otherwise."""
+    _load_builtins()
+    spec = _SPECS.get(name)
+    if spec is None:
+        raise ValueError(
+            f"unknown congestion control {name!r}: choose {', '.join(congestion_control_names())}"
+        )
+    return spec
+
+
+def spec_for_api_algorithm(algorithm: str) -> CongestionControlSpec | None:
+    """The controller a host API CC profile's algorithm names, or None."""
+    _load_builtins()
+    return next((s for s in _SPECS.values() if s.api_algorithm == algorithm), None)
+
+
+def api_algorithms() -> tuple[str, ...]:
+    _load_builtins()
+    return tuple(spec.api_algorithm for spec in _SPECS.values())
+
+
+def create_congestion_control(config: MrcConfig) -> CongestionControl:
+    """The controller ``config.congestion_control`` names, set up from ``config``."""
+    return congestion_control_spec(config.congestion_control).create(config)
+
+
+def _load_builtins() -> None:
+    # Imported on first use: the built-in controllers import the configuration module, which
+    # asks this registry to check names.
+    if not _SPECS:
+        import agent.core.cc.builtin  # noqa: F401
