@@ -56,13 +56,12 @@ from experiments.capabilities import TargetFacts
 from experiments.experiment import Experiment
 from experiments.stats import describe, seed_pairs, spread, two_places
 from experiments.topology_variant import Variant
-from experiments.transports import MAY_FAIL, parse_choices, parse_routing
+from experiments.transports import MAY_FAIL, parse_choices, parse_routing, parse_transports
 from testbed.session import Testbed
 from topologies.model import Role, Topology
 
 NAME = "collective"
 DEFAULT_TOPOLOGY = "leaf-spine-4x4"
-TRANSPORTS = ("mrc", "single", "roce")
 SCENARIOS = ("clean", "cut-static", "cut-converge", "second-job", "loss")
 #: An iteration is back to normal when its time is within this factor of the median
 #: iteration time before the event.
@@ -142,7 +141,7 @@ def cut_ends(params: Params) -> tuple[str, str]:
 
 def modes_of(params: Params) -> tuple[str, ...]:
     """``TRANSPORT-SCENARIO``, scenario by scenario (the transports side by side)."""
-    transports = parse_choices(params.transports, TRANSPORTS, "transport")
+    transports = parse_transports(params.transports)
     scenarios = parse_choices(params.scenarios, SCENARIOS, "scenario")
     return tuple(f"{t}-{s}" for s in scenarios for t in transports)
 

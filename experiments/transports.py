@@ -14,8 +14,8 @@ prunes only its own dead next hops), ``reactive`` (every cut rerouted fabric-wid
 
 from __future__ import annotations
 
+from agent.io.transport import transport_names
 from controller.intent.policy import RoutingPolicy
-from testbed.agents import TRANSPORTS
 
 MRC = "mrc"
 SINGLE = "single"
@@ -40,7 +40,7 @@ def parse_choices(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, 
 
 def parse_transports(text: str) -> tuple[str, ...]:
     """``mrc,single,roce`` -> the transports, checked."""
-    return parse_choices(text, TRANSPORTS, "transport")
+    return parse_choices(text, transport_names(), "transport")
 
 
 def parse_routing(text: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.api.errors import InvalidArgument, NotSupported
-from agent.core.cc.registry import CcParameterError, api_algorithms, spec_for_api_algorithm
+from agent.core.cc_registry import CcParameterError, api_algorithms, spec_for_api_algorithm
 from agent.core.config import MrcConfig
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.core import MrcConfig
-from agent.core.cc.registry import congestion_control_names
+from agent.core.cc_registry import congestion_control_names
 from agent.io.addresses import (
     PeerAddress,
     format_address,

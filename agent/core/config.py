@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent.core.cc_registry import congestion_control_spec
 from wire.constants import DEFAULT_PAYLOAD
 from wire.dscp import DscpMap
 
@@ -174,7 +175,7 @@ class MrcConfig:
     peer_timeout_rtos: float = 4.0
 
     # --- Congestion control -------------------------------------------------------------------
-    #: Algorithm, a name of ``agent.core.cc.registry``: "nscc" (default, MRC's), "dcqcn"
+    #: Algorithm, a name of ``agent.core.cc_registry``: "nscc" (default, MRC's), "dcqcn"
     #: (rate-based, RoCE's), "fixed" (no control), or one registered there.
     congestion_control: str = "nscc"
     #: Starting window: 64 packets, about one BDP of a few Gbit/s over a 100 us RTT, as UET
@@ -232,9 +233,6 @@ class MrcConfig:
             raise ValueError(f"sack_coalesce_max must be >= 1, got {self.sack_coalesce_max}")
         _positive("peer_timeout", self.peer_timeout)
         _positive("peer_timeout_rtos", self.peer_timeout_rtos)
-        # Imported here: the registry's built-in controllers import this module.
-        from agent.core.cc.registry import congestion_control_spec
-
         congestion_control_spec(self.congestion_control)
         if not 0 < self.min_window <= self.initial_window <= self.max_window:
             raise ValueError("windows must satisfy 0 < min_window <= initial_window <= max_window")

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from agent.core.cc.registry import create_congestion_control
+from agent.core.cc import create_congestion_control
 from agent.core.codec import WholeDataFields, data_packet_fields, encode
 from agent.core.config import MrcConfig
 from agent.core.data_encoder import MAX_DATA_OVERHEAD, DataPacketEncoder

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from agent.core import MrcConfig
-from agent.core.cc.registry import congestion_control_spec
+from agent.core.cc_registry import congestion_control_spec
 from agent.io.errors import UsageError
 from wire.dscp import DscpMap
 

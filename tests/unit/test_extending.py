@@ -11,11 +11,11 @@ import pytest
 from agent.api.cc_config import cc_algorithms, cc_config
 from agent.cli.perf_main import build_parser
 from agent.core import MrcConfig
+from agent.core.cc import create_congestion_control
 from agent.core.cc.base import CongestionControl
-from agent.core.cc.registry import (
+from agent.core.cc_registry import (
     CongestionControlSpec,
     congestion_control_names,
-    create_congestion_control,
     register_congestion_control,
     unregister_congestion_control,
 )

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from agent.core.cc.base import CongestionControl
 from agent.core.cc.dcqcn import DcqcnRate
 from agent.core.cc.fixed import FixedWindow
 from agent.core.cc.nscc import Nscc
-from agent.core.cc.registry import (
+from agent.core.cc_registry import (
     CcParameterError,
     CongestionControlSpec,
     register_congestion_control,
@@ -91,7 +92,7 @@ def _fixed_profile(base: MrcConfig, params: Mapping[str, float]) -> MrcConfig:
     )
 
 
-for _spec in (
+_BUILTIN: tuple[CongestionControlSpec[MrcConfig, CongestionControl], ...] = (
     CongestionControlSpec(
         "nscc", "NSCC (UET): window by ECN and delay against a target; MRC's default",
         _nscc, "uet-1.0-nscc", _nscc_profile,
@@ -106,5 +107,6 @@ for _spec in (
         lambda config: FixedWindow(config.initial_window), "testbed-fixed-window",
         _fixed_profile,
     ),
-):  # fmt: skip
+)  # fmt: skip
+for _spec in _BUILTIN:
     register_congestion_control(_spec)

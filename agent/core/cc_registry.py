@@ -4,19 +4,24 @@ factory reads this registry (as aioquic chooses its congestion control).
 A controller is a :class:`CongestionControlSpec`: its name (``--cc``,
 ``MrcConfig.congestion_control``), how to build it from a configuration, the name the host
 API's CC profiles give it, and how a profile's parameters change the configuration. The
-built-in ones (NSCC, DCQCN, a fixed window) are registered by ``agent.core.cc.builtin``; a new
-one is a module that calls :func:`register_congestion_control` (docs/extending.md).
+built-in ones (NSCC, DCQCN, a fixed window) are registered by ``agent.core.cc.builtin`` when the
+``agent.core`` package loads; a new one is a module that calls
+:func:`register_congestion_control` (docs/extending.md). The registry sits beside the
+configuration, not in ``agent.core.cc``, because the configuration checks names against it
+and the controllers import the configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from agent.core.cc.base import CongestionControl
-    from agent.core.config import MrcConfig
+#: The core's configuration (``MrcConfig``) and a controller (``CongestionControl``): type
+#: parameters here, since the configuration imports this module and the controllers import
+#: the configuration (``agent.core.cc`` gives the typed factory).
+Config = TypeVar("Config")
+Controller = TypeVar("Controller")
 
 
 class CcParameterError(ValueError):
@@ -30,27 +35,26 @@ class CcParameterError(ValueError):
 
 
 @dataclass(frozen=True)
-class CongestionControlSpec:
+class CongestionControlSpec(Generic[Config, Controller]):
     """One congestion controller, as the registry knows it."""
 
     #: ``--cc`` and ``MrcConfig.congestion_control``.
     name: str
     #: One line for choice lists and docs.
     summary: str
-    create: Callable[[MrcConfig], CongestionControl]
+    create: Callable[[Config], Controller]
     #: The algorithm name of the host API's CC profiles (OCP's where OCP names it).
     api_algorithm: str
     #: A CC profile's parameters applied to a configuration; ``CcParameterError`` or
     #: ``ValueError`` for a bad one.
-    from_profile: Callable[[MrcConfig, Mapping[str, float]], MrcConfig]
+    from_profile: Callable[[Config, Mapping[str, float]], Config]
 
 
-_SPECS: dict[str, CongestionControlSpec] = {}
+_SPECS: dict[str, CongestionControlSpec[Any, Any]] = {}
 
 
-def register_congestion_control(spec: CongestionControlSpec) -> None:
+def register_congestion_control(spec: CongestionControlSpec[Any, Any]) -> None:
     """Add a controller; a second one under a taken name or API algorithm is refused."""
-    _load_builtins()
     for other in _SPECS.values():
         if spec.name == other.name or spec.api_algorithm == other.api_algorithm:
             raise ValueError(f"congestion control {spec.name!r} ({spec.api_algorithm}) is taken")
@@ -64,13 +68,11 @@ def unregister_congestion_control(name: str) -> None:
 
 def congestion_control_names() -> tuple[str, ...]:
     """Every registered name, the default (``nscc``) first."""
-    _load_builtins()
     return tuple(_SPECS)
 
 
-def congestion_control_spec(name: str) -> CongestionControlSpec:
+def congestion_control_spec(name: str) -> CongestionControlSpec[Any, Any]:
     """The controller called ``name``; ``ValueError`` naming the choices otherwise."""
-    _load_builtins()
     spec = _SPECS.get(name)
     if spec is None:
         raise ValueError(
@@ -79,24 +81,10 @@ def congestion_control_spec(name: str) -> CongestionControlSpec:
     return spec
 
 
-def spec_for_api_algorithm(algorithm: str) -> CongestionControlSpec | None:
+def spec_for_api_algorithm(algorithm: str) -> CongestionControlSpec[Any, Any] | None:
     """The controller a host API CC profile's algorithm names, or None."""
-    _load_builtins()
     return next((s for s in _SPECS.values() if s.api_algorithm == algorithm), None)
 
 
 def api_algorithms() -> tuple[str, ...]:
-    _load_builtins()
     return tuple(spec.api_algorithm for spec in _SPECS.values())
-
-
-def create_congestion_control(config: MrcConfig) -> CongestionControl:
-    """The controller ``config.congestion_control`` names, set up from ``config``."""
-    return congestion_control_spec(config.congestion_control).create(config)
-
-
-def _load_builtins() -> None:
-    # Imported on first use: the built-in controllers import the configuration module, which
-    # asks this registry to check names.
-    if not _SPECS:
-        import agent.core.cc.builtin  # noqa: F401
