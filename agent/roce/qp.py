@@ -29,6 +29,7 @@ from agent.roce.packets import RoceAck, RoceCnp, RoceData, RocePacket
 from agent.roce.requester import Requester
 from agent.roce.responder import Responder
 from wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, EvState
+from wire.entropy import ev_from_headers
 
 _U24: Final = 0xFFFFFF
 
@@ -203,7 +204,7 @@ class RoceQp:
         timeout = self.config.local_ack_timeout
         ev = EvReport(
             plane=0,
-            ev=self.src_port << 16,
+            ev=ev_from_headers(self.src_port),
             state=EvState.ASSUMED_BAD if self.closed else EvState.GOOD,
             home=True,
             uses=req.data_packets_sent,
