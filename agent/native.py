@@ -48,6 +48,7 @@ from types import ModuleType
 COMPILED_MODULES: tuple[str, ...] = (
     "agent.core.cc.base",
     "agent.core.cc.dcqcn",
+    "agent.core.cc.dcqcn_law",
     "agent.core.cc.fixed",
     "agent.core.cc.nscc",
     "agent.core.codec",
@@ -73,7 +74,6 @@ COMPILED_MODULES: tuple[str, ...] = (
     "agent.core.stats",
     "agent.roce.codec",
     "agent.roce.config",
-    "agent.roce.dcqcn",
     "agent.roce.endpoint",
     "agent.roce.packets",
     "agent.roce.qp",
