@@ -17,7 +17,7 @@ direction's utilisation, and gets a verdict:
 
 A link's utilisation is what its sending switch forwarded onto it over the window against
 what its configured rate lets through in that time. Where the topology sets ``queue_rate_pps``
-that rate is counted in full MRC data frames (``controller.southbound.linux.tc.FRAME_BYTES``
+that rate is counted in full MRC data frames (``hostenv.tbf.FRAME_BYTES``
 bytes each) and the load in bytes, on both targets: the kernel's ``tbf`` shapes exactly that
 many bytes per second, ACKs and SACKs included; BMv2's rate counts data packets of its normal
 queue, while control packets (ACKs, SACKs, trimmed headers) take the high-priority queue,
@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller.southbound.linux.tc import FRAME_BYTES
 from experiments.counters import HopLoad
+from hostenv.tbf import FRAME_BYTES
 from topologies.model import Link, Topology
 
 #: A core busier than this, averaged over a run's window, makes the run CPU-bound.

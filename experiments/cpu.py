@@ -10,7 +10,8 @@ yield the core to the run's normal-priority processes whenever those want it, so
 limit the run; their share is recorded as ``nice`` beside the busy share, as are ``steal`` and
 ``softirq`` (where the kernel switches forward), so that a reader can tell who took the time.
 The saturation verdict is per core, not over all cores: one core pinned by a single-threaded
-switch or agent limits a run while the machine average still looks half idle.
+switch or agent limits a run while the machine average still looks half idle. The reading
+itself is ``hostenv.proc_stat``'s; the busy rule above is the experiments' own.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: /proc/stat's per-CPU columns, in order (later columns, guest time, are already in user).
-STAT_COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+from hostenv.proc_stat import CoreJiffies, parse_proc_stat, read_proc_stat
 
 
 @dataclass(frozen=True)
@@ -36,31 +36,31 @@ class CoreTimes:
     total: int
     nice: int = 0
 
+    @classmethod
+    def of(cls, jiffies: CoreJiffies) -> CoreTimes:
+        """A core's reading by the busy rule above."""
+        total = jiffies.total
+        return cls(
+            busy=total - jiffies.idle - jiffies.iowait - jiffies.nice,
+            softirq=jiffies.softirq,
+            steal=jiffies.steal,
+            total=total,
+            nice=jiffies.nice,
+        )
+
+
+def _by_name(cores: Mapping[int, CoreJiffies]) -> dict[str, CoreTimes]:
+    return {f"cpu{number}": CoreTimes.of(jiffies) for number, jiffies in cores.items()}
+
 
 def parse_stat(text: str) -> dict[str, CoreTimes]:
-    """Every per-core line (``cpu0``, ``cpu1``, ...) of a /proc/stat text, by name; the
-    all-CPU line ``cpu`` is left out (it is the sum of these)."""
-    cores: dict[str, CoreTimes] = {}
-    for line in text.splitlines():
-        name, *fields = line.split()
-        if not name.startswith("cpu") or name == "cpu":
-            continue
-        values = dict(zip(STAT_COLUMNS, (int(v) for v in fields), strict=False))
-        total = sum(values.values())
-        nice = values.get("nice", 0)
-        cores[name] = CoreTimes(
-            busy=total - values.get("idle", 0) - values.get("iowait", 0) - nice,
-            softirq=values.get("softirq", 0),
-            steal=values.get("steal", 0),
-            total=total,
-            nice=nice,
-        )
-    return cores
+    """Every core of a /proc/stat text by name (``cpu0``, ``cpu1``, ...)."""
+    return _by_name(parse_proc_stat(text))
 
 
 def core_times() -> dict[str, CoreTimes]:
-    """Every core's jiffies now."""
-    return parse_stat(Path("/proc/stat").read_text())
+    """Every core's jiffies now, by name."""
+    return _by_name(read_proc_stat())
 
 
 def core_load(start: Mapping[str, CoreTimes], end: Mapping[str, CoreTimes]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ since ``mrc-perf --no-agent`` needs UDP 4791 for itself. The runs are counter-ba
 (``tools.counterbalance``): within a repeat the sizes alternate which side goes first (A B,
 B A, ...), and each size swaps its order from one repeat to the next, so a drift of the
 machine's speed weighs on both sides of every ratio alike. A run whose cores the hypervisor
-took more than ``--steal-limit`` of is measured again (``tools.bench_agent.run_unstolen``).
+took more than ``--steal-limit`` of is measured again (``tools.cpu_accounting.run_unstolen``).
 
 JSON on stdout (and ``--out FILE``): per size each side's messages/s and goodput (median and
 spread over the repeats, every run), the repeats' paired ratios api / mrc_perf, the order the
@@ -43,25 +43,12 @@ from typing import Any
 
 from agent.native import running_build
 from hostenv.netns import NetnsLab, terminate_on_signals
-from tools.bench_agent import (
-    REPO,
-    SCHEDULING,
-    STEAL_LIMIT,
-    STEAL_RETRIES,
-    Background,
-    VethPair,
-    busy_share,
-    make_veth_pair,
-    pinned,
-    read_cpu_times,
-    route_peers_via_gateway,
-    run_client,
-    run_unstolen,
-    steal_share,
-    veth_skip_reason,
-    write_report,
-)
+from hostenv.proc_stat import read_proc_stat
+from tools.bench_agent.cli import write_report
 from tools.counterbalance import ordered, paired_summary, spread
+from tools.cpu_accounting import STEAL_LIMIT, STEAL_RETRIES, pinned_cores_busy, run_unstolen
+from tools.netns_processes import REPO, SCHEDULING, Background, pinned, run_client
+from tools.veth_lab import VethPair, make_veth_pair, route_peers_via_gateway, veth_skip_reason
 
 SIDES = ("api", "mrc_perf")
 DEFAULT_SIZES = (4096, 16384, 65536, 262144)
@@ -83,16 +70,6 @@ def run_order(sizes: Sequence[int], repeat: int) -> list[tuple[int, list[str]]]:
     order from one repeat to the next, so each size has each side first in half the repeats
     and adjacent runs pair up A B B A."""
     return [(size, ordered(SIDES, repeat + index)) for index, size in enumerate(sizes)]
-
-
-def _cpu(before: dict[int, tuple[int, ...]], cores: tuple[int, int]) -> dict[str, float]:
-    after = read_cpu_times()
-    return {
-        "sender": round(busy_share(before, after, cores[0]), 3),
-        "receiver": round(busy_share(before, after, cores[1]), 3),
-        "sender_steal": round(steal_share(before, after, cores[0]), 3),
-        "receiver_steal": round(steal_share(before, after, cores[1]), 3),
-    }
 
 
 def api_run(
@@ -127,9 +104,9 @@ def api_run(
         receiver_agent.wait_ready(AGENT_READY)
         sender_agent.wait_ready(AGENT_READY)
         with Background(pair.rx_ns, server_command) as server:
-            cpu_before = read_cpu_times()
+            cpu_before = read_proc_stat()
             output = run_client(pair.tx_ns, client_command, timeout=seconds + 120)
-            cpu = _cpu(cpu_before, cores)
+            cpu = pinned_cores_busy(cpu_before, cores)
             out, err = server.proc.communicate(timeout=60)
             if server.proc.returncode != 0:
                 raise RuntimeError(f"the API benchmark's server failed: {err.decode()[-500:]}")
@@ -157,9 +134,9 @@ def perf_run(
         background.wait_ready("server ready")
         command = [*PERF, "--to", pair.rx_ip, "--duration", f"{seconds:g}", "--json"]
         command += ["--message-size", str(size), "--no-agent", "--plane", pair.tx_ip]
-        cpu_before = read_cpu_times()
+        cpu_before = read_proc_stat()
         result = json.loads(run_client(pair.tx_ns, pinned(command, cores[0], sched), 120))
-        cpu = _cpu(cpu_before, cores)
+        cpu = pinned_cores_busy(cpu_before, cores)
     return {
         "goodput_bps": result["goodput_bps"],
         "messages_per_s": result["bytes"] / size / result["seconds"],

@@ -62,6 +62,7 @@ from tools.core_load import beside, overall, window_load
 from tools.counterbalance import ordered, paired_summary
 from tools.p4rt_sync import SyncSwitch
 from wire.constants import Opcode
+from wire.entropy import ev_from_headers
 from wire.frames import Envelope, mrc_data_packet
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,7 +158,7 @@ def packet_fields(kind: str, index: int) -> dict[str, Any]:
     and whether it is a retransmission."""
     fields: dict[str, Any] = {
         "dst": DESTINATIONS[index % len(DESTINATIONS)],
-        "ev": (49152 + index % EVS) << 16,
+        "ev": ev_from_headers(49152 + index % EVS),
         "opcode": Opcode.WRITE_ONLY,
         "imm": None,
         "tx_ts": None,

@@ -5,10 +5,9 @@ ICRC are filled in when it is turned into bytes, so a caller may still edit any 
 (``frame[MrcSETH].mpr = 3``) and get a consistent packet. The envelope follows the conventions
 the host agent sends with and the P4 program parses:
 
-* EV (32 bits, the layout ``p4src/include/control/next.p4`` hashes): bits 31-16 are the UDP
-  source port, bits 15-0 the low 16 bits of the IPv6 flow label. Over IPv4 there is no flow
-  label, so an IPv4 EV must have its low 16 bits clear (``Envelope`` refuses one that does,
-  rather than drop entropy silently).
+* EV (32 bits, ``wire.entropy``): bits 31-16 are the UDP source port, bits 15-0 the low 16
+  bits of the IPv6 flow label. Over IPv4 there is no flow label, so an IPv4 EV must have its
+  low 16 bits clear (``Envelope`` refuses one that does, rather than drop entropy silently).
 * DSCP by packet kind (``DscpClass`` defaults, overridable per envelope): data TRIMMABLE, a
   retransmitted data packet TRIMMABLE_RETX, everything else (ACK, SACK, NACK, probes, endpoint
   requests/responses) CONTROL. Switches classify by DSCP only.
@@ -42,6 +41,7 @@ from wire.constants import (
     Opcode,
     SackSkipMode,
 )
+from wire.entropy import MAX_EV, ev_flow_label, ev_from_headers, ev_source_port
 from wire.layers import (
     AETH,
     MrcBTH,
@@ -59,24 +59,8 @@ DEFAULT_SRC_MAC = "02:00:00:00:00:01"
 DEFAULT_DST_MAC = "02:00:00:00:00:02"
 DEFAULT_TTL = 64
 _IPV4_FLAG_DF = 0x2
-_MAX_EV = 0xFFFFFFFF
 _MAX_PSN = 0xFFFFFF
 _MAX_TS = 0xFFFF
-
-
-def ev_udp_source_port(ev: int) -> int:
-    """The UDP source port that carries EV bits 31-16."""
-    return (ev >> 16) & 0xFFFF
-
-
-def ev_flow_label(ev: int) -> int:
-    """The IPv6 flow label (low 16 bits used) that carries EV bits 15-0."""
-    return ev & 0xFFFF
-
-
-def ev_from_headers(udp_source_port: int, flow_label: int = 0) -> int:
-    """The EV a packet travels on, from its UDP source port and (IPv6) flow label."""
-    return ((udp_source_port & 0xFFFF) << 16) | (flow_label & 0xFFFF)
 
 
 def ev_of(frame: Packet) -> int:
@@ -117,7 +101,7 @@ class Envelope:
             raise ValueError(
                 f"source {self.src_ip} and destination {self.dst_ip} differ in IP version"
             )
-        if not 0 <= self.ev <= _MAX_EV:
+        if not 0 <= self.ev <= MAX_EV:
             raise ValueError(f"EV {self.ev} is not a 32-bit value")
         if src.version == 4 and ev_flow_label(self.ev):
             raise ValueError(
@@ -153,7 +137,7 @@ class Envelope:
             ip = IP(
                 src=self.src_ip, dst=self.dst_ip, tos=tos, ttl=self.ttl, id=0, flags=_IPV4_FLAG_DF
             )
-        udp = UDP(sport=ev_udp_source_port(self.ev), dport=ROCEV2_UDP_PORT)
+        udp = UDP(sport=ev_source_port(self.ev), dport=ROCEV2_UDP_PORT)
         frame: Packet = Ether(src=self.src_mac, dst=self.dst_mac) / ip / udp / mrc
         return frame
 

@@ -41,6 +41,7 @@ from agent.core.ev_expansion import (
     parse_ev,
     wire_ev,
 )
+from wire.entropy import ev_flow_label, ev_source_port
 
 #: Largest document read: profiles are small, and a typo should not read a disk image.
 MAX_DOCUMENT_BYTES = 16 << 20
@@ -116,7 +117,10 @@ class Case:
             except ProfileError as exc:
                 out["wire"] = {"error": exc.reason}
             else:
-                out["wire"] = {"udp_source_port": value >> 16, "flow_label": value & 0xFFFF}
+                out["wire"] = {
+                    "udp_source_port": ev_source_port(value),
+                    "flow_label": ev_flow_label(value),
+                }
         return out
 
     def to_text(self) -> str:

@@ -41,14 +41,7 @@ from __future__ import annotations
 
 from agent.core.config import DcqcnConfig, DscpMap, MrcConfig, NsccConfig
 from agent.core.connection import ConnectionClosed, ConnectionSpec
-from agent.core.datagram import (
-    IncomingDatagram,
-    IpContext,
-    OutgoingDatagram,
-    ev_flow_label,
-    ev_from_headers,
-    ev_source_port,
-)
+from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
 from agent.core.drops import DropReason
 from agent.core.endpoint import Endpoint
 from agent.core.events import (
@@ -89,7 +82,4 @@ __all__ = [
     "RetransmitCause",
     "SendQueueFull",
     "WriteRejected",
-    "ev_flow_label",
-    "ev_from_headers",
-    "ev_source_port",
 ]

@@ -60,6 +60,7 @@ from wire.constants import (
     ROCEV2_UDP_PORT,
     EpType,
 )
+from wire.entropy import ev_flow_label, ev_from_headers, ev_source_port
 
 _IMM_OPCODE_SET: Final = frozenset(int(op) for op in IMM_OPCODES)
 #: Most data packets cut per ``datagrams_to_send`` call when the caller sets no limit: a whole
@@ -231,7 +232,7 @@ class Connection:
         self._last_heard = now
         (_qp, psn, msn, _rqmsn, va, rkey, dma_length, payload, immediate, timestamp, _ts_flags,
          _pkey) = fields  # fmt: skip
-        ev = ((datagram.src_port & 0xFFFF) << 16) | (datagram.flow_label & 0xFFFF)
+        ev = ev_from_headers(datagram.src_port, datagram.flow_label)
         scratch = self._scratch
         result = self.receiver.on_data_fields(
             opcode, psn, msn, va, rkey, dma_length, payload, immediate, timestamp, ev,
@@ -399,7 +400,7 @@ class Connection:
             retransmit = rec.transmissions > 1
             plane = entry.plane
             ev = entry.value
-            src_port = ev >> 16
+            src_port = ev_source_port(ev)
             if in_slots[plane]:
                 if count == capacity:
                     filled.count = count
@@ -413,7 +414,7 @@ class Connection:
                     end >= message.length, retransmit, src_port,
                 )  # fmt: skip
                 envelopes[count].fill(
-                    paths[plane], plane, src_port, ev & 0xFFFF,
+                    paths[plane], plane, src_port, ev_flow_label(ev),
                     retx_dscp if retransmit else trimmable, ECN_ECT0, ROCEV2_UDP_PORT, length,
                 )  # fmt: skip
                 count += 1
@@ -427,7 +428,7 @@ class Connection:
             )  # fmt: skip
             append(
                 OutgoingDatagram(
-                    payload, paths[plane], plane, src_port, ev & 0xFFFF,
+                    payload, paths[plane], plane, src_port, ev_flow_label(ev),
                     retx_dscp if retransmit else trimmable, ECN_ECT0,
                 )
             )  # fmt: skip
@@ -457,10 +458,10 @@ class Connection:
         self, packet: Packet, plane: int, ev: int, dscp: int, ecn: int
     ) -> OutgoingDatagram:
         ip = self._paths[plane]
-        src_port = ev >> 16
+        src_port = ev_source_port(ev)
         # Positional: one per packet sent (payload, ip, plane, src_port, flow_label, dscp, ecn).
         return OutgoingDatagram(
-            encode(packet, ip, src_port), ip, plane, src_port, ev & 0xFFFF, dscp, ecn
+            encode(packet, ip, src_port), ip, plane, src_port, ev_flow_label(ev), dscp, ecn
         )
 
     def _answer_probes(self, out: list[OutgoingDatagram]) -> None:

@@ -8,8 +8,8 @@ exactly the header fields given here. Two reasons the IP context travels with th
   it; the runtime therefore sends with a hand-built IPv4 header, ID 0 and DF set (the defaults
   of ``IpContext``), so both sides can rebuild the same pseudo-header;
 * the EV is not in the MRC payload at all: it is the UDP source port (EV bits 31-16) and, over
-  IPv6, the low 16 bits of the flow label (EV bits 15-0), the layout ``wire.frames`` and
-  the P4 parser use. Over IPv4 an EV's low 16 bits are always 0.
+  IPv6, the low 16 bits of the flow label (EV bits 15-0), the mapping of ``wire.entropy``.
+  Over IPv4 an EV's low 16 bits are always 0.
 """
 
 from __future__ import annotations
@@ -17,24 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wire.constants import ROCEV2_UDP_PORT
+from wire.entropy import ev_from_headers
 
 #: IPv4 flags/fragment-offset word with only DF set: the runtime's raw sender writes this.
 IPV4_DONT_FRAGMENT = 0x4000
-
-
-def ev_source_port(ev: int) -> int:
-    """The UDP source port that carries EV bits 31-16."""
-    return (ev >> 16) & 0xFFFF
-
-
-def ev_flow_label(ev: int) -> int:
-    """The IPv6 flow label (its low 16 bits) that carries EV bits 15-0."""
-    return ev & 0xFFFF
-
-
-def ev_from_headers(source_port: int, flow_label: int = 0) -> int:
-    """The EV a datagram travelled on, from its UDP source port and (IPv6) flow label."""
-    return ((source_port & 0xFFFF) << 16) | (flow_label & 0xFFFF)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from agent.core.packets import EndpointMessage
 from agent.core.send_slots import SendSlots
 from agent.core.stats import ConnectionStats, EndpointStats
 from wire.constants import ECN_NOT_ECT, ROCEV2_UDP_PORT, EpType, EvState
+from wire.entropy import MAX_EV, ev_flow_label, ev_source_port
 
 _MAX_QP: Final = 0xFFFFFF
 _FIRST_QP: Final = 2  # QPs 0 and 1 are InfiniBand's special QPs
@@ -217,7 +218,7 @@ class Endpoint:
             raise ValueError(f"probe sequence numbers are 16 bits, got {seq}")
         if seq in self._probes:
             raise ValueError(f"probe {seq} is already awaiting an answer")
-        if not 0 <= ev <= 0xFFFFFFFF or ev >> 16 == 0:
+        if not 0 <= ev <= MAX_EV or ev_source_port(ev) == 0:
             raise ValueError(f"EV {ev:#x} is not a 32-bit EV with a non-zero source port")
         if len(self._probes) >= MAX_PENDING_PROBES:
             raise ValueError(f"{MAX_PENDING_PROBES} probes already await an answer")
@@ -233,11 +234,17 @@ class Endpoint:
         self, message: EndpointMessage, plane: int, peer: bytes, ev: int
     ) -> None:
         ip = IpContext(src=self.local_addresses[plane], dst=peer)
-        src_port = ev >> 16
+        src_port = ev_source_port(ev)
         payload = encode(message, ip, src_port)
         self._connectionless_out.append(
             OutgoingDatagram(
-                payload, ip, plane, src_port, ev & 0xFFFF, self.config.dscp.control, ECN_NOT_ECT
+                payload,
+                ip,
+                plane,
+                src_port,
+                ev_flow_label(ev),
+                self.config.dscp.control,
+                ECN_NOT_ECT,
             )
         )
 

@@ -35,8 +35,8 @@ Each EV is a path through the fabric (ECMP hashes it), so this module is where M
   the set is larger than the window, as MRC asks. A timeout's resend is the exception: it
   takes the rotation, since the list went stale when the answers stopped.
 
-EV values are 32 bits: UDP source port in bits 31-16 (drawn from the configured entropy port
-range) and, over IPv6 only, a random flow label in bits 15-0.
+EV values are 32 bits carried as ``wire.entropy`` maps them: a UDP source port (drawn from the
+configured entropy port range) and, over IPv6 only, a random flow label.
 
 A set may instead be given its EVs (an explicit or generated EV profile of the host API, see
 ``agent.core.ev_expansion``): then each listed EV is a slot's home for good, no stand-in is
@@ -63,6 +63,7 @@ from agent.core.config import MrcConfig
 from agent.core.events import Event, EvStateChanged
 from agent.core.stats import EvReport
 from wire.constants import EvState
+from wire.entropy import ev_from_headers
 
 _GOOD: Final = EvState.GOOD
 _SKIP: Final = EvState.SKIP
@@ -561,7 +562,7 @@ class EvSet:
         while True:
             port = self._rng.randint(config.ev_port_min, config.ev_port_max)
             label = self._rng.getrandbits(16) if self._ipv6 else 0
-            value = (port << 16) | label
+            value = ev_from_headers(port, label)
             if value not in self._values_in_use:
                 self._values_in_use.add(value)
                 return value

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
+from wire.entropy import ev_from_headers
+
 #: Bytes of an expanded EV: room for an SRv6 address and an SRH segment (2 x 128 bits).
 MAX_EV_BYTES: Final = 32
 MAX_EV_BITS: Final = MAX_EV_BYTES * 8
@@ -343,8 +345,8 @@ def generate(fields: Sequence[EvField], count: int, seed: int = 0) -> list[bytes
 
 
 def wire_ev(mode: FormatMode, expanded: bytes, ipv6: bool) -> int:
-    """The testbed's 32-bit EV for an expanded EV: UDP source port in bits 31-16, the flow
-    label's low 16 bits in 15-0 (STEV over IPv6 only; IPv4 has no flow label).
+    """The testbed's 32-bit EV for an expanded EV (``wire.entropy``): its first two bytes are the
+    UDP source port, the next two the flow label (STEV over IPv6 only; IPv4 has no flow label).
     ``ProfileError`` for SRv6 (the agent sends no SRv6) or a source port of 0."""
     if mode is FormatMode.SRV6:
         raise ProfileError("ev_fmt_mode", "SRv6 EVs cannot be sent by this agent")
@@ -352,4 +354,4 @@ def wire_ev(mode: FormatMode, expanded: bytes, ipv6: bool) -> int:
     label = int.from_bytes(expanded[2:4], "big") if mode is FormatMode.STEV and ipv6 else 0
     if port == 0:
         raise ProfileError("ev", "expands to UDP source port 0, which no packet may carry")
-    return (port << 16) | label
+    return ev_from_headers(port, label)

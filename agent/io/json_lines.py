@@ -2,9 +2,10 @@
 
 One JSON object per line, UTF-8, ``\\n``-terminated: easy to type into ``socat`` or ``nc`` when
 debugging, and a reader needs nothing but ``readline``. A line longer than ``MAX_LINE``, nested
-deeper than ``MAX_DEPTH`` or holding more than ``MAX_VALUES`` values, or one that is not a JSON
-object, is a protocol error: the channel reports it and closes, so a bad or hostile peer costs
-one connection, never the agent. The same holds for a handler that fails on a message: the
+deeper than ``MAX_DEPTH`` or holding more than ``MAX_ELEMENTS`` elements, or one that is not a
+UTF-8 JSON object, is a protocol error (``wire.bounded_json`` decodes it within those bounds):
+the channel reports it and closes, so a bad or hostile peer costs one connection, never the
+agent. The same holds for a handler that fails on a message: the
 failure is logged once with the peer's name and ends that channel alone.
 
 ``LineChannel`` is the non-blocking form the agent's loop drives; the tools' blocking clients
@@ -28,14 +29,15 @@ from typing import Any
 
 from agent.io.errors import ProtocolError
 from agent.io.reactor import READ, WRITE, Reactor
+from wire.bounded_json import JsonRejected, decode_bounded
 
 #: Longest line accepted: messages are small (addresses, numbers, a file name, statistics).
 MAX_LINE = 1 << 20
 #: Deepest nesting of arrays and objects accepted (the deepest real message, a status reply,
 #: nests five levels).
 MAX_DEPTH = 16
-#: Most values (containers and scalars together) one line may hold.
-MAX_VALUES = 100_000
+#: Most elements (array items and object values together) one line may hold.
+MAX_ELEMENTS = 100_000
 #: File descriptors a channel holds for its handlers at most.
 MAX_PENDING_FDS = 16
 _RECV_SIZE = 1 << 16
@@ -51,47 +53,17 @@ def encode_line(message: Mapping[str, Any]) -> bytes:
 
 
 def decode_line(line: bytes) -> Message:
-    """Parse one line; ``ProtocolError`` if it is not a bounded JSON object.
-
-    The C decoder recurses per nesting level and raises ``RecursionError`` near the
-    interpreter's limit; that, and anything else it may raise on hostile input, becomes a
-    ``ProtocolError`` like any malformed line.
-    """
-    if len(line) > MAX_LINE:
-        raise ProtocolError(f"line longer than {MAX_LINE} bytes")
+    """Parse one line; ``ProtocolError`` (naming the reason) if it is not a JSON object within
+    the bounds, and no other exception whatever the bytes."""
     try:
-        value = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"not a JSON line: {exc}") from None
-    except RecursionError:
-        raise ProtocolError(f"nested deeper than {MAX_DEPTH} levels") from None
-    except (ValueError, TypeError, MemoryError) as exc:
-        raise ProtocolError(f"not a JSON line: {type(exc).__name__}") from None
+        value = decode_bounded(
+            line, max_bytes=MAX_LINE, max_elements=MAX_ELEMENTS, max_depth=MAX_DEPTH
+        )
+    except JsonRejected as exc:
+        raise ProtocolError(f"not a JSON line we accept: {exc}") from None
     if not isinstance(value, dict):
         raise ProtocolError(f"expected a JSON object, got {type(value).__name__}")
-    check_bounds(value)
     return value
-
-
-def check_bounds(value: object, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> None:
-    """``ProtocolError`` if ``value`` nests deeper than ``max_depth`` or holds more than
-    ``max_values`` values; iterative, so the check itself cannot overflow the stack."""
-    pending: list[tuple[object, int]] = [(value, 1)]
-    seen = 0
-    while pending:
-        item, depth = pending.pop()
-        seen += 1
-        if seen > max_values:
-            raise ProtocolError(f"more than {max_values} values in one line")
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > max_depth:
-            raise ProtocolError(f"nested deeper than {max_depth} levels")
-        pending.extend((child, depth + 1) for child in children)
 
 
 class LineChannel:

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.core import ConnectionStats, EvReport, RetransmitCause
 from agent.roce import RoceStats
+from wire.entropy import ev_flow_label, ev_source_port
 
 
 def ev_report_to_json(ev: EvReport) -> dict[str, Any]:
@@ -19,8 +20,8 @@ def ev_report_to_json(ev: EvReport) -> dict[str, Any]:
     return {
         "plane": ev.plane,
         "ev": ev.ev,
-        "source_port": ev.ev >> 16,
-        "flow_label": ev.ev & 0xFFFF,
+        "source_port": ev_source_port(ev.ev),
+        "flow_label": ev_flow_label(ev.ev),
         "state": ev.state.name,
         "home": ev.home,
         "uses": ev.uses,

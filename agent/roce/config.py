@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from agent.core.cc.dcqcn_law import DcqcnLawParams
 from wire.constants import DEFAULT_PAYLOAD
 from wire.dscp import DscpMap
 
@@ -24,6 +25,10 @@ LOCAL_ACK_TIMEOUT_UNIT: Final = 4.096e-6
 MAX_TIMEOUT_EXPONENT: Final = 31
 #: Largest ``retry_cnt`` (a 3-bit field).
 MAX_RETRY_CNT: Final = 7
+#: A quiet spell longer than this many DCQCN timer periods (225 ms at 55 us) counts as this
+#: many: additive increase alone has long brought the rate from the floor to the line rate, and
+#: alpha is below 1e-7 of itself.
+MAX_CATCH_UP_PERIODS: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +70,27 @@ class DcqcnParams:
     cnp_interval: float = 50e-6
 
     def __post_init__(self) -> None:
-        _positive("line_rate", self.line_rate)
-        _positive("min_rate", self.min_rate)
-        if self.min_rate > self.line_rate:
-            raise ValueError("min_rate must not exceed line_rate")
-        if not 0 < self.g <= 1:
-            raise ValueError(f"g must be in (0, 1], got {self.g}")
-        _positive("alpha_timer", self.alpha_timer)
-        _positive("rate_timer", self.rate_timer)
+        self.law()  # refuses what the law cannot run
+        # A NIC's RP always counts bytes and always has a hyper-increase step.
         _positive("byte_counter", self.byte_counter)
-        if self.fast_recovery_steps < 0:
-            raise ValueError("fast_recovery_steps must be >= 0")
-        _positive("additive_increase", self.additive_increase)
         _positive("hyper_increase", self.hyper_increase)
         _positive("cnp_interval", self.cnp_interval)
+
+    def law(self) -> DcqcnLawParams:
+        """The reaction point's constants (``agent.core.cc.dcqcn_law``): these, and a quiet
+        spell counted as ``MAX_CATCH_UP_PERIODS`` periods at most."""
+        return DcqcnLawParams(
+            line_rate=self.line_rate,
+            min_rate=self.min_rate,
+            g=self.g,
+            alpha_timer=self.alpha_timer,
+            rate_timer=self.rate_timer,
+            fast_recovery_steps=self.fast_recovery_steps,
+            additive_increase=self.additive_increase,
+            hyper_increase=self.hyper_increase,
+            byte_counter=self.byte_counter,
+            catch_up_limit=MAX_CATCH_UP_PERIODS,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from agent.core.cc.dcqcn_law import ReactionPoint
 from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
 from agent.core.drops import DropReason
 from agent.core.events import Event
@@ -24,11 +25,11 @@ from agent.core.memory import MemoryTable
 from agent.core.stats import ConnectionStats, EvReport, RetransmitCause
 from agent.roce.codec import encode
 from agent.roce.config import RoceConfig
-from agent.roce.dcqcn import ReactionPoint
 from agent.roce.packets import RoceAck, RoceCnp, RoceData, RocePacket
 from agent.roce.requester import Requester
 from agent.roce.responder import Responder
 from wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, EvState
+from wire.entropy import ev_from_headers
 
 _U24: Final = 0xFFFFFF
 
@@ -106,7 +107,7 @@ class RoceQp:
         self.remote_address = spec.remote_address
         self.src_port = src_port
         self._path = IpContext(src=local_address, dst=spec.remote_address)
-        self.rate = ReactionPoint(config.dcqcn)
+        self.rate = ReactionPoint(config.dcqcn.law())
         self.requester = Requester(
             spec.local_qp, spec.remote_qp, spec.send_psn, config, self.rate, emit
         )
@@ -203,7 +204,7 @@ class RoceQp:
         timeout = self.config.local_ack_timeout
         ev = EvReport(
             plane=0,
-            ev=self.src_port << 16,
+            ev=ev_from_headers(self.src_port),
             state=EvState.ASSUMED_BAD if self.closed else EvState.GOOD,
             home=True,
             uses=req.data_packets_sent,

@@ -20,7 +20,7 @@ What a RoCE NIC does, and no more (IBTA Vol. 1, 9.7):
   ``MessageFailed`` for each), as a NIC completes them with ``IBV_WC_RETRY_EXC_ERR``.
 * A NAK for a remote access or invalid request error also puts the QP in the error state.
 
-Packets are paced at DCQCN's current rate (``agent.roce.dcqcn.ReactionPoint``), at most
+Packets are paced at DCQCN's current rate (``agent.core.cc.dcqcn_law.ReactionPoint``), at most
 ``max_outstanding`` of them unacknowledged. PSNs are 24-bit on the wire; inside, every packet
 has a plain, ever-growing sequence number (``seq``), and wire PSN = (first PSN + seq) mod 2**24.
 """
@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
+from agent.core.cc.dcqcn_law import ReactionPoint
 from agent.core.connection import ConnectionClosed
 from agent.core.drops import DropReason
 from agent.core.events import ConnectionFailed, Event, MessageAcked, MessageFailed
@@ -38,7 +39,6 @@ from agent.core.messages import SendQueueFull
 from agent.core.psn import PSN_MASK, psn_diff
 from agent.core.stats import RetransmitCause
 from agent.roce.config import RoceConfig
-from agent.roce.dcqcn import ReactionPoint
 from agent.roce.packets import RoceData
 from wire.constants import AethSyndrome, RoceOpcode
 

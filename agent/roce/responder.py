@@ -18,7 +18,7 @@ What a RoCE NIC does (IBTA Vol. 1, 9.7.5; Annex A17 for the CNP):
   (for the newest PSN) answers them all. A NAK already answers everything before its PSN, so
   no ACK goes with it; a NAK whose gap was filled before it could leave becomes an ACK.
 * As DCQCN's notification point it answers CE-marked data with a CNP, at most one per N
-  (``agent.roce.dcqcn.CnpPacer``), whatever the PSN of the marked packet.
+  (``agent.core.cc.dcqcn_law.CnpPacer``), whatever the PSN of the marked packet.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from agent.core.cc.dcqcn_law import CnpPacer
 from agent.core.drops import DropReason
 from agent.core.events import Event, MessageReceived, WriteRejected
 from agent.core.memory import MemoryTable
 from agent.core.psn import PSN_MASK, psn_diff
 from agent.roce.config import RoceConfig
-from agent.roce.dcqcn import CnpPacer
 from agent.roce.packets import RoceAck, RoceCnp, RoceData
 from wire.constants import AETH_CREDIT_INVALID, AethSyndrome, RoceOpcode
 

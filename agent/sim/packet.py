@@ -4,6 +4,7 @@ switches look at (DSCP, ECN, EV) and may rewrite (DSCP and length on a trim, ECN
 from __future__ import annotations
 
 from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram
+from wire.entropy import ev_from_headers
 
 #: Bytes a datagram occupies on a link besides its UDP payload: UDP 8, Ethernet header + FCS 18.
 _UDP_ETHERNET_OVERHEAD = 8 + 18
@@ -38,7 +39,7 @@ class SimPacket:
     @property
     def ev(self) -> int:
         """The EV the packet travels on (what ECMP hashes)."""
-        return (self.src_port << 16) | self.flow_label
+        return ev_from_headers(self.src_port, self.flow_label)
 
     @property
     def wire_size(self) -> int:

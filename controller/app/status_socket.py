@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from controller.app.bounded_json import JsonRejected, decode_bounded
+from wire.bounded_json import JsonRejected, decode_bounded
 
 MAX_REQUEST_BYTES = 64 * 1024
 #: A request is one small object: anything with more elements is not a request of ours.

@@ -46,6 +46,7 @@ from agent.io.srv6_carriers import Srv6Carriers
 from controller.southbound.linux.names import interface_port, namespace_of, port_interface
 from topologies.model import Topology
 from wire.constants import ROCEV2_UDP_PORT
+from wire.entropy import ev_flow_label, ev_from_headers, ev_source_port
 
 #: Hops walked before a path is declared a loop.
 MAX_HOPS = 16
@@ -71,11 +72,18 @@ class Flow:
     @classmethod
     def of_ev(cls, source: str, destination: str, ev: int) -> Flow:
         """The packets of a connection from ``source`` to ``destination`` sent with ``ev``:
-        its high 16 bits are the UDP source port, its low 16 the flow label (IPv6 only)."""
+        its UDP source port and (IPv6 only) flow label, as ``wire.entropy`` maps them."""
         src, dst = ip_address(source), ip_address(destination)
         if src.version != dst.version:
             raise ValueError(f"{source} and {destination} are not of one address family")
-        return cls(src, dst, (ev >> 16) & 0xFFFF, ev & 0xFFFF if src.version == 6 else 0)
+        return cls(src, dst, ev_source_port(ev), ev_flow_label(ev) if src.version == 6 else 0)
+
+    @property
+    def ev(self) -> int:
+        """The EV these packets travel on (what the switches hash): the flow label counts
+        over IPv6 only."""
+        label = self.flow_label if self.destination.version == 6 else 0
+        return ev_from_headers(self.source_port, label)
 
 
 class NextHops(Protocol):
@@ -180,7 +188,7 @@ class CarrierNextHops:
         self._carriers = Srv6Carriers(topology)
 
     def egress_port(self, switch: str, in_port: int, flow: Flow) -> int:
-        ev = (flow.source_port << 16) | flow.flow_label
+        ev = flow.ev
         path = self._carriers.path(flow.source.packed, flow.destination.packed, ev, False)
         if path is None:
             raise PathUnknown("no carrier for this flow (not two hosts of one plane)")
@@ -240,11 +248,10 @@ UPLINK_ACTION = "MrcIngress.structured_ev.ev_uplink"
 
 def selector_hash(flow: Flow) -> int:
     """The hash ``MrcIngress.next.hashed_selector`` computes for ``flow`` (next.p4)."""
-    ev = (flow.source_port << 16) | (flow.flow_label if flow.destination.version == 6 else 0)
     data = (
         int(flow.source).to_bytes(16, "big")
         + int(flow.destination).to_bytes(16, "big")
-        + ev.to_bytes(4, "big")
+        + flow.ev.to_bytes(4, "big")
     )
     return zlib.crc32(data)
 
@@ -279,10 +286,7 @@ class SwitchTables:
         next_id = self._route(flow)
         if self.ev_field is not None:
             shift, mask = self.ev_field
-            ev = (flow.source_port << 16) | (
-                flow.flow_label if flow.destination.version == 6 else 0
-            )
-            steered = self.uplinks.get((next_id, (ev >> shift) & mask))
+            steered = self.uplinks.get((next_id, (flow.ev >> shift) & mask))
             if steered is not None:
                 return steered
         kind, handle = self.next_ids.get(next_id, ("", -1))

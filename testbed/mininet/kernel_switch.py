@@ -11,8 +11,8 @@ forwards nothing, exactly as an unprogrammed BMv2 does.
 
 No process runs in the namespace but Mininet's shell, so there is nothing to kill: a restart
 has no faithful meaning here (:meth:`KernelSwitch.restart` says so). Queue limits are a
-``tbf`` on the port, the same rendering the controller uses
-(``controller.southbound.linux.tc``).
+``tbf`` on the port, the same rendering the controller's linux southbound uses
+(``hostenv.tbf``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from mininet.node import Switch
 
-from controller.southbound.linux.tc import tbf_parameters
+from hostenv.tbf import tbf_parameters
 from testbed.mininet.host_config import offloads_off, sysctl
 from testbed.mininet.system import CommandFailed, attach_netns, run_all_in, run_in
 

@@ -13,16 +13,23 @@ LLDP (EtherType 0x88cc) is accepted by the first rule, ahead of any drop and cou
 controller's link discovery must see every probe, or it takes a lossy link for a cut one. The
 side channel (TCP) and anything else that is not UDP 4791 is never dropped either.
 
-Everything here builds text and parses JSON; the panel runs it (``PatchPanel.set_loss``).
+Everything here builds text (with ``hostenv.nft_loss``, the benches' loss rules' builder too)
+and parses JSON; the panel runs it (``PatchPanel.set_loss``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from hostenv.nft_loss import (
+    check_name,
+    drop_rule,
+    loss_threshold,
+    remove_table,
+    replace_table,
+    rule_counters,
+)
 from testbed.mininet.wiring import PatchWiring
 
 #: The patch panel's nftables table holding the loss rules (bridge family).
@@ -31,8 +38,6 @@ LOSS_TABLE = "mrc_fabric_loss"
 ROCE_UDP_PORT = 4791
 #: LLDP's EtherType: accepted before any drop rule (the controller's discovery runs on it).
 LLDP_ETHERTYPE = 0x88CC
-#: ``numgen random mod`` this; a rate is a threshold below it (a resolution of 1e-6).
-RANDOM_SPAN = 1_000_000
 #: The comment of the rule that accepts and counts LLDP.
 LLDP_COMMENT = "lldp"
 
@@ -46,13 +51,6 @@ class LossCounters:
     dropped: int
 
 
-def loss_threshold(rate: float) -> int:
-    """``rate`` (a probability, 0 to 1) as the ``numgen`` threshold; ValueError outside."""
-    if not 0.0 <= rate <= 1.0:
-        raise ValueError(f"a loss rate is a probability between 0 and 1, got {rate}")
-    return round(rate * RANDOM_SPAN)
-
-
 def render_loss_ruleset(rate: float, directions: Mapping[str, str]) -> str:
     """An ``nft -f`` script that replaces the loss table with ``rate`` on every direction.
 
@@ -61,25 +59,13 @@ def render_loss_ruleset(rate: float, directions: Mapping[str, str]) -> str:
     creates and deletes the table, so it applies to a panel with or without one, in one
     transaction. Rate 0 keeps the rules (counting, dropping nothing).
     """
-    threshold = loss_threshold(rate)
-    lines = [
-        f"add table bridge {LOSS_TABLE}",
-        f"delete table bridge {LOSS_TABLE}",
-        f"table bridge {LOSS_TABLE} {{",
-        "  chain forward {",
-        "    type filter hook forward priority filter; policy accept;",
-        f'    ether type {LLDP_ETHERTYPE:#06x} counter accept comment "{LLDP_COMMENT}"',
-    ]
+    loss_threshold(rate)  # refuses a rate that is no probability, also with no direction
+    rules = [f'ether type {LLDP_ETHERTYPE:#06x} counter accept comment "{LLDP_COMMENT}"']
     for ifname, name in sorted(directions.items(), key=lambda item: item[1]):
-        _check_name(ifname)
-        _check_name(name)
-        lines.append(
-            f'    iifname "{ifname}" udp dport {ROCE_UDP_PORT} counter '
-            f"numgen random mod {RANDOM_SPAN} < {threshold} counter drop "
-            f'comment "{name}"'
-        )
-    lines += ["  }", "}"]
-    return "\n".join(lines) + "\n"
+        check_name(ifname)
+        match = f'iifname "{ifname}" udp dport {ROCE_UDP_PORT}'
+        rules.append(drop_rule(match, rate, name, count_matched=True))
+    return replace_table("bridge", LOSS_TABLE, "forward", "filter", rules)
 
 
 def loss_directions(patches: Iterable[PatchWiring]) -> dict[str, str]:
@@ -94,33 +80,17 @@ def loss_directions(patches: Iterable[PatchWiring]) -> dict[str, str]:
 
 def render_loss_removal() -> str:
     """An ``nft -f`` script that removes the loss table if there is one."""
-    return f"add table bridge {LOSS_TABLE}\ndelete table bridge {LOSS_TABLE}\n"
+    return remove_table("bridge", LOSS_TABLE)
 
 
 def parse_loss_counters(nft_json: str) -> tuple[dict[str, LossCounters], int]:
     """Each direction's counters and the LLDP frames accepted, from ``nft -j list table
     bridge mrc_fabric_loss``: (direction name -> counters, LLDP frames)."""
-    document: dict[str, Any] = json.loads(nft_json or "{}")
     directions: dict[str, LossCounters] = {}
     lldp = 0
-    for item in document.get("nftables", []):
-        rule = item.get("rule") if isinstance(item, dict) else None
-        if not isinstance(rule, dict):
-            continue
-        counters = [
-            int(expr["counter"]["packets"])
-            for expr in rule.get("expr", [])
-            if isinstance(expr, dict) and isinstance(expr.get("counter"), dict)
-        ]
-        comment = rule.get("comment")
+    for comment, counters in rule_counters(nft_json).items():
         if comment == LLDP_COMMENT and counters:
             lldp += counters[0]
-        elif isinstance(comment, str) and len(counters) == 2:
+        elif len(counters) == 2:
             directions[comment] = LossCounters(matched=counters[0], dropped=counters[1])
     return directions, lldp
-
-
-def _check_name(text: str) -> None:
-    """Names go into the script between double quotes: nothing that could end them."""
-    if not text or any(c in text for c in '"\\\n;{}') or not text.isprintable():
-        raise ValueError(f"{text!r} cannot be written into an nftables rule")

@@ -29,7 +29,8 @@ from wire.constants import (
     RoceDscp,
     RoceOpcode,
 )
-from wire.frames import Envelope, ev_from_headers
+from wire.entropy import ev_from_headers
+from wire.frames import Envelope
 from wire.icrc import compute_icrc, icrc_to_bytes
 
 SRC_V4, DST_V4 = "10.0.1.1", "10.0.2.2"

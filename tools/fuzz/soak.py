@@ -36,8 +36,9 @@ from typing import Any, TextIO
 
 from hostenv.netns import NetnsLab, run, terminate_on_signals
 from hostenv.toolchain import is_root
-from tools.bench_agent import REPO, make_veth_pair, route_peers_via_gateway
 from tools.fuzz.control_attacks import ControlAttacker
+from tools.netns_processes import REPO
+from tools.veth_lab import make_veth_pair, route_peers_via_gateway
 
 MiB = 1 << 20
 #: What the agent may hold for incoming regions (``--max-receive-memory``).

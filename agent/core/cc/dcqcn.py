@@ -1,39 +1,63 @@
-"""A DCQCN-like rate controller: RoCE's usual congestion control, kept to compare with NSCC.
+"""A DCQCN rate controller for MRC: RoCE's usual congestion control, kept to compare with NSCC.
 
-DCQCN reacts to congestion notifications (here: the ECN echo in SACKs, and trims) by cutting
-its rate by alpha/2, where alpha is an EWMA of how often it is notified; without notifications
-it recovers towards its target rate (fast recovery: halve the distance, a few steps), then
-raises the target additively. Timers run lazily: elapsed increase periods are applied on the
-next event. The rate paces packets; the window only caps how much may be outstanding.
+The rate law is DCQCN's (``agent.core.cc.dcqcn_law``), the RoCE baseline's own. MRC has no
+CNPs, so its notifications are the ECN echoes in SACKs and trims, at most one acted on per
+``decrease_interval`` as a NIC's notification point sends at most one CNP per interval. It
+counts increase stages by the timer alone (no byte counter, so no hyper increase). The rate
+paces packets; the window only caps how much may be outstanding. A timeout, which DCQCN has
+no rule for, halves the rate.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from agent.core.cc.base import CongestionControl
+from agent.core.cc.dcqcn_law import CnpPacer, DcqcnLawParams, ReactionPoint
 from agent.core.config import DcqcnConfig
 
-#: Most increase periods applied at once after a quiet spell (the rest would change nothing).
-_MAX_CATCH_UP_PERIODS = 64
+#: Most increase periods one catch-up applies: a quiet spell longer than 64 periods (3.5 ms at
+#: the default 55 us) counts as 64, for alpha's decay as for the rate.
+_MAX_CATCH_UP_PERIODS: Final = 64
+
+
+def law_params(config: DcqcnConfig) -> DcqcnLawParams:
+    """The rate law's constants for ``config``: one timer (``increase_interval``) for alpha and
+    the rate, no byte counter. ``fast_recovery_steps`` counts fast-recovery periods; the law's
+    F is the stage at which fast recovery ends, one more."""
+    return DcqcnLawParams(
+        line_rate=config.line_rate,
+        min_rate=config.min_rate,
+        g=config.alpha_gain,
+        alpha_timer=config.increase_interval,
+        rate_timer=config.increase_interval,
+        fast_recovery_steps=config.fast_recovery_steps + 1,
+        additive_increase=config.additive_increase,
+        hyper_increase=0.0,
+        byte_counter=0,
+        catch_up_limit=_MAX_CATCH_UP_PERIODS,
+    )
 
 
 class DcqcnRate(CongestionControl):
-    """DCQCN-like rate controller with pacing."""
+    """DCQCN rate controller with pacing."""
 
     name = "dcqcn"
     paced = True
 
     def __init__(self, config: DcqcnConfig, max_window: int) -> None:
-        self._config = config
+        self._min_rate = config.min_rate
         self._max_window = max_window
-        self.rate = config.line_rate
-        self._target = config.line_rate
-        self._alpha = 1.0
-        self._last_decrease = float("-inf")
-        self._period_start: float | None = None
-        self._stage = 0
+        self._law = ReactionPoint(law_params(config))
+        self._notifications = CnpPacer(config.decrease_interval)
         self._next_send = 0.0
         #: The rate before the latest timeout, restored if that timeout proves spurious.
         self._before_timeout: float | None = None
+
+    @property
+    def rate(self) -> float:
+        """The current rate, bytes/s."""
+        return self._law.rate
 
     @property
     def window(self) -> int:
@@ -46,56 +70,34 @@ class DcqcnRate(CongestionControl):
 
     def on_sent(self, now: float, size: int) -> None:
         """Space packets at the current rate."""
-        self._next_send = max(now, self._next_send) + size / self.rate
+        self._next_send = max(now, self._next_send) + size / self._law.rate
 
     def on_ack(
         self, now: float, acked_bytes: int, rtt: float | None, base_rtt: float | None, ecn: bool
     ) -> None:
         """Recover during quiet periods; cut on an ECN echo."""
-        self._advance(now)
+        self._law.advance(now)
         if ecn:
-            self._decrease(now)
+            self._notified(now)
 
     def on_trim(self, now: float, last_hop: bool, base_rtt: float | None) -> None:
         """A trim is a congestion notification like an ECN echo."""
-        self._advance(now)
-        self._decrease(now)
+        self._law.advance(now)
+        self._notified(now)
 
     def on_timeout(self, now: float) -> None:
         """Halve the rate (remembering it, in case the timeout proves spurious)."""
-        self._advance(now)
-        self._before_timeout = self.rate
-        self.rate = max(self._config.min_rate, self.rate / 2)
+        law = self._law
+        law.advance(now)
+        self._before_timeout = law.rate
+        law.rate = max(self._min_rate, law.rate / 2)
 
     def on_spurious_timeout(self, now: float) -> None:
         """Back to the rate before the spurious timeout(s), unless it has grown past it."""
         if self._before_timeout is not None:
-            self.rate = max(self.rate, self._before_timeout)
+            self._law.rate = max(self._law.rate, self._before_timeout)
             self._before_timeout = None
 
-    def _decrease(self, now: float) -> None:
-        config = self._config
-        if now - self._last_decrease < config.decrease_interval:
-            return
-        self._last_decrease = now
-        self._target = self.rate
-        self.rate = max(config.min_rate, self.rate * (1 - self._alpha / 2))
-        self._alpha = (1 - config.alpha_gain) * self._alpha + config.alpha_gain
-        self._stage = 0
-        self._period_start = now
-
-    def _advance(self, now: float) -> None:
-        config = self._config
-        if self._period_start is None:
-            self._period_start = now
-            return
-        periods = int((now - self._period_start) / config.increase_interval)
-        if periods <= 0:
-            return
-        self._period_start += periods * config.increase_interval
-        for _ in range(min(periods, _MAX_CATCH_UP_PERIODS)):
-            self._alpha *= 1 - config.alpha_gain
-            if self._stage >= config.fast_recovery_steps:
-                self._target = min(config.line_rate, self._target + config.additive_increase)
-            self.rate = min(config.line_rate, (self.rate + self._target) / 2)
-            self._stage += 1
+    def _notified(self, now: float) -> None:
+        if self._notifications.on_marked(now):
+            self._law.on_cnp(now)

@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 from controller.southbound.linux.ecn import EcnMarker
 from controller.southbound.linux.seg6 import Seg6LocalRoute
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour
-from controller.southbound.linux.tc import MAX_FRAME_BYTES, TbfParameters
+from hostenv.tbf import MAX_FRAME_BYTES, TbfParameters
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from controller.intent.model import PortIntent
-from controller.southbound.linux.tc import FRAME_BYTES, TbfParameters
+from hostenv.tbf import FRAME_BYTES, TbfParameters
 
 #: The ECN-capable qdiscs, most faithful to BMv2's marking first.
 ECN_QDISC_PREFERENCE = ("red", "codel", "fq_codel")

@@ -51,7 +51,7 @@ from controller.southbound.linux.state import (
     NextHop,
     Prefix,
 )
-from controller.southbound.linux.tc import TbfParameters
+from hostenv.tbf import TbfParameters
 
 # pyroute2 opens a socket inside a namespace from a forked child (a copy of this process),
 # which it stops with SIGTERM once the socket is handed over. The copy keeps this process's

@@ -29,7 +29,7 @@ from controller.southbound.linux.ecn import ECN_QDISC_PREFERENCE, choose_ecn_qdi
 from controller.southbound.linux.names import gateway_v4, gateway_v6
 from controller.southbound.linux.seg6 import local_usid_routes, usid_locator
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour, NextHop
-from controller.southbound.linux.tc import TbfParameters, tbf_parameters
+from hostenv.tbf import TbfParameters, tbf_parameters
 from wire.dscp import class_key
 
 

@@ -12,7 +12,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
 from controller.southbound.linux.ecn import EcnMarker
 from controller.southbound.linux.seg6 import Seg6LocalRoute
-from controller.southbound.linux.tc import TbfParameters
+from hostenv.tbf import TbfParameters
 
 Prefix = IPv4Network | IPv6Network
 Address = IPv4Address | IPv6Address

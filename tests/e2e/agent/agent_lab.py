@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from hostenv.netns import NetnsLab, run
-from tools.bench_agent import REPO, Background, VethPair, make_veth_pair
+from tools.netns_processes import REPO, Background
+from tools.veth_lab import VethPair, make_veth_pair
 from wire.constants import ROCEV2_UDP_PORT
 
 AGENT = [sys.executable, "-m", "agent.cli.agent_main"]

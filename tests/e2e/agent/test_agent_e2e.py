@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.agent.agent_lab import AGENT, PERF, AgentLab
-from tools.bench_agent import Background, add_random_loss, random_loss_drops
+from tools.netns_processes import Background
+from tools.veth_loss import add_random_loss, random_loss_drops
 
 
 def _skip_reason() -> str | None:

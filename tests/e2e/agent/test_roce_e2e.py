@@ -24,7 +24,7 @@ import pytest
 
 from hostenv.netns import run
 from tests.e2e.agent.agent_lab import AGENT, PERF, AgentLab
-from tools.bench_agent import add_random_loss, random_loss_drops
+from tools.veth_loss import add_random_loss, random_loss_drops
 from wire.constants import ROCE_DATA_OPCODES, RoceDscp, RoceOpcode
 
 

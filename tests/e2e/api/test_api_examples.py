@@ -29,7 +29,7 @@ from agent.api import Controller, CtlEvState, EpRequest, Ev
 from hostenv.netns import run
 from tests.e2e.agent.agent_lab import AgentLab
 from tests.e2e.agent.sniff import summarise
-from tools.bench_agent import REPO, Background
+from tools.netns_processes import REPO, Background
 
 PYTHON = sys.executable
 EXAMPLES = REPO / "examples" / "api"

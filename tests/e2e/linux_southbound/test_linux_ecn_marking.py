@@ -28,9 +28,9 @@ from controller.southbound.linux.ecn import (
     plain_fifo,
     red_marker,
 )
-from controller.southbound.linux.tc import FRAME_BYTES, tbf_parameters
 from hostenv.netns import terminate_on_signals
 from hostenv.qdiscs import QDISC_PROBES, probe_qdiscs
+from hostenv.tbf import FRAME_BYTES, tbf_parameters
 from tests.e2e.linux_southbound.conftest import skip_reason
 from tests.e2e.linux_southbound.kernel_lab import KernelFabricLab
 from tests.e2e.linux_southbound.southbound_driver import running_southbound

@@ -19,8 +19,8 @@ from controller.southbound.interface import ProgramResult
 from controller.southbound.linux.names import ROUTE_PROTOCOL, gateway_v4, gateway_v6
 from controller.southbound.linux.namespace import SwitchNamespace
 from controller.southbound.linux.southbound import LinuxSouthbound
-from controller.southbound.linux.tc import FRAME_BYTES, tbf_parameters
 from hostenv.netns import NetnsLab
+from hostenv.tbf import FRAME_BYTES, tbf_parameters
 from tests.e2e.linux_southbound.conftest import skip_reason
 from tests.e2e.linux_southbound.kernel_lab import KernelFabricLab, udp_flows_arrive
 from tests.e2e.linux_southbound.southbound_driver import running_southbound, wait_until

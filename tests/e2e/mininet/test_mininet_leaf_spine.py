@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from controller.intent import compute_intent
-from controller.southbound.linux.tc import FRAME_BYTES
+from hostenv.tbf import FRAME_BYTES
 from testbed.mininet.host_config import GATEWAY_IPV4, GATEWAY_IPV6
 from tests.e2e.mininet.fabric_program import MEMBER_COUNTER
 from tests.e2e.mininet.fabrics import Fabric, programmed_fabric

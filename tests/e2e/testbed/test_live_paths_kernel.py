@@ -17,6 +17,7 @@ from pyroute2 import netns
 
 from hostenv.toolchain import is_root
 from testbed.live.paths import Flow, KernelNextHops
+from wire.entropy import ev_from_headers
 
 pytestmark = pytest.mark.skipif(not is_root(), reason="needs root (network namespaces)")
 
@@ -102,7 +103,7 @@ def test_the_kernels_answer_is_the_port_its_packets_leave_by(fabric):
     chosen: dict[int, int] = {}
     left_by: dict[int, int] = {}
     for source_port in range(40000, 40064):
-        flow = Flow.of_ev(SOURCE, DESTINATION, source_port << 16)
+        flow = Flow.of_ev(SOURCE, DESTINATION, ev_from_headers(source_port))
         chosen[source_port] = hops.egress_port(SWITCH, 1, flow)
         before = _sent_by_port(switch)
         netns.pushns(sender)

@@ -12,6 +12,7 @@ from scapy.layers.l2 import Ether
 
 from tests.ptf.base import BMV2_LINK_POLL_S, SWITCH_MAC, MrcPtfTest
 from tests.ptf.packets import DST_V4, DST_V6, mrc_data
+from wire.frames import ev_of
 
 N_EVS = 256
 EV_BASE = 49152  # EVs are UDP source ports from the dynamic range
@@ -37,12 +38,7 @@ class EcmpTest(MrcPtfTest):
             for raw in got[port]:
                 pkt = Ether(raw)
                 version = 6 if pkt.type == 0x86DD else 4
-                key = (
-                    version,
-                    pkt[UDP].sport
-                    if version == 4
-                    else (pkt[UDP].sport << 16) | (pkt["IPv6"].fl & 0xFFFF),
-                )
+                key = (version, pkt[UDP].sport if version == 4 else ev_of(pkt))
                 self.assertNotIn(key, landed, f"{key} delivered twice")
                 landed[key] = port
         self.assertEqual(len(landed), len(frames), "every frame delivered once")

@@ -70,6 +70,18 @@ def test_an_edit_to_a_module_that_is_not_compiled_still_counts(tmp_path):
     assert check(native_dir, agent_dir, environ={}).state is NativeState.STALE
 
 
+def test_an_edit_to_the_compiled_module_outside_the_agent_counts(tmp_path):
+    # wire.entropy is compiled with the agent: its per-packet path calls it.
+    (tmp_path / "wire").mkdir()
+    (tmp_path / "wire" / "entropy.py").write_text("X = 1\n")
+    agent_dir, native_dir = _tree(tmp_path)
+    assert check(native_dir, agent_dir, environ={}).state is NativeState.ACTIVE
+    (tmp_path / "wire" / "entropy.py").write_text("X = 2\n")
+    status = check(native_dir, agent_dir, environ={})
+    assert status.state is NativeState.STALE
+    assert "wire/entropy.py" in status.detail
+
+
 def test_an_added_or_removed_source_makes_the_build_stale(tmp_path):
     agent_dir, native_dir = _tree(tmp_path)
     (agent_dir / "core" / "new.py").write_text("")

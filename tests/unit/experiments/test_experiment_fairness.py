@@ -249,7 +249,7 @@ def _slowed(rate_pps: int) -> Any:
 
 
 def test_link_utilisation_counts_bytes_against_the_rate_in_full_data_frames() -> None:
-    from controller.southbound.linux.tc import tbf_parameters
+    from hostenv.tbf import tbf_parameters
 
     # the kernel's tbf for 100 packets/s passes this many bytes a second: the same limit
     rate_bytes = tbf_parameters(100, 32).rate_bits_per_s / 8
@@ -261,7 +261,7 @@ def test_link_utilisation_counts_bytes_against_the_rate_in_full_data_frames() ->
 def test_small_control_packets_weigh_their_bytes_not_a_full_packet_each() -> None:
     # BMv2: 500 data frames and 500 ACKs in 10 s on a 100 packets/s link; the ACKs take the
     # unlimited high-priority queue, so the data queue was half busy, not fully
-    from controller.southbound.linux.tc import FRAME_BYTES
+    from hostenv.tbf import FRAME_BYTES
 
     ack_bytes = 64
     carried = 500 * FRAME_BYTES + 500 * ack_bytes

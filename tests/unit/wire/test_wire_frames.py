@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -21,10 +19,7 @@ from wire.constants import (
 )
 from wire.frames import (
     Envelope,
-    ev_flow_label,
-    ev_from_headers,
     ev_of,
-    ev_udp_source_port,
     mrc_data_packet,
     mrc_nack,
     mrc_sack,
@@ -64,14 +59,6 @@ def test_over_ipv6_the_flow_label_carries_the_low_half_of_the_ev():
 def test_an_ipv4_ev_with_a_low_half_is_refused_rather_than_silently_cut():
     with pytest.raises(ValueError, match="bits 15-0"):
         Envelope(src_ip="10.0.0.1", dst_ip="10.0.0.2", ev=0xABCD_0001)
-
-
-@settings(max_examples=50, deadline=None)
-@given(sport=st.integers(0, 0xFFFF), flow_label=st.integers(0, 0xFFFF))
-def test_ev_layout_is_source_port_high_flow_label_low(sport, flow_label):
-    ev = ev_from_headers(sport, flow_label)
-    assert ev == (sport << 16) | flow_label
-    assert (ev_udp_source_port(ev), ev_flow_label(ev)) == (sport, flow_label)
 
 
 def test_data_is_trimmable_and_ect0_control_is_control_and_not_ect(frames_by_kind):

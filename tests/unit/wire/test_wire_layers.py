@@ -27,6 +27,7 @@ from wire.constants import (
     EpType,
     Opcode,
 )
+from wire.entropy import ev_from_headers
 from wire.frames import (
     DEFAULT_DST_MAC,
     DEFAULT_SRC_MAC,
@@ -161,7 +162,7 @@ def test_stacking_an_extension_header_on_a_bth_sets_the_opcode_it_is_bound_to():
 
 def test_udp_4791_dissects_as_mrc_on_any_ev_even_a_well_known_source_port():
     for source_port in (53, 67, 123, 161, 4789, 4791, 6081, 65535):
-        envelope = Envelope(src_ip="10.0.0.1", dst_ip="10.0.0.2", ev=source_port << 16)
+        envelope = Envelope(src_ip="10.0.0.1", dst_ip="10.0.0.2", ev=ev_from_headers(source_port))
         frame = Ether(bytes(mrc_data_packet(envelope, dqpn=1, psn=2, payload=b"x")))
         assert frame[UDP].sport == source_port
         assert mrc_chain(frame) == [MrcBTH, MrcMETH, MrcRETH, Raw], source_port

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agent.core.cc import DcqcnRate, FixedWindow, Nscc, NsccCase, create_congestion_control
+from agent.core.cc.dcqcn import law_params
+from agent.core.cc.dcqcn_law import ReactionPoint
 from agent.core.config import DcqcnConfig, MrcConfig, NsccConfig
 
 MSS = 1024
@@ -99,6 +101,16 @@ def test_dcqcn_paces_packets_at_its_rate():
     assert cc.next_send_time(0.0) == 0.0
     cc.on_sent(0.0, 1000)
     assert cc.next_send_time(0.0) == pytest.approx(1e-3)
+
+
+def test_dcqcn_recovers_fast_for_its_fast_recovery_steps_periods_then_additively():
+    config = DcqcnConfig(fast_recovery_steps=2, increase_interval=100e-6)
+    law = ReactionPoint(law_params(config))
+    law.on_cnp(0.0)
+    law.advance(2 * 100e-6 + 1e-9)
+    assert law.stage == "fast_recovery"
+    law.advance(3 * 100e-6 + 1e-9)
+    assert law.stage == "additive_increase"
 
 
 def test_fixed_window_ignores_every_signal():

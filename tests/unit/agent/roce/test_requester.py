@@ -7,13 +7,13 @@ import dataclasses
 
 import pytest
 
+from agent.core.cc.dcqcn_law import ReactionPoint
 from agent.core.connection import ConnectionClosed
 from agent.core.drops import DropReason
 from agent.core.events import ConnectionFailed, Event, MessageAcked, MessageFailed
 from agent.core.messages import SendQueueFull
 from agent.core.stats import RetransmitCause
 from agent.roce.config import DcqcnParams, RoceConfig
-from agent.roce.dcqcn import ReactionPoint
 from agent.roce.packets import RoceData
 from agent.roce.requester import Requester
 from wire.constants import AETH_CREDIT_INVALID, AethSyndrome, RoceOpcode
@@ -29,7 +29,7 @@ FAST = DcqcnParams(line_rate=1e15, min_rate=1e3)
 def make(**changes) -> tuple[Requester, list[Event]]:
     config = dataclasses.replace(RoceConfig(pmtu=PMTU, dcqcn=FAST), **changes)
     events: list[Event] = []
-    requester = Requester(3, 8, FIRST_PSN, config, ReactionPoint(config.dcqcn), events.append)
+    requester = Requester(3, 8, FIRST_PSN, config, ReactionPoint(config.dcqcn.law()), events.append)
     return requester, events
 
 

@@ -21,7 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller.app import status_socket
-from controller.app.status_socket import StatusUnavailable, request_status, serve_status
+from controller.app.status_socket import (
+    RequestRefused,
+    StatusUnavailable,
+    parse_request,
+    request_status,
+    serve_status,
+)
 
 
 async def _status() -> dict[str, Any]:
@@ -203,3 +209,31 @@ def test_any_answer_bytes_are_a_status_or_status_unavailable(fake_controller, an
     except StatusUnavailable:
         return
     assert isinstance(status, dict)
+
+
+#: Any JSON value, for the request parser's property test.
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.binary(max_size=512) | json_values.map(lambda value: json.dumps(value).encode()))
+def test_any_request_line_is_the_status_command_or_refused(line):
+    with contextlib.suppress(RequestRefused):
+        assert parse_request(line) == "status"
+
+
+def test_the_status_request_is_accepted_and_others_refused_with_the_reason():
+    assert parse_request(b'{"command": "status"}\n') == "status"
+    with pytest.raises(RequestRefused, match="longer than"):
+        parse_request(b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(RequestRefused, match="nested deeper than 16"):
+        parse_request(b"[" * 30_000 + b"]" * 30_000)
+    with pytest.raises(RequestRefused, match="must be a JSON object"):
+        parse_request(b"[]")
+    with pytest.raises(RequestRefused, match="unknown command 'reboot'"):
+        parse_request(b'{"command": "reboot"}')

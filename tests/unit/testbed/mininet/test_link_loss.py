@@ -14,7 +14,6 @@ from testbed.mininet.link_loss import (
     LOSS_TABLE,
     LossCounters,
     loss_directions,
-    loss_threshold,
     parse_loss_counters,
     render_loss_removal,
     render_loss_ruleset,
@@ -28,14 +27,9 @@ def _rules(script: str) -> list[str]:
     return [line.strip() for line in script.splitlines() if "comment" in line]
 
 
-def test_a_rate_is_a_threshold_on_a_random_number_in_millionths() -> None:
-    assert loss_threshold(0.0) == 0
-    assert loss_threshold(0.001) == 1000
-    assert loss_threshold(0.05) == 50_000
-    assert loss_threshold(1.0) == 1_000_000
-    for bad in (-0.01, 1.5):
-        with pytest.raises(ValueError, match="probability between 0 and 1"):
-            loss_threshold(bad)
+def test_a_rate_that_is_no_probability_is_refused_even_without_links() -> None:
+    with pytest.raises(ValueError, match="probability between 0 and 1"):
+        render_loss_ruleset(1.5, {})
 
 
 def test_each_direction_drops_only_udp_4791_entering_from_its_own_end_and_counts_both() -> None:

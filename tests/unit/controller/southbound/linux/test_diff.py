@@ -8,7 +8,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
 from controller.southbound.linux.diff import burst_from_ticks, plan_changes, same_shaper
 from controller.southbound.linux.state import KernelRoute, KernelState, Neighbour, NextHop
-from controller.southbound.linux.tc import TbfParameters, tbf_parameters
+from hostenv.tbf import TbfParameters, tbf_parameters
 
 GW1, GW2 = IPv4Address("169.254.1.1"), IPv4Address("169.254.1.2")
 NET_A, NET_B = IPv4Network("10.0.2.0/24"), IPv4Network("10.0.3.0/24")

@@ -18,7 +18,7 @@ from controller.southbound.linux.ecn import (
     plain_fifo,
     red_marker,
 )
-from controller.southbound.linux.tc import FRAME_BYTES, tbf_parameters
+from hostenv.tbf import FRAME_BYTES, tbf_parameters
 
 FABRIC_PORT = PortIntent(
     port=3,

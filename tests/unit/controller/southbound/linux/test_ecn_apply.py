@@ -11,7 +11,7 @@ from pyroute2 import AsyncIPRoute
 from controller.southbound.linux.diff import KernelPlan
 from controller.southbound.linux.ecn import EcnMarker, plain_fifo
 from controller.southbound.linux.namespace import SwitchNamespace
-from controller.southbound.linux.tc import tbf_parameters
+from hostenv.tbf import tbf_parameters
 
 SHAPER = tbf_parameters(1000, 64)
 CODEL = EcnMarker("codel", ("limit", "64", "ce_threshold", "10000us", "ecn"))

@@ -9,7 +9,7 @@ from controller.southbound.linux.diff import plan_changes
 from controller.southbound.linux.ecn import EcnMarker
 from controller.southbound.linux.namespace import MARKER_PARENT_ID, _marker_of
 from controller.southbound.linux.state import KernelState
-from controller.southbound.linux.tc import tbf_parameters
+from hostenv.tbf import tbf_parameters
 
 SHAPER = tbf_parameters(1000, 64)
 RED = EcnMarker("red", ("limit", "69632b", "min", "10880b", "max", "43520b", "ecn"))

@@ -13,7 +13,7 @@ from controller.intent import compute_intent
 from controller.southbound.linux.ecn import ce_threshold_marker, red_marker
 from controller.southbound.linux.names import gateway_v4, gateway_v6
 from controller.southbound.linux.render import render
-from controller.southbound.linux.tc import tbf_parameters
+from hostenv.tbf import tbf_parameters
 from topologies import Topology, load_topology_text
 
 SHAPED = """

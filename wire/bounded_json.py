@@ -5,6 +5,13 @@ raises RecursionError (not ValueError), and a small text can still hold a huge n
 elements. Whatever arrives from outside the process goes through :func:`decode_bounded`,
 which either returns the value or raises :class:`JsonRejected` and nothing else, so one
 peer's bad input is an error for that peer and never escapes as an unexpected exception.
+
+Both JSON protocols between the testbed's processes decode with it: the agent's JSON lines
+(side channel, control socket, host API; ``agent.io.json_lines``) and the controller's status
+socket (``controller.app.status_socket``). It lives in ``wire`` because what a peer's control
+message may cost to decode is part of those protocols, as a frame's fields are part of MRC's,
+and ``wire`` is the layer both the agent and the controller import; ``hostenv`` is the host's
+platform (namespaces, kernel features, tools), which a message format is not.
 """
 
 from __future__ import annotations
@@ -83,7 +90,7 @@ def _check_nesting(text: str, max_depth: int, max_elements: int) -> None:
         elif not open_brackets or open_brackets.pop() != _CLOSING[bracket]:
             raise JsonRejected("not JSON (unbalanced brackets)")
     if brackets.count("[") + brackets.count("{") > max_elements:
-        raise JsonRejected(f"more than {max_elements} elements")
+        raise JsonRejected(_too_many(max_elements))
 
 
 def _check_elements(value: Any, max_elements: int) -> None:
@@ -95,5 +102,9 @@ def _check_elements(value: Any, max_elements: int) -> None:
             continue
         count += len(item)
         if count > max_elements:
-            raise JsonRejected(f"more than {max_elements} elements")
+            raise JsonRejected(_too_many(max_elements))
         pending.extend(item.values() if isinstance(item, dict) else item)
+
+
+def _too_many(max_elements: int) -> str:
+    return f"more than {max_elements} elements (array items and object values together)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.southbound.linux.tc import (
+from hostenv.tbf import (
     FRAME_BYTES,
     MAX_FRAME_BYTES,
     TbfParameters,

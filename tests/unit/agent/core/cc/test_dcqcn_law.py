@@ -1,16 +1,19 @@
 """DCQCN's reaction point and notification point, in the paper's terms: a CNP cuts R_C by
 alpha/2 and raises alpha; quiet periods decay alpha and raise the rate in fast recovery,
-additive and hyper increase stages, counted by the timer T and the byte counter B."""
+additive and hyper increase stages, counted by the timer T and the byte counter B (or by the
+timer alone, as MRC's controller counts them); a quiet spell counts for at most the catch-up
+limit's periods."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from agent.roce.config import DcqcnParams
-from agent.roce.dcqcn import CnpPacer, ReactionPoint
+from agent.core.cc.dcqcn_law import CnpPacer, DcqcnLawParams, ReactionPoint
 
 LINE = 1e9
-PARAMS = DcqcnParams(
+PARAMS = DcqcnLawParams(
     line_rate=LINE,
     min_rate=1e6,
     g=1 / 16,
@@ -20,10 +23,11 @@ PARAMS = DcqcnParams(
     fast_recovery_steps=3,
     additive_increase=1e7,
     hyper_increase=1e8,
+    catch_up_limit=4096,
 )
 
 
-def started(params: DcqcnParams = PARAMS, at: float = 0.0) -> ReactionPoint:
+def started(params: DcqcnLawParams = PARAMS, at: float = 0.0) -> ReactionPoint:
     rp = ReactionPoint(params)
     rp.advance(at)  # the timers start with the first event
     return rp
@@ -72,10 +76,7 @@ def test_quiet_periods_recover_fast_then_additively_then_hyper():
 
 
 def test_increase_stages_follow_the_timer_and_byte_counts():
-    params = DcqcnParams(
-        line_rate=LINE, min_rate=1e6, g=1 / 16, rate_timer=100e-6, byte_counter=1000,
-        fast_recovery_steps=2, additive_increase=1e7, hyper_increase=1e8,
-    )  # fmt: skip
+    params = dataclasses.replace(PARAMS, byte_counter=1000, fast_recovery_steps=2)
     rp = started(params)
     rp.on_cnp(0.0)
     rp.on_cnp(0.0)  # R_T = R_C = LINE/2 now, well below the line rate
@@ -118,9 +119,44 @@ def test_the_np_sends_at_most_one_cnp_per_interval():
     assert (pacer.sent, pacer.suppressed) == (4, 3)
 
 
-def test_the_papers_defaults():
-    params = DcqcnParams()
-    assert params.g == 1 / 256
-    assert params.alpha_timer == 55e-6
-    assert params.cnp_interval == 50e-6
-    assert params.fast_recovery_steps == 5
+def test_without_a_byte_counter_the_timer_alone_counts_and_hyper_increase_never_comes():
+    params = dataclasses.replace(PARAMS, byte_counter=0, fast_recovery_steps=1)
+    rp = started(params)
+    rp.on_cnp(0.0)
+    rp.on_cnp(0.0)
+    target = rp.target
+    for _ in range(100):
+        rp.on_sent(0.0, 1 << 20)  # bytes raise nothing
+    assert (rp.target, rp.stage) == (target, "fast_recovery")
+    rp.advance(500e-6 + 1e-9)  # T = 1 .. 5: additive from T = F = 1 on, never hyper
+    assert rp.stage == "additive_increase"
+    assert rp.target == pytest.approx(target + 5 * 1e7)
+
+
+def test_a_quiet_spell_longer_than_the_catch_up_limit_counts_as_that_many_periods():
+    limited = started(dataclasses.replace(PARAMS, catch_up_limit=4))
+    unlimited = started()
+    for rp in (limited, unlimited):
+        rp.on_cnp(0.0)
+        rp.on_cnp(0.0)
+    alpha = limited.alpha
+    limited.advance(10 * 100e-6 + 1e-9)  # 18 alpha periods, 10 rate periods: 4 of each count
+    assert limited.alpha == pytest.approx(alpha * (1 - 1 / 16) ** 4)
+    unlimited.advance(4 * 100e-6 + 1e-9)
+    assert limited.rate == pytest.approx(unlimited.rate)
+    assert limited.target == pytest.approx(unlimited.target)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"min_rate": 2e9}, "min_rate must not exceed line_rate"),
+        ({"g": 0.0}, "g must be in"),
+        ({"rate_timer": 0.0}, "rate_timer must be > 0"),
+        ({"byte_counter": -1}, "byte_counter must be >= 0"),
+        ({"catch_up_limit": 0}, "catch_up_limit must be >= 1"),
+    ],
+)
+def test_constants_the_law_cannot_run_are_refused(change, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(PARAMS, **change)

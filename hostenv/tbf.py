@@ -1,10 +1,10 @@
 """How a port's queue rate and depth (packets/s, packets) become a Linux ``tbf`` qdisc.
 
 BMv2 limits an egress queue in packets; the kernel's token bucket filter limits bytes. The
-intent (``PortIntent.queue_rate_pps`` / ``queue_depth``) is in packets, so both the linux
-southbound and the testbed runner (``TestbedNetwork.set_queue`` on the linux target) translate
-it here, with one frame size, so that a run on either target slows a link by the same amount
-of MRC data.
+controller's intent (``PortIntent.queue_rate_pps`` / ``queue_depth``) is in packets, so both the
+linux southbound and the testbed's kernel switches (``KernelSwitch.set_queue``) translate it
+here, with one frame size, so that a run on either target slows a link by the same amount of
+MRC data. It sits in ``hostenv``, below both: the testbed does not reach into a southbound.
 
 Pure functions only: the caller applies the result (``tc qdisc replace dev swpN root tbf
 ...`` in the switch's namespace, or netlink).

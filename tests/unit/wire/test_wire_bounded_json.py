@@ -1,6 +1,6 @@
 """Bounded JSON decoding: what is within the bounds decodes as ``json.loads`` would; anything
 else, whatever the bytes, is JsonRejected (a ValueError) naming the reason, and never another
-exception. The status request parser built on it refuses the same way."""
+exception."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.app.bounded_json import JsonRejected, decode_bounded
-from controller.app.status_socket import RequestRefused, parse_request
+from wire.bounded_json import JsonRejected, decode_bounded
 
 BOUNDS = {"max_bytes": 4096, "max_elements": 100, "max_depth": 8}
 
@@ -90,21 +89,3 @@ def test_any_json_decodes_exactly_when_it_is_within_the_depth_bound(value):
     else:
         assert _depth(value) <= 3
         assert decoded == json.loads(text)
-
-
-@given(st.binary(max_size=512) | json_values.map(lambda value: json.dumps(value).encode()))
-def test_any_request_line_is_the_status_command_or_refused(line):
-    with contextlib.suppress(RequestRefused):
-        assert parse_request(line) == "status"
-
-
-def test_the_status_request_is_accepted_and_others_refused_with_the_reason():
-    assert parse_request(b'{"command": "status"}\n') == "status"
-    with pytest.raises(RequestRefused, match="longer than"):
-        parse_request(b"[" * 100_000 + b"]" * 100_000)
-    with pytest.raises(RequestRefused, match="nested deeper than 16"):
-        parse_request(b"[" * 30_000 + b"]" * 30_000)
-    with pytest.raises(RequestRefused, match="must be a JSON object"):
-        parse_request(b"[]")
-    with pytest.raises(RequestRefused, match="unknown command 'reboot'"):
-        parse_request(b'{"command": "reboot"}')
