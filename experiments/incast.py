@@ -37,26 +37,30 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from experiments import plots
-from experiments.bottleneck import overall_bottleneck, phrase
+from experiments.bottleneck import OverallBottleneck, overall_bottleneck, phrase
 from experiments.capabilities import TargetFacts
 from experiments.counters import congestion_signals
 from experiments.experiment import Experiment
+from experiments.json_form import FLAT, PREFIXED, key
 from experiments.metrics import (
-    failed_transfer_metrics,
+    failed_transfer,
     goodput_series,
     shortfall_bytes,
     transfer_metrics,
     window_goodput,
 )
 from experiments.paths import fabric_hops
-from experiments.stats import describe, mbit, seed_pairs, spread, two_places
+from experiments.records import Failure, Runs, Transfer
+from experiments.stats import SeedPair, Spread, describe, mbit, seed_pairs, two_places
+from experiments.timeline import Series
 from experiments.topology_variant import HostQueue, Variant
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
@@ -64,15 +68,22 @@ from topologies.model import Topology
 
 NAME = "incast"
 DEFAULT_TOPOLOGY = "leaf-spine-4x4"
-MODE_ON = "ecn_trim_on"
-MODE_OFF = "ecn_trim_off"
-MODES = (MODE_ON, MODE_OFF)
 #: The victim's goodput before this time is its start-up, not its level.
 BASELINE_FROM_S = 1.0
 #: How often the runner looks whether the incast is due or the victim has ended.
 POLL_S = 0.05
 #: What the summary says instead of an on/off ratio on a target with nothing to switch.
 NOT_APPLICABLE = "not applicable: no trimming or ECN on this target/kernel"
+
+
+class Fabric(StrEnum):
+    """A mode: the fabric with ECN marking and trimming, or without either."""
+
+    ECN_TRIM_ON = "ecn_trim_on"
+    ECN_TRIM_OFF = "ecn_trim_off"
+
+
+MODES = (Fabric.ECN_TRIM_ON, Fabric.ECN_TRIM_OFF)
 
 
 @dataclass(frozen=True)
@@ -124,7 +135,13 @@ class Params:
             raise ValueError("trim_threshold must be below queue_depth")
 
 
-def variant(params: Params, mode: str) -> Variant:
+def modes_of(params: Params) -> tuple[Fabric, ...]:
+    """Both fabrics, whatever the parameters."""
+    del params
+    return MODES
+
+
+def variant(params: Params, mode: Fabric) -> Variant:
     """Slowed fabric and receiver port; ECN and trimming only in ``ecn_trim_on``."""
     return Variant(
         fabric_rate_pps=params.fabric_rate_pps,
@@ -133,7 +150,7 @@ def variant(params: Params, mode: str) -> Variant:
         ecn_thresholds=(params.ecn_min, params.ecn_max),
         lldp_interval_ms=params.lldp_interval_ms,
         host_queues=(HostQueue(params.receiver, params.receiver_rate_pps, params.queue_depth),),
-        ecn_and_trimming=mode == MODE_ON,
+        ecn_and_trimming=mode == Fabric.ECN_TRIM_ON,
     )
 
 
@@ -199,7 +216,37 @@ class _VictimClock:
         return True
 
 
-def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class IncastRun:
+    """One run's record: each transfer (the victim's and each sender's), the EVs, the hops
+    the victim shares with the incast, when the incast started and ended on the victim's
+    clock (end None: it never started) and how long it took to complete (None: not every
+    sender completed), each sender's time, the victim's goodput over its run, before and
+    during the incast, and its shortfall, and the trims and ECN marks the switches counted
+    (None where a switch could not count them)."""
+
+    transfers: Mapping[str, Transfer]
+    evs: int
+    victim: str
+    shared_hops: tuple[str, ...]
+    incast_start_s: float
+    incast_end_s: float | None
+    incast_completion_s: float | None
+    incast_transfer_seconds: Mapping[str, float | None]
+    victim_goodput_bps: float
+    victim_goodput_bps_before: float | None
+    victim_goodput_bps_during: float | None
+    victim_shortfall_bytes: float | None
+    switch_signals: Mapping[str, int | None]
+
+
+#: A run's time series: the victim's.
+IncastSeries = dict[str, Series]
+
+
+def run_mode(
+    testbed: Testbed, params: Params, mode: Fabric, seed: int
+) -> tuple[IncastRun, IncastSeries]:
     """The victim, with the incast launched into it at ``incast_at_s``."""
     del mode, seed  # the fabric makes the mode; each run draws fresh EVs, the seed labels it
     shared = shared_hops(testbed.topology, params)
@@ -254,131 +301,175 @@ def _record(
     span: tuple[float, float | None],
     before: dict[str, Any],
     after: dict[str, Any],
-) -> tuple[dict, dict]:
+) -> tuple[IncastRun, IncastSeries]:
     start_s, end_s = span
-    transfers: dict[str, Any] = {}
+    transfers: dict[str, Transfer] = {}
     incast_seconds: dict[str, float | None] = {}
     for sender, outcome in zip(params.sender_hosts, incast, strict=True):
         name = incast_name(sender, params)
         if isinstance(outcome, TransferFailed):
-            transfers[name] = failed_transfer_metrics(str(outcome))
+            transfers[name] = failed_transfer(Failure(str(outcome)))
             incast_seconds[name] = None
         else:
             transfers[name] = transfer_metrics(outcome, params.incast_bytes)
             incast_seconds[name] = float(outcome["seconds"])
     name = victim_name(params)
+    series: Series
     if isinstance(victim, TransferFailed):
-        transfers[name], series = failed_transfer_metrics(str(victim)), []
+        transfers[name], series = failed_transfer(Failure(str(victim))), []
     else:
         transfers[name], series = transfer_metrics(victim), goodput_series(victim)
     incast_done = end_s is not None and all(
-        transfers[incast_name(s, params)]["completed"] for s in params.sender_hosts
+        transfers[incast_name(s, params)].completed for s in params.sender_hosts
     )
     before_bps = window_goodput(series, BASELINE_FROM_S, start_s, params.bin_s)
-    record = {
-        "transfers": transfers,
-        "evs": params.evs,
-        "victim": name,
-        "shared_hops": shared,
-        "incast_start_s": start_s,
-        "incast_end_s": end_s,
-        "incast_completion_s": end_s - start_s if incast_done and end_s is not None else None,
-        "incast_transfer_seconds": incast_seconds,
-        "victim_goodput_bps": transfers[name]["goodput_bps"],
-        "victim_goodput_bps_before": before_bps,
-        "victim_goodput_bps_during": None
+    record = IncastRun(
+        transfers=transfers,
+        evs=params.evs,
+        victim=name,
+        shared_hops=tuple(shared),
+        incast_start_s=start_s,
+        incast_end_s=end_s,
+        incast_completion_s=end_s - start_s if incast_done and end_s is not None else None,
+        incast_transfer_seconds=incast_seconds,
+        victim_goodput_bps=transfers[name].goodput_bps,
+        victim_goodput_bps_before=before_bps,
+        victim_goodput_bps_during=None
         if end_s is None
         else window_goodput(series, start_s, end_s, params.bin_s),
-        "victim_shortfall_bytes": None
+        victim_shortfall_bytes=None
         if end_s is None or before_bps is None
         else shortfall_bytes(series, before_bps, start_s, end_s, params.bin_s),
-        "switch_signals": congestion_signals(before, after),
-    }
+        switch_signals=congestion_signals(before, after),
+    )
     return record, {name: series}
 
 
-def summarize(runs: dict[str, dict[str, dict]], facts: TargetFacts) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ModeFigures:
+    """One fabric over its seeds: bytes lost, whether all completed, the victim's goodput
+    before and during the incast and over its run, its shortfall, the incast's completion
+    time per seed, the switches' trims and ECN marks (None: not counted), and what limited
+    the runs."""
+
+    bytes_lost: int
+    completed: bool
+    victim_goodput_before: Spread = field(metadata=key("victim_goodput_bps_before", PREFIXED))
+    victim_goodput_during: Spread = field(metadata=key("victim_goodput_bps_during", PREFIXED))
+    victim_goodput: Spread = field(metadata=key("victim_goodput_bps", PREFIXED))
+    victim_shortfall: Spread = field(metadata=key("victim_shortfall_bytes", PREFIXED))
+    incast_completion_s: tuple[float | None, ...]
+    incast_completion: Spread = field(metadata=key("incast_completion_s", PREFIXED))
+    trims: int | None
+    ecn_marks: int | None
+    bottleneck: OverallBottleneck
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Whether the on/off comparison means anything on the run's target: ``applicable``,
+    what it compares (``trimming``, ``ECN marking``: what the target can switch on), what
+    the target lacked (``reason`` says it in words; None when the target does both), and
+    the target's own account of what it lacks."""
+
+    applicable: bool
+    compares: tuple[str, ...]
+    lacked: tuple[str, ...]
+    reason: str | None
+    target_lacks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IncastFigures:
+    """Each fabric's figures, each seed's pair, and the on/off ratios of the means where the
+    target can make the comparison (None where it cannot, or a mean is missing)."""
+
+    modes: Mapping[Fabric, ModeFigures] = field(metadata=FLAT)
+    pairs: tuple[SeedPair[Fabric], ...]
+    on_off_comparison: Comparison
+    victim_during_incast_on_over_off: float | None
+    victim_shortfall_off_over_on: float | None
+    incast_completion_off_over_on: float | None
+
+
+def summarize(runs: Runs[Fabric, IncastRun], facts: TargetFacts) -> IncastFigures:
     """Per mode: victim goodput before and during the incast, its shortfall, the incast's
     completion time (each as mean and spread over seeds), switch trims and ECN marks, what
     limited the runs; each seed's pair; and the on/off comparisons where the target can make
     them (:func:`comparison`)."""
-    figures: dict[str, Any] = {}
+    modes: dict[Fabric, ModeFigures] = {}
     for mode, seeds in runs.items():
-        transfers = [t for run in seeds.values() for t in run["transfers"].values()]
-        signals = [run["switch_signals"] for run in seeds.values()]
-
-        def per_seed(key: str, seeds: dict[str, dict] = seeds) -> list[Any]:
-            return [run[key] for run in seeds.values()]
-
-        figures[mode] = {
-            "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
-            "completed": all(t["completed"] for t in transfers),
-            **spread("victim_goodput_bps_before", per_seed("victim_goodput_bps_before")),
-            **spread("victim_goodput_bps_during", per_seed("victim_goodput_bps_during")),
-            **spread("victim_goodput_bps", per_seed("victim_goodput_bps")),
-            **spread("victim_shortfall_bytes", per_seed("victim_shortfall_bytes")),
-            "incast_completion_s": per_seed("incast_completion_s"),
-            **spread("incast_completion_s", per_seed("incast_completion_s")),
-            "trims": _total([s["trims"] for s in signals]),
-            "ecn_marks": _total([s["ecn_marks"] for s in signals]),
-            "bottleneck": overall_bottleneck(run["bottleneck"] for run in seeds.values()),
-        }
-    figures["pairs"] = seed_pairs(
+        records = [run.record for run in seeds.values()]
+        transfers = [t for record in records for t in record.transfers.values()]
+        completions = tuple(record.incast_completion_s for record in records)
+        modes[mode] = ModeFigures(
+            bytes_lost=sum(t.bytes_lost or 0 for t in transfers),
+            completed=all(t.completed for t in transfers),
+            victim_goodput_before=Spread.of(r.victim_goodput_bps_before for r in records),
+            victim_goodput_during=Spread.of(r.victim_goodput_bps_during for r in records),
+            victim_goodput=Spread.of(r.victim_goodput_bps for r in records),
+            victim_shortfall=Spread.of(r.victim_shortfall_bytes for r in records),
+            incast_completion_s=completions,
+            incast_completion=Spread.of(completions),
+            trims=_total([r.switch_signals["trims"] for r in records]),
+            ecn_marks=_total([r.switch_signals["ecn_marks"] for r in records]),
+            bottleneck=overall_bottleneck(run.bottleneck for run in seeds.values()),
+        )
+    pairs = seed_pairs(
         runs,
         {
-            "incast_completion_s": lambda run: run["incast_completion_s"],
-            "victim_shortfall_bytes": lambda run: run["victim_shortfall_bytes"],
+            "incast_completion_s": lambda run: run.record.incast_completion_s,
+            "victim_shortfall_bytes": lambda run: run.record.victim_shortfall_bytes,
         },
     )
     verdict = comparison(facts)
-    figures["on_off_comparison"] = verdict
-    on, off = figures.get(MODE_ON, {}), figures.get(MODE_OFF, {})
-    applicable = verdict["applicable"]
-    figures["victim_during_incast_on_over_off"] = (
-        _ratio(on.get("victim_goodput_bps_during_mean"), off.get("victim_goodput_bps_during_mean"))
-        if applicable
-        else None
+    on, off = modes.get(Fabric.ECN_TRIM_ON), modes.get(Fabric.ECN_TRIM_OFF)
+
+    def ratio(
+        numerator: ModeFigures | None,
+        denominator: ModeFigures | None,
+        figure: Callable[[ModeFigures], Spread],
+    ) -> float | None:
+        if not verdict.applicable or numerator is None or denominator is None:
+            return None
+        return _ratio(figure(numerator).mean, figure(denominator).mean)
+
+    return IncastFigures(
+        modes=modes,
+        pairs=pairs,
+        on_off_comparison=verdict,
+        victim_during_incast_on_over_off=ratio(on, off, lambda f: f.victim_goodput_during),
+        victim_shortfall_off_over_on=ratio(off, on, lambda f: f.victim_shortfall),
+        incast_completion_off_over_on=ratio(off, on, lambda f: f.incast_completion),
     )
-    figures["victim_shortfall_off_over_on"] = (
-        _ratio(off.get("victim_shortfall_bytes_mean"), on.get("victim_shortfall_bytes_mean"))
-        if applicable
-        else None
-    )
-    figures["incast_completion_off_over_on"] = (
-        _ratio(off.get("incast_completion_s_mean"), on.get("incast_completion_s_mean"))
-        if applicable
-        else None
-    )
-    return figures
 
 
-def comparison(facts: TargetFacts) -> dict[str, Any]:
-    """Whether the on/off comparison means anything on the run's target: ``applicable``,
-    what it compares (``trimming``, ``ECN marking``: what the target can switch on), and what
-    the target lacked (``reason`` says it in words; None when the target does both)."""
-    compares = [
+def comparison(facts: TargetFacts) -> Comparison:
+    """Whether the on/off comparison means anything on the run's target (see
+    :class:`Comparison`)."""
+    compares = tuple(
         name
         for name, present in (("trimming", facts.trimming), ("ECN marking", facts.ecn_marking))
         if present
-    ]
-    lacked = [
+    )
+    lacked = tuple(
         name
         for name, present in (("trimming", facts.trimming), ("ECN marking", facts.ecn_marking))
         if not present
-    ]
+    )
     if not compares:
         reason: str | None = NOT_APPLICABLE
     elif lacked:
         reason = f"{' and '.join(compares)} only: no {' or '.join(lacked)} on this target/kernel"
     else:
         reason = None
-    return {
-        "applicable": bool(compares),
-        "compares": compares,
-        "lacked": lacked,
-        "reason": reason,
-        "target_lacks": list(facts.lacks),
-    }
+    return Comparison(
+        applicable=bool(compares),
+        compares=compares,
+        lacked=lacked,
+        reason=reason,
+        target_lacks=facts.lacks,
+    )
 
 
 def _total(values: list[int | None]) -> int | None:
@@ -392,68 +483,73 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]:
+def draw(
+    directory: Path,
+    runs: Runs[Fabric, IncastRun],
+    series: Mapping[Fabric, Mapping[int, IncastSeries]],
+    params: Params,
+) -> list[str]:
     """incast.png: seed 0's victim goodput over time per mode with the incast shaded, and
     the incast's completion time per mode."""
     victim = victim_name(params)
+    first = {mode: seeds[0].record for mode, seeds in runs.items()}
     spans = {
-        mode: (run["incast_start_s"], run["incast_end_s"])
-        for mode, seeds in runs.items()
-        if (run := seeds["0"])["incast_end_s"] is not None
+        str(mode): (run.incast_start_s, run.incast_end_s)
+        for mode, run in first.items()
+        if run.incast_end_s is not None
     }
     plots.goodput_with_spans_and_durations(
         directory / "incast.png",
         f"incast: {params.senders.replace(',', ', ')} -> {params.receiver} "
         f"({params.incast_bytes // 1024} KiB each), victim {params.victim_source} -> "
         f"{params.victim_destination}; {params.evs} EVs, {params.bin_s * 1000:.0f} ms bins",
-        {mode: series[mode]["0"][victim] for mode in runs},
+        {str(mode): series[mode][0][victim] for mode in runs},
         spans,
-        {mode: runs[mode]["0"]["incast_completion_s"] for mode in runs},
+        {str(mode): run.incast_completion_s for mode, run in first.items()},
         "incast completion time (s)",
     )
     return ["incast.png"]
 
 
-def text(figures: dict[str, Any]) -> list[str]:
+def text(figures: IncastFigures) -> list[str]:
     """summary.txt lines: per mode the victim's figures and the incast's completion time as
     "mean (min-max) over N seeds", each seed's pair, then the on/off comparison, or why it
     is not made."""
     lines = []
-    pairs = figures["pairs"]
-    seeds = len(pairs)
+    seeds = len(figures.pairs)
     for mode in MODES:
-        f = figures[mode]
+        f = figures.modes[mode]
         lines.append(
             f"{mode:<12} victim goodput before "
-            f"{describe(f, 'victim_goodput_bps_before', mbit, seeds, 'Mbit/s')}, during the "
-            f"incast {describe(f, 'victim_goodput_bps_during', mbit, seeds, 'Mbit/s')}, short "
-            f"of its level by {describe(f, 'victim_shortfall_bytes', _kib, seeds, 'KiB')}; "
-            f"incast completion {describe(f, 'incast_completion_s', two_places, seeds, 's')} "
-            f"[{phrase(f['bottleneck'])}]; "
-            f"switch trims {_count(f['trims'])}, ECN marks {_count(f['ecn_marks'])}; bytes lost "
-            f"{f['bytes_lost']}, completed {'yes' if f['completed'] else 'NO'}"
+            f"{describe(f.victim_goodput_before, mbit, seeds, 'Mbit/s')}, during the "
+            f"incast {describe(f.victim_goodput_during, mbit, seeds, 'Mbit/s')}, short "
+            f"of its level by {describe(f.victim_shortfall, _kib, seeds, 'KiB')}; "
+            f"incast completion {describe(f.incast_completion, two_places, seeds, 's')} "
+            f"[{phrase(f.bottleneck)}]; "
+            f"switch trims {_count(f.trims)}, ECN marks {_count(f.ecn_marks)}; bytes lost "
+            f"{f.bytes_lost}, completed {'yes' if f.completed else 'NO'}"
         )
-    for pair in pairs:
+    for pair in figures.pairs:
         completions = ", ".join(
             f"{mode} {'never' if c is None else f'{two_places(c)} s'}"
-            for mode, c in pair["incast_completion_s"].items()
+            for mode, c in pair.values["incast_completion_s"].items()
         )
         lines.append(
-            f"seed {pair['seed']} ({' then '.join(pair['order'])}): incast completion {completions}"
+            f"seed {pair.seed} ({' then '.join(pair.order)}): incast completion {completions}"
         )
-    verdict = figures["on_off_comparison"]
-    if not verdict["applicable"]:
+    verdict = figures.on_off_comparison
+    if not verdict.applicable:
         lines.append(
-            f"on / off: {verdict['reason']} (both fabrics are the same here; their difference "
+            f"on / off: {verdict.reason} (both fabrics are the same here; their difference "
             "is run-to-run spread)"
         )
         return lines
-    qualifier = "" if verdict["reason"] is None else f" ({verdict['reason']})"
+    qualifier = "" if verdict.reason is None else f" ({verdict.reason})"
     lines.append(
         f"on / off{qualifier}: victim goodput during the incast "
-        f"{_times(figures['victim_during_incast_on_over_off'])}; off / on: victim shortfall "
-        f"{_times(figures['victim_shortfall_off_over_on'])}, incast completion time "
-        f"{_times(figures['incast_completion_off_over_on'])} (ratios of the means; reported, "
+        f"{_times(figures.victim_during_incast_on_over_off)}; off / on: victim shortfall "
+        f"{_times(figures.victim_shortfall_off_over_on)}, incast completion time "
+        f"{_times(figures.incast_completion_off_over_on)} (ratios of the means; reported, "
         "not asserted)"
     )
     return lines
@@ -471,10 +567,11 @@ def _kib(count: float) -> str:
     return f"{count / 1024:.0f}"
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT: Experiment[Params, Fabric, IncastRun, IncastSeries, IncastFigures] = Experiment(
     name=NAME,
     default_topology=DEFAULT_TOPOLOGY,
     params_type=Params,
+    modes_of=modes_of,
     variant=variant,
     run_mode=run_mode,
     summarize=summarize,
@@ -483,6 +580,5 @@ EXPERIMENT = Experiment(
     # As in spray: LLDP probes queue behind the data on the slowed links and would read as
     # cuts. Nothing is cut here.
     discovery=False,
-    modes=MODES,
     check_topology=check_topology,
 )

@@ -20,20 +20,32 @@ is a result, with its error and when; MRC must complete and lose nothing at ever
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from experiments import plots
-from experiments.bottleneck import overall_bottleneck
+from experiments.bottleneck import OverallBottleneck, overall_bottleneck
 from experiments.capabilities import TargetFacts
 from experiments.experiment import Experiment
-from experiments.metrics import failed_transfer_metrics, transfer_metrics
+from experiments.fabric_loss import FabricLoss, fabric_loss
+from experiments.json_form import FLAT, PREFIXED, TEXT, key
+from experiments.metrics import failed_transfer, transfer_metrics
 from experiments.placements import leaves_of
-from experiments.stats import describe, mbit, seed_pairs, spread, three_places, two_places
-from experiments.timeline import RunClock, flow_series, longest_stall
+from experiments.records import AgentFailure, Run, Runs, Transfer
+from experiments.stats import (
+    SeedPair,
+    Spread,
+    describe,
+    mbit,
+    seed_pairs,
+    three_places,
+    two_places,
+)
+from experiments.timeline import RunClock, Series, flow_series, longest_stall
 from experiments.topology_variant import Variant
 from experiments.transports import (
     MAY_FAIL,
@@ -82,13 +94,13 @@ class Params:
             parse_routing(self.routing)
         modes_of(self)
 
-    def rates(self) -> tuple[str, ...]:
-        """The rates as written in mode names (``0.1``), each once, in the order given."""
+    def rates(self) -> tuple[float, ...]:
+        """The rates in percent, each once, in the order given."""
         return parse_rates(self.rates_percent)
 
 
-def parse_rates(text: str) -> tuple[str, ...]:
-    """``0,0.1,1`` -> ("0", "0.1", "1"); ValueError for a rate outside 0..MAX_RATE_PERCENT."""
+def parse_rates(text: str) -> tuple[float, ...]:
+    """``0,0.1,1`` -> (0.0, 0.1, 1.0); ValueError for a rate outside 0..MAX_RATE_PERCENT."""
     rates = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         try:
@@ -97,7 +109,7 @@ def parse_rates(text: str) -> tuple[str, ...]:
             raise ValueError(f"loss rate {part!r} is not a number (percent)") from None
         if not 0 <= value <= MAX_RATE_PERCENT:
             raise ValueError(f"loss rate {part} % is outside 0..{MAX_RATE_PERCENT:g} %")
-        rates.append(f"{value:g}")
+        rates.append(value)
     if not rates:
         raise ValueError("no loss rate given (rates_percent, e.g. 0,1,5)")
     if len(set(rates)) != len(rates):
@@ -105,22 +117,41 @@ def parse_rates(text: str) -> tuple[str, ...]:
     return tuple(rates)
 
 
-def modes_of(params: Params) -> tuple[str, ...]:
-    """``TRANSPORT@RATE%``, rate by rate: the transports compared at one rate run side by
-    side."""
+def rate_text(percent: float) -> str:
+    """A loss rate as modes, keys and figures write it: ``0.1``, ``5``."""
+    return f"{percent:g}"
+
+
+@dataclass(frozen=True)
+class LossMode:
+    """One mode: a transport (``experiments.transports``) at a loss rate on every fabric
+    link, in percent. Its label is ``TRANSPORT@RATE%`` (``mrc@1%``)."""
+
+    transport: str
+    loss_rate_percent: float
+
+    def __str__(self) -> str:
+        return f"{self.transport}@{rate_text(self.loss_rate_percent)}%"
+
+    @classmethod
+    def parse(cls, label: str) -> LossMode:
+        """The mode a label names (a mode key of summary.json); ValueError if it names none."""
+        transport, at, rate = label.partition("@")
+        if not at or not rate.endswith("%"):
+            raise ValueError(f"{label!r} is no loss mode (TRANSPORT@RATE%)")
+        return cls(transport, float(rate.removesuffix("%")))
+
+
+def modes_of(params: Params) -> tuple[LossMode, ...]:
+    """Every transport at every rate, rate by rate: the transports compared at one rate run
+    side by side."""
     transports = parse_transports(params.transports)
-    return tuple(f"{t}@{rate}%" for rate in params.rates() for t in transports)
+    return tuple(LossMode(t, rate) for rate in params.rates() for t in transports)
 
 
-def split_mode(mode: str) -> tuple[str, str]:
-    """A mode's (transport, rate in percent as written)."""
-    transport, _, rate = mode.partition("@")
-    return transport, rate.removesuffix("%")
-
-
-def may_fail(mode: str) -> bool:
+def may_fail(mode: LossMode) -> bool:
     """A RoCE transfer whose retries run out fails: a result (see experiments.transports)."""
-    return split_mode(mode)[0] in MAY_FAIL
+    return mode.transport in MAY_FAIL
 
 
 def missing(params: Params) -> list[str]:
@@ -142,18 +173,37 @@ def check_topology(topology: Topology, params: Params) -> None:
         )
 
 
-def variant(params: Params, mode: str) -> Variant:
+def variant(params: Params, mode: LossMode) -> Variant:
     """One network for every mode (the loss is set per run, in the patch panel)."""
     del mode
     routing = parse_routing(params.routing) if params.routing else None
     return Variant(lldp_interval_ms=params.lldp_interval_ms, routing=routing)
 
 
-def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class LossRun:
+    """One run's record: its mode, the routing policy asked for (None: the controller's
+    default), the transfer, the loss the rules applied, and what makes the run not the
+    experiment it claims to be (``problems``)."""
+
+    mode: LossMode = field(metadata=FLAT)
+    routing: str | None
+    evs: int | None
+    transfers: Mapping[str, Transfer]
+    loss: FabricLoss
+    problems: tuple[str, ...]
+
+
+#: A run's time series: its one transfer's.
+LossSeries = dict[str, Series]
+
+
+def run_mode(
+    testbed: Testbed, params: Params, mode: LossMode, seed: int
+) -> tuple[LossRun, LossSeries]:
     """One transfer at the mode's loss rate; its record (with the loss the rules applied)
     and its time series."""
     del seed  # each run draws fresh EVs and fresh random drops; the seed labels it
-    transport, rate = split_mode(mode)
     clock = RunClock()
     samples: list[dict[str, Any]] = []
 
@@ -165,15 +215,15 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         params.source,
         params.destination,
         duration_s=params.duration_s,
-        evs=params.mrc_evs if transport == MRC else None,
+        evs=params.mrc_evs if mode.transport == MRC else None,
         message_size=params.message_size,
         interval_s=params.bin_s,
-        transport=transport,
+        transport=mode.transport,
         roce_timeout=params.roce_timeout,
         roce_retry_cnt=params.roce_retry_cnt,
     )
     name = f"{params.source}->{params.destination}"
-    testbed.set_fabric_loss(float(rate) / 100)
+    testbed.set_fabric_loss(mode.loss_rate_percent / 100)
     launched = time.monotonic()
     try:
         result: dict[str, Any] | TransferFailed = testbed.transfer(spec, on_sample)
@@ -184,87 +234,124 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
         testbed.clear_fabric_loss()
     points = flow_series(samples, 0.0)
     if isinstance(result, TransferFailed):
-        metrics = failed_transfer_metrics(str(result))
-        metrics.update(
-            error_code=result.code,
-            failed_at_s=clock.failed_at(result.at, launched),
-            bytes_confirmed=int(samples[-1]["total_bytes"]) if samples else 0,
+        transfer = failed_transfer(
+            AgentFailure(
+                error=str(result),
+                failed_at_s=clock.failed_at(result.at, launched),
+                error_code=result.code,
+                bytes_confirmed=int(samples[-1]["total_bytes"]) if samples else 0,
+            )
         )
     else:
-        metrics = transfer_metrics(result)
-    metrics["longest_stall_s"] = longest_stall(points, metrics.get("failed_at_s"))
-    matched = sum(counters.matched for counters in directions.values())
-    dropped = sum(counters.dropped for counters in directions.values())
+        transfer = transfer_metrics(result)
+    transfer = dataclasses.replace(
+        transfer, longest_stall_s=longest_stall(points, transfer.failed_at_s)
+    )
+    loss = fabric_loss(directions, lldp, per_direction=True)
     problems = []
     if not directions:
         problems.append("the loss rules were not in place (no counters read)")
-    elif matched == 0:
+    elif loss.frames_seen == 0:
         problems.append("no UDP 4791 frame crossed a fabric link")
-    record: dict[str, Any] = {
-        "transport": transport,
-        "loss_rate_percent": float(rate),
-        "routing": params.routing or None,
-        "evs": {MRC: params.mrc_evs, SINGLE: 1}.get(transport),
-        "transfers": {name: metrics},
-        "loss": {
-            "frames_seen": matched,
-            "frames_dropped": dropped,
-            "measured_percent": 100 * dropped / matched if matched else None,
-            "lldp_frames_passed": lldp,
-            "per_direction": {
-                hop: {"seen": c.matched, "dropped": c.dropped}
-                for hop, c in sorted(directions.items())
-            },
-        },
-        "problems": problems,
-    }
+    record = LossRun(
+        mode=mode,
+        routing=params.routing or None,
+        evs={MRC: params.mrc_evs, SINGLE: 1}.get(mode.transport),
+        transfers={name: transfer},
+        loss=loss,
+        problems=tuple(problems),
+    )
     return record, {name: points}
 
 
-def summarize(runs: dict[str, dict[str, dict]], facts: TargetFacts) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SeedFailure:
+    """A transfer that failed, in which seed, and when."""
+
+    seed: int = field(metadata=TEXT)
+    error: str | None
+    failed_at_s: float | None
+
+
+@dataclass(frozen=True)
+class ModeFigures:
+    """One mode over its seeds: goodput and the loss measured, bytes lost, whether all
+    completed, failures, and what limited the runs."""
+
+    mode: LossMode = field(metadata=FLAT)
+    goodput: Spread = field(metadata=key("goodput_bps", PREFIXED))
+    measured_loss: Spread = field(metadata=key("measured_loss_percent", PREFIXED))
+    bytes_lost: int
+    completed: bool
+    failures: tuple[SeedFailure, ...]
+    bottleneck: OverallBottleneck
+
+
+@dataclass(frozen=True)
+class Retention:
+    """A transport's goodput at a rate over its own lossless goodput, seed by seed."""
+
+    retention: Spread = field(metadata=PREFIXED)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """MRC's goodput over RoCE's at a rate, seed by seed."""
+
+    ratio: Spread = field(metadata=PREFIXED)
+
+
+@dataclass(frozen=True)
+class LossFigures:
+    """Every mode's figures; per transport and rate (as :func:`rate_text` writes it) the
+    retention of its lossless goodput, and per rate MRC over RoCE, or why either was not
+    measured; each seed's modes side by side."""
+
+    modes: Mapping[LossMode, ModeFigures] = field(metadata=FLAT)
+    retention: Mapping[str, Mapping[str, Retention]] | str
+    mrc_over_roce: Mapping[str, Ratio] | str
+    pairs: tuple[SeedPair[LossMode], ...]
+
+
+def summarize(runs: Runs[LossMode, LossRun], facts: TargetFacts) -> LossFigures:
     """Per mode its goodput and measured loss (mean and spread) and failures; per transport
     and rate the goodput and the retention of its own lossless goodput; MRC over RoCE per
     rate; each seed's modes side by side."""
     del facts  # random loss is applied alike on every target (the patch panel)
-    figures: dict[str, Any] = {}
+    figures: dict[LossMode, ModeFigures] = {}
     transports: list[str] = []
-    rates: list[str] = []
-    goodput: dict[tuple[str, str], dict[str, float]] = {}
+    rates: list[float] = []
+    goodput: dict[tuple[str, float], dict[int, float]] = {}
     for mode, seeds in runs.items():
-        transport, rate = split_mode(mode)
-        if transport not in transports:
-            transports.append(transport)
-        if rate not in rates:
-            rates.append(rate)
+        if mode.transport not in transports:
+            transports.append(mode.transport)
+        if mode.loss_rate_percent not in rates:
+            rates.append(mode.loss_rate_percent)
         per_seed = {seed: _goodput(run) for seed, run in seeds.items()}
-        goodput[(transport, rate)] = per_seed
-        transfers = [t for run in seeds.values() for t in run["transfers"].values()]
-        failures = [
-            {"seed": seed, "error": t["error"], "failed_at_s": t.get("failed_at_s")}
-            for seed, run in seeds.items()
-            for t in run["transfers"].values()
-            if not t["completed"]
-        ]
-        figures[mode] = {
-            "transport": transport,
-            "loss_rate_percent": float(rate),
-            **spread("goodput_bps", per_seed.values()),
-            **spread(
-                "measured_loss_percent",
-                [run["loss"]["measured_percent"] for run in seeds.values()],
+        goodput[(mode.transport, mode.loss_rate_percent)] = per_seed
+        transfers = [t for run in seeds.values() for t in run.transfers.values()]
+        figures[mode] = ModeFigures(
+            mode=mode,
+            goodput=Spread.of(per_seed.values()),
+            measured_loss=Spread.of(run.record.loss.measured_percent for run in seeds.values()),
+            bytes_lost=sum(t.bytes_lost or 0 for t in transfers),
+            completed=all(t.completed for t in transfers),
+            failures=tuple(
+                SeedFailure(seed, t.error, t.failed_at_s)
+                for seed, run in seeds.items()
+                for t in run.transfers.values()
+                if not t.completed
             ),
-            "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
-            "completed": all(t["completed"] for t in transfers),
-            "failures": failures,
-            "bottleneck": overall_bottleneck(run["bottleneck"] for run in seeds.values()),
-        }
-    lossless = next((rate for rate in rates if float(rate) == 0), None)
-    figures["retention"] = (
+            bottleneck=overall_bottleneck(run.bottleneck for run in seeds.values()),
+        )
+    lossless = next((rate for rate in rates if rate == 0), None)
+    retention: Mapping[str, Mapping[str, Retention]] | str = (
         {
             transport: {
-                rate: spread(
-                    "retention",
-                    _ratios(goodput.get((transport, rate), {}), goodput[(transport, lossless)]),
+                rate_text(rate): Retention(
+                    Spread.of(
+                        _ratios(goodput.get((transport, rate), {}), goodput[(transport, lossless)])
+                    )
                 )
                 for rate in rates
             }
@@ -273,58 +360,61 @@ def summarize(runs: dict[str, dict[str, dict]], facts: TargetFacts) -> dict[str,
         if lossless is not None
         else "not measured: no 0 % rate among rates_percent"
     )
-    figures["mrc_over_roce"] = (
+    mrc_over_roce: Mapping[str, Ratio] | str = (
         {
-            rate: spread(
-                "ratio", _ratios(goodput.get((MRC, rate), {}), goodput.get((ROCE, rate), {}))
+            rate_text(rate): Ratio(
+                Spread.of(_ratios(goodput.get((MRC, rate), {}), goodput.get((ROCE, rate), {})))
             )
             for rate in rates
         }
         if MRC in transports and ROCE in transports
         else "not measured: needs transports mrc and roce"
     )
-    figures["pairs"] = seed_pairs(runs, {"goodput_bps": _goodput})
-    return figures
+    pairs = seed_pairs(runs, {"goodput_bps": _goodput})
+    return LossFigures(figures, retention, mrc_over_roce, pairs)
 
 
-def _goodput(run: Mapping[str, Any]) -> float:
-    return float(sum(t["goodput_bps"] for t in run["transfers"].values()))
+def _goodput(run: Run[LossRun]) -> float:
+    return float(sum(t.goodput_bps for t in run.transfers.values()))
 
 
-def _ratios(top: dict[str, float], bottom: dict[str, float]) -> list[float | None]:
+def _ratios(top: Mapping[int, float], bottom: Mapping[int, float]) -> list[float | None]:
     """Per seed ``top / bottom``; None where either lacks the seed or the bottom is 0."""
     return [
         top[seed] / bottom[seed] if seed in top and seed in bottom and bottom[seed] else None
-        for seed in sorted(set(top) | set(bottom), key=int)
+        for seed in sorted(set(top) | set(bottom))
     ]
 
 
-def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]:
+def draw(
+    directory: Path,
+    runs: Runs[LossMode, LossRun],
+    series: Mapping[LossMode, Mapping[int, LossSeries]],
+    params: Params,
+) -> list[str]:
     """loss.png: goodput and retention against the loss rate, one line per transport, each
     point the mean with its min-max over seeds."""
     del series
     figures = summarize(runs, TargetFacts("any", trimming=False, ecn_marking=None, ecn_by=None))
-    rates = list(params.rates())
-    transports = list(parse_transports(params.transports))
+    rates = params.rates()
+    transports = parse_transports(params.transports)
     goodput = {
-        t: [_bounds(figures.get(f"{t}@{rate}%", {}), "goodput_bps", 1e-6) for rate in rates]
+        t: [_bounds(_goodput_of(figures, LossMode(t, rate)), 1e-6) for rate in rates]
         for t in transports
     }
     retention = None
-    if isinstance(figures["retention"], dict):
+    if not isinstance(figures.retention, str):
+        kept = figures.retention
         retention = {
-            t: [_bounds(figures["retention"][t][rate], "retention", 1.0) for rate in rates]
+            t: [_bounds(kept[t][rate_text(rate)].retention, 1.0) for rate in rates]
             for t in transports
         }
-    failures = {
-        t: [len(figures.get(f"{t}@{rate}%", {}).get("failures", [])) for rate in rates]
-        for t in transports
-    }
+    failures = {t: [_failures_of(figures, LossMode(t, rate)) for rate in rates] for t in transports}
     plots.against_loss(
         directory / "loss.png",
         f"loss: {params.source} -> {params.destination}, every fabric link dropping UDP 4791 "
         f"at the rate, {params.duration_s:g} s per run",
-        rates,
+        [rate_text(rate) for rate in rates],
         goodput,
         retention,
         failures,
@@ -332,66 +422,69 @@ def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]
     return ["loss.png"]
 
 
-def _bounds(figure: dict[str, Any], name: str, scale: float) -> tuple[float, float, float] | None:
-    mean = figure.get(f"{name}_mean")
-    if mean is None:
+def _goodput_of(figures: LossFigures, mode: LossMode) -> Spread | None:
+    mode_figures = figures.modes.get(mode)
+    return None if mode_figures is None else mode_figures.goodput
+
+
+def _failures_of(figures: LossFigures, mode: LossMode) -> int:
+    mode_figures = figures.modes.get(mode)
+    return 0 if mode_figures is None else len(mode_figures.failures)
+
+
+def _bounds(spread: Spread | None, scale: float) -> tuple[float, float, float] | None:
+    if spread is None or spread.mean is None or spread.min is None or spread.max is None:
         return None
-    return (mean * scale, figure[f"{name}_min"] * scale, figure[f"{name}_max"] * scale)
+    return (spread.mean * scale, spread.min * scale, spread.max * scale)
 
 
-def text(figures: dict[str, Any]) -> list[str]:
+def text(figures: LossFigures) -> list[str]:
     """summary.txt lines: per mode goodput and measured loss; per transport its retention at
     each rate; MRC / RoCE at each rate; each seed's order."""
     lines = []
-    pairs = figures["pairs"]
-    seeds = len(pairs)
-    for mode, f in figures.items():
-        if mode in ("pairs", "retention", "mrc_over_roce"):
-            continue
-        failed = (
-            f" FAILED {len(f['failures'])}x: {f['failures'][0]['error']}" if f["failures"] else ""
-        )
+    seeds = len(figures.pairs)
+    for mode, f in figures.modes.items():
+        failed = f" FAILED {len(f.failures)}x: {f.failures[0].error}" if f.failures else ""
         lines.append(
-            f"{mode}: goodput {describe(f, 'goodput_bps', mbit, seeds, 'Mbit/s')}; loss measured "
-            f"{describe(f, 'measured_loss_percent', three_places, seeds, '%')}; "
-            f"bytes lost {f['bytes_lost']}{failed}"
+            f"{mode}: goodput {describe(f.goodput, mbit, seeds, 'Mbit/s')}; loss measured "
+            f"{describe(f.measured_loss, three_places, seeds, '%')}; "
+            f"bytes lost {f.bytes_lost}{failed}"
         )
-    retention = figures["retention"]
-    if isinstance(retention, dict):
-        for transport, by_rate in retention.items():
+    if isinstance(figures.retention, str):
+        lines.append(f"retention: {figures.retention}")
+    else:
+        for transport, by_rate in figures.retention.items():
             kept = "; ".join(
-                f"{rate} %: {describe(f, 'retention', two_places, seeds)}"
-                for rate, f in by_rate.items()
+                f"{rate} %: {describe(r.retention, two_places, seeds)}"
+                for rate, r in by_rate.items()
             )
             lines.append(f"{transport} keeps of its lossless goodput: {kept}")
+    if isinstance(figures.mrc_over_roce, str):
+        lines.append(f"MRC / RoCE: {figures.mrc_over_roce}")
     else:
-        lines.append(f"retention: {retention}")
-    ratio = figures["mrc_over_roce"]
-    if isinstance(ratio, dict):
         lines.append(
             "MRC / RoCE goodput: "
             + "; ".join(
-                f"{rate} %: {describe(f, 'ratio', two_places, seeds)}" for rate, f in ratio.items()
+                f"{rate} %: {describe(r.ratio, two_places, seeds)}"
+                for rate, r in figures.mrc_over_roce.items()
             )
         )
-    else:
-        lines.append(f"MRC / RoCE: {ratio}")
-    for pair in pairs:
-        lines.append(f"seed {pair['seed']}: {' then '.join(pair['order'])}")
+    for pair in figures.pairs:
+        lines.append(f"seed {pair.seed}: {' then '.join(map(str, pair.order))}")
     return lines
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT: Experiment[Params, LossMode, LossRun, LossSeries, LossFigures] = Experiment(
     name=NAME,
     default_topology=DEFAULT_TOPOLOGY,
     params_type=Params,
+    modes_of=modes_of,
     variant=variant,
     run_mode=run_mode,
     summarize=summarize,
     draw=draw,
     text=text,
     check_topology=check_topology,
-    modes_for=modes_of,
     may_fail=may_fail,
     missing=missing,
 )

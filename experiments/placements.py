@@ -19,16 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from experiments.counters import CountersUnavailable, busiest_uplink, forwarded_between
 from topologies.model import Topology
 
-LOCAL = "local"
-REMOTE = "remote"
-SWITCH = "switch"
-NIC = "nic"
-PLACEMENTS = (LOCAL, REMOTE, SWITCH, NIC)
+
+class Placement(StrEnum):
+    """What a failover run breaks (see the module's docstring)."""
+
+    LOCAL = "local"
+    REMOTE = "remote"
+    SWITCH = "switch"
+    NIC = "nic"
+
+
 #: The counters ``nic`` is chosen by: the source host's own.
 NIC_TX_COUNTERS = "host_nic_tx"
 
@@ -38,7 +44,7 @@ class Cut:
     """What a placement chose: a link (``a`` and ``b`` as ``Testbed.fail`` takes them) or a
     switch (``switch``; ``a`` and ``b`` empty), the packets that told, and which counters."""
 
-    placement: str
+    placement: Placement
     a: str
     b: str
     packets: int
@@ -73,7 +79,7 @@ def local_uplink(
     if best is None:
         raise ValueError("the flows have no source leaf")
     leaf, uplink = best
-    return Cut(LOCAL, f"{leaf}:{uplink.port}", uplink.peer, uplink.packets, uplink.source)
+    return Cut(Placement.LOCAL, f"{leaf}:{uplink.port}", uplink.peer, uplink.packets, uplink.source)
 
 
 def downlink_loads(
@@ -114,7 +120,7 @@ def remote_downlink(
     """The downlink into a destination leaf that its far switch forwarded the most onto."""
     loads = downlink_loads(topology, destinations, before, after)
     (switch, port, leaf), (packets, source) = max(loads.items(), key=lambda item: item[1][0])
-    return Cut(REMOTE, f"{switch}:{port}", leaf, packets, source)
+    return Cut(Placement.REMOTE, f"{switch}:{port}", leaf, packets, source)
 
 
 def busiest_spine(
@@ -132,7 +138,7 @@ def busiest_spine(
         total = totals.get(switch, (0, source))[0]
         totals[switch] = (total + packets, source)
     switch, (packets, source) = max(totals.items(), key=lambda item: item[1][0])
-    return Cut(SWITCH, "", "", packets, source, switch=switch)
+    return Cut(Placement.SWITCH, "", "", packets, source, switch=switch)
 
 
 def busiest_nic(
@@ -146,5 +152,9 @@ def busiest_nic(
         raise CountersUnavailable(f"{host}: NIC counters unavailable for {', '.join(missing)}")
     nic = max(nics, key=lambda n: after[n.name] - before[n.name])
     return Cut(
-        NIC, f"{host}:{nic.index}", nic.switch, after[nic.name] - before[nic.name], NIC_TX_COUNTERS
+        Placement.NIC,
+        f"{host}:{nic.index}",
+        nic.switch,
+        after[nic.name] - before[nic.name],
+        NIC_TX_COUNTERS,
     )
