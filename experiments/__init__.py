@@ -3,7 +3,8 @@
 ``python -m experiments NAME`` (``make experiment NAME=...``) brings the topology up, runs
 every seed in every mode, tears it down, and writes ``results/<name>-<timestamp>/``. One
 module or package per experiment (``failover``, ``reboot``, ``loss``, ``spray``, ``incast``,
-``collectives``; ``registry`` names them), each over typed values: its parameters, its modes
+``collectives``; a package's parts are its modes, one run, and its figures; ``registry``
+names them), each over typed values: its parameters, its modes
 (a mode's label is its ``str()``), its record of a run and its figures, frozen dataclasses
 written into summary.json by ``json_form``.
 

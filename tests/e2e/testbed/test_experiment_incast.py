@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from experiments.incast import MODES, Fabric
+from experiments.incast.modes import MODES, Fabric
 from hostenv.qdiscs import probe_qdiscs
 from tests.e2e.testbed.experiment_run import run_experiment
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from experiments import incast, spray
+from experiments import spray
 from experiments.bottleneck import (
     CPU_BOUND,
     LINK_BOUND,
@@ -31,7 +31,9 @@ from experiments.experiment import parse_params
 from experiments.failover import figures as failover
 from experiments.failover.modes import FailoverMode
 from experiments.failover.run import FailoverRun, FlowFailure
-from experiments.incast import Fabric, IncastRun
+from experiments.incast import figures as incast
+from experiments.incast.modes import Fabric
+from experiments.incast.run import IncastRun
 from experiments.json_form import to_json
 from experiments.plan import plan_bring_ups, run_order, seed_orders
 from experiments.records import CutFailure, Run

@@ -21,7 +21,7 @@ from experiments.counters import (
     link_loads,
 )
 from experiments.experiment import parse_params
-from experiments.incast import shared_hops
+from experiments.incast.modes import shared_hops
 from experiments.json_form import to_json
 from experiments.metrics import recovery_time, shortfall_bytes, transfer_metrics, window_goodput
 from experiments.paths import fabric_hops

@@ -24,7 +24,10 @@ from experiments.failover.modes import FailoverMode, modes_of
 from experiments.failover.run import uncut_reason
 from experiments.invariants import invariant_lines, invariants
 from experiments.json_form import to_json
-from experiments.loss import LossMode, LossRun
+from experiments.loss import figures as loss_figures
+from experiments.loss import modes as loss_modes
+from experiments.loss.modes import LossMode
+from experiments.loss.run import LossRun
 from experiments.placements import (
     NIC_TX_COUNTERS,
     Cut,
@@ -153,10 +156,10 @@ def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None
 def test_loss_modes_go_rate_by_rate_and_share_one_bring_up() -> None:
     experiment = EXPERIMENTS["loss"]
     params = parse_params(experiment, {})
-    modes = labels(loss.modes_of(params))
+    modes = labels(loss_modes.modes_of(params))
     assert modes[:3] == ("mrc@0%", "single@0%", "roce@0%")
     assert modes[-1] == "roce@5%" and len(modes) == 18
-    assert tuple(map(loss.rate_text, params.rates())) == ("0", "0.1", "0.5", "1", "2", "5")
+    assert tuple(map(loss_modes.rate_text, params.rates())) == ("0", "0.1", "0.5", "1", "2", "5")
     (only,) = plan_bring_ups(experiment, params, seeds=2)
     roce_5 = LossMode.parse("roce@5%")
     assert only.runs[17] == (0, roce_5) and only.runs[18] == (1, roce_5)
@@ -386,21 +389,21 @@ def test_each_transport_keeps_a_share_of_its_own_lossless_goodput_seed_by_seed()
             "roce@1%": {0: _loss_run(20.0, 3), 1: _loss_run(30.0, 4)},
         }
     )
-    summary = loss.summarize(runs, BMV2)
+    summary = loss_figures.summarize(runs, BMV2)
     figures = to_json(summary)
     assert figures["retention"]["mrc"]["1"]["retention_mean"] == pytest.approx((0.9 + 0.95) / 2)
     assert figures["retention"]["roce"]["1"]["retention_min"] == pytest.approx(0.2)
     assert figures["retention"]["mrc"]["0"]["retention_mean"] == pytest.approx(1.0)
     assert figures["mrc_over_roce"]["1"]["ratio_mean"] == pytest.approx((4.5 + 76 / 30) / 2)
     assert spread_problems(figures) == []
-    lines = loss.text(summary)
+    lines = loss_figures.text(summary)
     assert any(line.startswith("mrc keeps of its lossless goodput: 0 %: 1.00") for line in lines)
     assert any("MRC / RoCE goodput: 0 %: 0.90 (0.80-1.00) over 2 seeds" in line for line in lines)
 
 
 def test_without_a_lossless_rate_retention_is_not_measured() -> None:
     runs = _loss_runs({"mrc@1%": {0: _loss_run(90.0, 0)}})
-    figures = to_json(loss.summarize(runs, BMV2))
+    figures = to_json(loss_figures.summarize(runs, BMV2))
     assert figures["retention"].startswith("not measured")
     assert figures["mrc_over_roce"].startswith("not measured")
 
@@ -416,9 +419,9 @@ def test_the_loss_figure_is_drawn_with_failed_points_marked(tmp_path: Path) -> N
         }
     )
     params = parse_params(EXPERIMENTS["loss"], {"rates_percent": "0,5", "transports": "mrc,roce"})
-    assert loss.draw(tmp_path, runs, {}, params) == ["loss.png"]
+    assert loss_figures.draw(tmp_path, runs, {}, params) == ["loss.png"]
     assert (tmp_path / "loss.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    figures = to_json(loss.summarize(runs, BMV2))
+    figures = to_json(loss_figures.summarize(runs, BMV2))
     assert figures["roce@5%"]["failures"][0]["error"] == "retries exhausted"
 
 
