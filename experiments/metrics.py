@@ -9,9 +9,9 @@ the price of a loss, not a loss.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from experiments.documents import PerfResult
 from experiments.records import AgentCounters, Failure, Transfer
 
 #: Bins averaged when deciding whether goodput has recovered: single 100 ms bins on BMv2
@@ -21,7 +21,7 @@ RECOVERY_WINDOW_BINS = 3
 RECOVERY_FRACTION = 0.9
 
 
-def transfer_metrics(result: Mapping[str, Any], total_bytes: int | None = None) -> Transfer:
+def transfer_metrics(result: PerfResult, total_bytes: int | None = None) -> Transfer:
     """A transfer's figures from the agent's perf result (its JSON, as the agent sent it)."""
     connection = result.get("connection") or {}
     receiver = result.get("receiver") or {}
@@ -75,7 +75,7 @@ def failed_transfer(failure: Failure) -> Transfer:
     )
 
 
-def goodput_series(result: Mapping[str, Any]) -> list[dict[str, float]]:
+def goodput_series(result: PerfResult) -> list[dict[str, float]]:
     """The transfer's samples as ``{"t_s": end of the bin, "goodput_bps": ...}``."""
     return [
         {"t_s": float(sample["elapsed_s"]), "goodput_bps": float(sample["goodput_bps"])}

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
-from experiments.counters import CountersUnavailable, busiest_uplink, forwarded_between
+from experiments.counters import CountersUnavailable, Forwarded, busiest_uplink, forwarded_between
+from experiments.documents import Status
 from topologies.model import Topology
 
 
@@ -67,9 +67,7 @@ def leaves_of(topology: Topology, hosts: Iterable[str]) -> list[str]:
     return leaves
 
 
-def local_uplink(
-    topology: Topology, sources: Iterable[str], before: dict[str, Any], after: dict[str, Any]
-) -> Cut:
+def local_uplink(topology: Topology, sources: Iterable[str], before: Status, after: Status) -> Cut:
     """The busiest uplink of the sources' leaves (with several leaves, the busiest of all)."""
     best = None
     for leaf in leaves_of(topology, sources):
@@ -85,8 +83,8 @@ def local_uplink(
 def downlink_loads(
     topology: Topology,
     destinations: Iterable[str],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> dict[tuple[str, int, str], tuple[int, str]]:
     """Every switch-to-switch link into a destination leaf, as (far switch, its port, leaf),
     with the packets the far switch forwarded onto it and which counters told;
@@ -94,7 +92,7 @@ def downlink_loads(
     read ones could miss the busiest)."""
     leaves = set(leaves_of(topology, destinations))
     loads: dict[tuple[str, int, str], tuple[int, str]] = {}
-    read: dict[str, Any] = {}
+    read: dict[str, Forwarded] = {}
     for link in topology.links:
         for near, far in ((link.a, link.b), (link.b, link.a)):
             if near.node not in leaves or far.node in leaves:
@@ -114,8 +112,8 @@ def downlink_loads(
 def remote_downlink(
     topology: Topology,
     destinations: Iterable[str],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> Cut:
     """The downlink into a destination leaf that its far switch forwarded the most onto."""
     loads = downlink_loads(topology, destinations, before, after)
@@ -126,8 +124,8 @@ def remote_downlink(
 def busiest_spine(
     topology: Topology,
     destinations: Iterable[str],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> Cut:
     """The switch that forwarded the most into the destinations' leaves, all its downlinks
     to them together."""

@@ -19,7 +19,6 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from controller.app.status_socket import StatusUnavailable
 from experiments.bottleneck import link_utilisation, overall_bottleneck, phrase, run_bottleneck
@@ -27,6 +26,7 @@ from experiments.capabilities import probe_target_facts
 from experiments.counters import hop_loads
 from experiments.cpu import core_times, process_times
 from experiments.cpu_load import cpu_load
+from experiments.documents import Status
 from experiments.experiment import Experiment, F, M, P, R, S
 from experiments.invariants import invariant_lines, invariants
 from experiments.json_form import to_json
@@ -240,7 +240,7 @@ def measured_run(
     return run, samples
 
 
-def _status_or_unread(testbed: Testbed) -> dict[str, Any]:
+def _status_or_unread(testbed: Testbed) -> Status:
     """The controller's status, or one in which no switch's counters were read (a status
     that did not come is no reason to lose the run; its links are recorded as unread)."""
     try:

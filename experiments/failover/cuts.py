@@ -6,9 +6,9 @@ comes first (:class:`experiments.schedule.Schedule` runs the steps)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from experiments.counters import CountersUnavailable
+from experiments.documents import Status
 from experiments.failover.modes import PROBE_LEAD_S, Params
 from experiments.placements import (
     Cut,
@@ -42,7 +42,7 @@ class Cuts:
         self.clock = clock
         self.before = testbed.status()
         self.nics_before = self._nic_counters()
-        self.probe: dict[str, Any] | None = None
+        self.probe: Status | None = None
         self.nics_probe: dict[str, int] = {}
         #: What the placement chose (None: nothing was cut).
         self.cut: Cut | None = None
@@ -111,7 +111,7 @@ class Cuts:
             self._probe()
             return self._choose_from(self.probe)
 
-    def _choose_from(self, probe: dict[str, Any] | None) -> Cut:
+    def _choose_from(self, probe: Status | None) -> Cut:
         assert probe is not None
         topology = self.testbed.topology
         sources = [source for source, _ in self.flows]

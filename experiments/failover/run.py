@@ -8,8 +8,8 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from experiments.documents import PerfResult, PerfSample
 from experiments.failover.cuts import Cuts
 from experiments.failover.modes import FailoverMode, Params
 from experiments.json_form import FLAT
@@ -87,10 +87,10 @@ def run_mode(
     flows = params.flow_pairs()
     problems = _wait_fabric_whole(testbed)
     clock = RunClock()
-    samples: list[list[dict[str, Any]]] = [[] for _ in flows]
+    samples: list[list[PerfSample]] = [[] for _ in flows]
 
-    def progress(index: int) -> Callable[[dict[str, Any]], None]:
-        def on_sample(sample: dict[str, Any]) -> None:
+    def progress(index: int) -> Callable[[PerfSample], None]:
+        def on_sample(sample: PerfSample) -> None:
             clock.observe(index, sample)
             samples[index].append(sample)
 
@@ -192,8 +192,8 @@ def uncut_reason(cut_error: str | None, transfers: Mapping[str, Transfer]) -> st
 
 
 def _flow_transfer(
-    result: Mapping[str, Any] | TransferFailed,
-    samples: list[dict[str, Any]],
+    result: PerfResult | TransferFailed,
+    samples: list[PerfSample],
     clock: RunClock,
     cut_s: float | None,
     launched: float,

@@ -8,9 +8,9 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from experiments.counters import congestion_signals
+from experiments.documents import PerfResult, PerfSample, Status
 from experiments.incast.modes import Fabric, Params, incast_name, shared_hops, victim_name
 from experiments.metrics import (
     failed_transfer,
@@ -39,7 +39,7 @@ class _VictimClock:
         self.due = threading.Event()
         self._start: float | None = None
 
-    def on_sample(self, sample: dict[str, Any]) -> None:
+    def on_sample(self, sample: PerfSample) -> None:
         elapsed = float(sample["elapsed_s"])
         start = time.monotonic() - elapsed
         self._start = start if self._start is None else min(self._start, start)
@@ -50,7 +50,7 @@ class _VictimClock:
         assert self._start is not None
         return time.monotonic() - self._start
 
-    def wait_until_due(self, victim: Future[dict[str, Any]]) -> bool:
+    def wait_until_due(self, victim: Future[PerfResult]) -> bool:
         """True once the incast is due; False when the victim ended before that."""
         while not self.due.wait(POLL_S):
             if victim.done():
@@ -126,7 +126,7 @@ def run_mode(
             never = TransferFailed("not started: the victim flow ended before the incast was due")
             outcomes = [never] * len(incast_specs)
         try:
-            victim_outcome: dict[str, Any] | TransferFailed = victim.result()
+            victim_outcome: PerfResult | TransferFailed = victim.result()
         except TransferFailed as failure:
             victim_outcome = failure
     finally:
@@ -138,11 +138,11 @@ def run_mode(
 def _record(
     params: Params,
     shared: list[str],
-    victim: dict[str, Any] | TransferFailed,
-    incast: Sequence[dict[str, Any] | TransferFailed],
+    victim: PerfResult | TransferFailed,
+    incast: Sequence[PerfResult | TransferFailed],
     span: tuple[float, float | None],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> tuple[IncastRun, IncastSeries]:
     start_s, end_s = span
     transfers: dict[str, Transfer] = {}

@@ -7,8 +7,8 @@ import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from experiments.documents import PerfResult, PerfSample
 from experiments.fabric_loss import FabricLoss, fabric_loss
 from experiments.json_form import FLAT
 from experiments.loss.modes import LossMode, Params
@@ -45,9 +45,9 @@ def run_mode(
     and its time series."""
     del seed  # each run draws fresh EVs and fresh random drops; the seed labels it
     clock = RunClock()
-    samples: list[dict[str, Any]] = []
+    samples: list[PerfSample] = []
 
-    def on_sample(sample: dict[str, Any]) -> None:
+    def on_sample(sample: PerfSample) -> None:
         clock.observe(0, sample)
         samples.append(sample)
 
@@ -66,7 +66,7 @@ def run_mode(
     testbed.set_fabric_loss(mode.loss_rate_percent / 100)
     launched = time.monotonic()
     try:
-        result: dict[str, Any] | TransferFailed = testbed.transfer(spec, on_sample)
+        result: PerfResult | TransferFailed = testbed.transfer(spec, on_sample)
     except TransferFailed as failure:
         result = failure
     finally:
