@@ -21,8 +21,8 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from experiments.experiment import AnyExperiment
 from experiments.registry import EXPERIMENTS
 from experiments.results import REPO, summary_problems
 
@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s: %(message)s",
     )
-    from experiments.experiment import parse_params, run_experiment
+    from experiments.experiment import parse_params
+    from experiments.runner import run_experiment
     from testbed.session import PathModeUnavailable, check_linux_path_mode
     from testbed.targets import TargetUnavailable, choose_target
     from topologies import TopologyError, load_topology
@@ -122,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if healthy else EXIT_FAILED
 
 
-def _routing_setting(experiment: Any, routing: str, settings: dict[str, str]) -> dict[str, str]:
+def _routing_setting(
+    experiment: AnyExperiment, routing: str, settings: dict[str, str]
+) -> dict[str, str]:
     """``--routing`` (``make experiment ROUTING=``) as the experiment's routing parameter:
     ``routings`` where it compares several, ``routing`` where it runs under one."""
     names = {field.name for field in dataclasses.fields(experiment.params_type)}

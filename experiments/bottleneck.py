@@ -31,9 +31,11 @@ queue then drops, so there a utilisation above 1 is load offered beyond the link
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
 
 from experiments.counters import HopLoad
+from experiments.cpu_load import CpuLoad
+from experiments.json_form import key
 from hostenv.tbf import FRAME_BYTES
 from topologies.model import Link, Topology
 
@@ -54,26 +56,69 @@ RULE = (
 NOTABLE_OTHER_CORES = 0.25
 
 
+@dataclass(frozen=True)
+class LinkUtilisation:
+    """One fabric link direction over a run's window: what its sending switch forwarded
+    onto it (packets, bytes: None where not counted) by which counters, its configured limit
+    in words, and the share of it used (None where bytes were not counted)."""
+
+    link: str
+    counters: str
+    packets: int
+    byte_count: int | None = field(metadata=key("bytes"))
+    limit: str
+    utilisation: float | None
+
+
+@dataclass(frozen=True)
+class RunBottleneck:
+    """One run's verdict with the figures that decided it."""
+
+    verdict: str
+    busiest_core: float | None
+    busiest_link: str | None
+    busiest_link_utilisation: float | None
+    links_unread: int
+    #: The machine's load that was not this run's: a CPU-bound verdict may be theirs.
+    other_processes_cores: float | None
+    busiest_other_process: str | None
+
+
+@dataclass(frozen=True)
+class OverallBottleneck:
+    """The verdict over several runs, with the counts and extremes behind it and the rule."""
+
+    verdict: str
+    runs: int
+    cpu_bound_runs: int
+    link_bound_runs: int
+    busiest_core_max: float | None
+    busiest_link_utilisation_max: float | None
+    other_processes_cores_max: float | None
+    busiest_other_process: str | None
+    rule: str = RULE
+
+
 def link_utilisation(
     topology: Topology, loads: Mapping[str, HopLoad | None], window_s: float
-) -> dict[str, dict[str, Any] | None]:
+) -> dict[str, LinkUtilisation | None]:
     """Each fabric link direction's load over ``window_s`` against its configured rate
     (see the module's docstring); None for a direction whose counters were not read."""
     links = {str(link.id): link for link in topology.links}
-    result: dict[str, dict[str, Any] | None] = {}
+    result: dict[str, LinkUtilisation | None] = {}
     for hop, load in loads.items():
         if load is None:
             result[hop] = None
             continue
         limit, share = _share(links[load.link], load, window_s)
-        result[hop] = {
-            "link": load.link,
-            "counters": load.source,
-            "packets": load.packets,
-            "bytes": load.byte_count,
-            "limit": limit,
-            "utilisation": share,
-        }
+        result[hop] = LinkUtilisation(
+            link=load.link,
+            counters=load.source,
+            packets=load.packets,
+            byte_count=load.byte_count,
+            limit=limit,
+            utilisation=share,
+        )
     return result
 
 
@@ -92,14 +137,14 @@ def _share(link: Link, load: HopLoad, window_s: float) -> tuple[str, float | Non
     return limit, load.byte_count / capacity
 
 
-def run_bottleneck(cpu: Mapping[str, Any], links: Mapping[str, Mapping[str, Any] | None]) -> dict:
-    """One run's verdict from its CPU load (:func:`experiments.cpu.core_load`) and its link
-    utilisation (:func:`link_utilisation`), with the figures that decided it."""
-    busiest_core = cpu.get("busiest_core")
+def run_bottleneck(cpu: CpuLoad, links: Mapping[str, LinkUtilisation | None]) -> RunBottleneck:
+    """One run's verdict from its CPU load and its link utilisation (:func:`link_utilisation`),
+    with the figures that decided it."""
+    busiest_core = cpu.busiest_core
     shares = {
-        hop: entry["utilisation"]
+        hop: entry.utilisation
         for hop, entry in links.items()
-        if entry is not None and entry["utilisation"] is not None
+        if entry is not None and entry.utilisation is not None
     }
     busiest_link = max(shares, key=lambda hop: shares[hop]) if shares else None
     link_share = shares[busiest_link] if busiest_link is not None else None
@@ -109,77 +154,74 @@ def run_bottleneck(cpu: Mapping[str, Any], links: Mapping[str, Mapping[str, Any]
         verdict = LINK_BOUND
     else:
         verdict = NEITHER
-    processes = cpu.get("processes") or {}
-    top_others = processes.get("top_others") or [{}]
-    return {
-        "verdict": verdict,
-        "busiest_core": busiest_core,
-        "busiest_link": busiest_link,
-        "busiest_link_utilisation": link_share,
-        "links_unread": sum(1 for entry in links.values() if entry is None),
-        # the machine's load that was not this run's: a CPU-bound verdict may be theirs
-        "other_processes_cores": processes.get("others_cores"),
-        "busiest_other_process": top_others[0].get("command"),
-    }
+    processes = cpu.processes
+    return RunBottleneck(
+        verdict=verdict,
+        busiest_core=busiest_core,
+        busiest_link=busiest_link,
+        busiest_link_utilisation=link_share,
+        links_unread=sum(1 for entry in links.values() if entry is None),
+        other_processes_cores=None if processes is None else processes.others_cores,
+        busiest_other_process=None
+        if processes is None or not processes.top_others
+        else processes.top_others[0].command,
+    )
 
 
-def overall_bottleneck(verdicts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def overall_bottleneck(verdicts: Iterable[RunBottleneck]) -> OverallBottleneck:
     """The verdict over several runs (those a figure is computed from): ``CPU-bound`` when any
     of them was (its figure is then not a link measure), ``link-bound`` when every one was,
     else ``neither saturated``; with the counts and extremes behind it and the rule."""
     runs = list(verdicts)
-    cpu_bound = sum(1 for run in runs if run["verdict"] == CPU_BOUND)
-    link_bound = sum(1 for run in runs if run["verdict"] == LINK_BOUND)
+    cpu_bound = sum(1 for run in runs if run.verdict == CPU_BOUND)
+    link_bound = sum(1 for run in runs if run.verdict == LINK_BOUND)
     if cpu_bound:
         verdict = CPU_BOUND
     elif runs and link_bound == len(runs):
         verdict = LINK_BOUND
     else:
         verdict = NEITHER
-    cores = [run["busiest_core"] for run in runs if run["busiest_core"] is not None]
+    cores = [run.busiest_core for run in runs if run.busiest_core is not None]
     links = [
-        run["busiest_link_utilisation"]
-        for run in runs
-        if run["busiest_link_utilisation"] is not None
+        run.busiest_link_utilisation for run in runs if run.busiest_link_utilisation is not None
     ]
-    others = [run for run in runs if run.get("other_processes_cores") is not None]
-    busiest_others = max(others, key=lambda run: run["other_processes_cores"], default=None)
-    return {
-        "verdict": verdict,
-        "runs": len(runs),
-        "cpu_bound_runs": cpu_bound,
-        "link_bound_runs": link_bound,
-        "busiest_core_max": max(cores) if cores else None,
-        "busiest_link_utilisation_max": max(links) if links else None,
-        "other_processes_cores_max": None
+    others = [run for run in runs if run.other_processes_cores is not None]
+    busiest_others = max(others, key=lambda run: run.other_processes_cores or 0.0, default=None)
+    return OverallBottleneck(
+        verdict=verdict,
+        runs=len(runs),
+        cpu_bound_runs=cpu_bound,
+        link_bound_runs=link_bound,
+        busiest_core_max=max(cores) if cores else None,
+        busiest_link_utilisation_max=max(links) if links else None,
+        other_processes_cores_max=None
         if busiest_others is None
-        else busiest_others["other_processes_cores"],
-        "busiest_other_process": None
+        else busiest_others.other_processes_cores,
+        busiest_other_process=None
         if busiest_others is None
-        else busiest_others.get("busiest_other_process"),
-        "rule": RULE,
-    }
+        else busiest_others.busiest_other_process,
+    )
 
 
-def phrase(bottleneck: Mapping[str, Any]) -> str:
+def phrase(bottleneck: OverallBottleneck) -> str:
     """An overall verdict in words, for summary.txt beside the figure it qualifies."""
-    core = _percent(bottleneck["busiest_core_max"])
-    link = _percent(bottleneck["busiest_link_utilisation_max"])
-    runs = bottleneck["runs"]
-    if bottleneck["verdict"] == CPU_BOUND:
-        others = bottleneck.get("other_processes_cores_max")
+    core = _percent(bottleneck.busiest_core_max)
+    link = _percent(bottleneck.busiest_link_utilisation_max)
+    runs = bottleneck.runs
+    if bottleneck.verdict == CPU_BOUND:
+        others = bottleneck.other_processes_cores_max
         by_others = (
             f"; other processes on the machine took up to {others:.2f} cores, most "
-            f"{bottleneck.get('busiest_other_process')!r}"
+            f"{bottleneck.busiest_other_process!r}"
             if others is not None and others >= NOTABLE_OTHER_CORES
             else ""
         )
         return (
-            f"{CPU_BOUND}: {bottleneck['cpu_bound_runs']} of {runs} run(s) had a core above "
+            f"{CPU_BOUND}: {bottleneck.cpu_bound_runs} of {runs} run(s) had a core above "
             f"{_percent(CPU_BOUND_SHARE)} busy (busiest {core}; busiest link {link} of its "
             f"rate{by_others}), not a link measure"
         )
-    if bottleneck["verdict"] == LINK_BOUND:
+    if bottleneck.verdict == LINK_BOUND:
         return f"{LINK_BOUND}: busiest link {link} of its rate, busiest core {core}"
     return f"{NEITHER}: busiest core {core}, busiest link {link} of its rate"
 

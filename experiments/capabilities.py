@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from hostenv.qdiscs import probe_qdiscs
 from testbed.targets import ECN_QDISCS, differences
@@ -32,9 +31,6 @@ class TargetFacts:
     ecn_marking: bool | None
     ecn_by: str | None
     lacks: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "lacks": list(self.lacks)}
 
 
 def target_facts(target: str, qdiscs: Mapping[str, bool] | None) -> TargetFacts:

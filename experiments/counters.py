@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from experiments.documents import Status
 from topologies.model import Topology
 
 #: The source of per-port forwarded packets: next-hop member counters (counted at ingress).
@@ -71,7 +72,7 @@ class LinkLoads:
     sources: tuple[str, ...]
 
 
-def forwarded_packets(status: dict[str, Any], switch: str) -> Forwarded:
+def forwarded_packets(status: Status, switch: str) -> Forwarded:
     """What ``switch`` forwarded out of each port, from its member counters where its target
     keeps them (in ECMP mode) and from its ports' tx counters otherwise;
     CountersUnavailable when the snapshot has neither for ``switch``."""
@@ -101,7 +102,7 @@ def forwarded_packets(status: dict[str, Any], switch: str) -> Forwarded:
     )
 
 
-def forwarded_between(before: dict[str, Any], after: dict[str, Any], switch: str) -> Forwarded:
+def forwarded_between(before: Status, after: Status, switch: str) -> Forwarded:
     """What ``switch`` forwarded out of each port between two snapshots. Both must come from
     the same counters (a difference of a member count and a port count means nothing)."""
     start, end = forwarded_packets(before, switch), forwarded_packets(after, switch)
@@ -132,9 +133,7 @@ def _has_port_tx(switch_counters: dict[str, Any], uncounted: dict[str, str]) -> 
     return "tx_packets" not in uncounted and "ports" in switch_counters
 
 
-def _member_packets(
-    status: dict[str, Any], switch: str
-) -> tuple[dict[int, int], dict[int, int] | None]:
+def _member_packets(status: Status, switch: str) -> tuple[dict[int, int], dict[int, int] | None]:
     """Packets and bytes per egress port of ``switch``'s next-hop members (member index ->
     its port); bytes None when a member's cell carries no byte count."""
     ports = {
@@ -156,9 +155,7 @@ def _member_packets(
     return packets, byte_counts
 
 
-def busiest_uplink(
-    topology: Topology, switch: str, before: dict[str, Any], after: dict[str, Any]
-) -> Uplink:
+def busiest_uplink(topology: Topology, switch: str, before: Status, after: Status) -> Uplink:
     """The switch-to-switch port ``switch`` forwarded the most packets out of between two
     status snapshots."""
     forwarded = forwarded_between(before, after, switch)
@@ -170,7 +167,7 @@ def busiest_uplink(
     return Uplink(peers[port], port, counts[port], forwarded.source)
 
 
-def link_loads(topology: Topology, before: dict[str, Any], after: dict[str, Any]) -> LinkLoads:
+def link_loads(topology: Topology, before: Status, after: Status) -> LinkLoads:
     """Packets each switch-to-switch link carried between two snapshots, both directions:
     what the switches at its two ends forwarded onto it (see the module's docstring for
     what member and port counters each include)."""
@@ -206,9 +203,7 @@ class HopLoad:
     byte_count: int | None
 
 
-def hop_loads(
-    topology: Topology, before: dict[str, Any], after: dict[str, Any]
-) -> dict[str, HopLoad | None]:
+def hop_loads(topology: Topology, before: Status, after: Status) -> dict[str, HopLoad | None]:
     """Each direction of each switch-to-switch link (``"l1:3->s1"``: out of l1's port 3
     toward s1) with what its sending switch forwarded onto it between two snapshots; None
     where that switch's counters could not be read."""
@@ -239,7 +234,7 @@ def hop_loads(
 SIGNAL_COUNTERS = ("trims", "ecn_marks")
 
 
-def congestion_signals(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int | None]:
+def congestion_signals(before: Status, after: Status) -> dict[str, int | None]:
     """Packets trimmed and packets ECN-marked by every switch between two snapshots, summed
     over all ports; None for a counter some switch does not count, and for both when some
     switch's counters could not be read in either snapshot."""
@@ -268,7 +263,7 @@ def not_counted(switch_counters: dict[str, Any]) -> dict[str, str]:
     return {note.split(":", 1)[0].strip(): note for note in notes}
 
 
-def _port_counters(status: dict[str, Any], switch: str) -> dict[str, dict[str, Any]]:
+def _port_counters(status: Status, switch: str) -> dict[str, dict[str, Any]]:
     switch_counters = status["counters"].get(switch)
     if not isinstance(switch_counters, dict) or "ports" not in switch_counters:
         reason = (switch_counters or {}).get("error", "not read")

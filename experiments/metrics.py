@@ -10,7 +10,9 @@ the price of a loss, not a loss.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from experiments.documents import PerfResult
+from experiments.records import AgentCounters, Failure, Transfer
 
 #: Bins averaged when deciding whether goodput has recovered: single 100 ms bins on BMv2
 #: swing widely, so one lucky bin must not count as recovery.
@@ -19,8 +21,8 @@ RECOVERY_WINDOW_BINS = 3
 RECOVERY_FRACTION = 0.9
 
 
-def transfer_metrics(result: dict[str, Any], total_bytes: int | None = None) -> dict[str, Any]:
-    """bytes_sent, bytes_delivered, bytes_lost, completed, goodput_bps, retransmits by cause."""
+def transfer_metrics(result: PerfResult, total_bytes: int | None = None) -> Transfer:
+    """A transfer's figures from the agent's perf result (its JSON, as the agent sent it)."""
     connection = result.get("connection") or {}
     receiver = result.get("receiver") or {}
     posted = int(connection.get("messages_posted", 0))
@@ -35,47 +37,45 @@ def transfer_metrics(result: dict[str, Any], total_bytes: int | None = None) -> 
         and int(connection.get("messages_failed", 0)) == 0
         and int(receiver.get("messages_received", 0)) == posted
     )
-    return {
-        "bytes_sent": sent,
-        "bytes_delivered": delivered,
-        "bytes_lost": sent - delivered,
-        "completed": completed,
-        "goodput_bps": float(result["goodput_bps"]),
-        "retransmits": dict(connection.get("retransmits", {})),
-        "retransmits_total": int(connection.get("retransmits_total", 0)),
-        # SACK-gap losses the sender later saw disproved (it widens its reordering window).
-        "spurious_losses": int(connection.get("spurious_losses", 0)),
-        # EVs those disproved losses had retired, given their slot back at once.
-        "evs_reinstated": int(connection.get("evs_reinstated", 0)),
-        "trims_seen": int(connection.get("trims_seen", 0)),
-        "ecn_echoes": int(connection.get("ecn_echoes", 0)),
-        "timeouts": int(connection.get("timeouts", 0)),
-        "tail_probes": int(connection.get("tail_probes", 0)),
-        "ev_probes_sent": int(connection.get("ev_probes_sent", 0)),
-        "data_packets_sent": int(connection.get("data_packets_sent", 0)),
-        # Copies the receiver already had: retransmissions that were not needed (a late
-        # packet taken for lost), as opposed to repairs.
-        "duplicates_received": int(
-            (receiver.get("connection") or {}).get("duplicates_received", 0)
+    return Transfer(
+        bytes_sent=sent,
+        bytes_delivered=delivered,
+        bytes_lost=sent - delivered,
+        completed=completed,
+        goodput_bps=float(result["goodput_bps"]),
+        retransmits=dict(connection.get("retransmits", {})),
+        retransmits_total=int(connection.get("retransmits_total", 0)),
+        counters=AgentCounters(
+            spurious_losses=int(connection.get("spurious_losses", 0)),
+            evs_reinstated=int(connection.get("evs_reinstated", 0)),
+            trims_seen=int(connection.get("trims_seen", 0)),
+            ecn_echoes=int(connection.get("ecn_echoes", 0)),
+            timeouts=int(connection.get("timeouts", 0)),
+            tail_probes=int(connection.get("tail_probes", 0)),
+            ev_probes_sent=int(connection.get("ev_probes_sent", 0)),
+            data_packets_sent=int(connection.get("data_packets_sent", 0)),
+            duplicates_received=int(
+                (receiver.get("connection") or {}).get("duplicates_received", 0)
+            ),
         ),
-    }
+    )
 
 
-def failed_transfer_metrics(error: str) -> dict[str, Any]:
+def failed_transfer(failure: Failure) -> Transfer:
     """The figures of a transfer that never produced a result: nothing is known delivered."""
-    return {
-        "bytes_sent": None,
-        "bytes_delivered": 0,
-        "bytes_lost": None,
-        "completed": False,
-        "goodput_bps": 0.0,
-        "retransmits": {},
-        "retransmits_total": 0,
-        "error": error,
-    }
+    return Transfer(
+        bytes_sent=None,
+        bytes_delivered=0,
+        bytes_lost=None,
+        completed=False,
+        goodput_bps=0.0,
+        retransmits={},
+        retransmits_total=0,
+        failure=failure,
+    )
 
 
-def goodput_series(result: dict[str, Any]) -> list[dict[str, float]]:
+def goodput_series(result: PerfResult) -> list[dict[str, float]]:
     """The transfer's samples as ``{"t_s": end of the bin, "goodput_bps": ...}``."""
     return [
         {"t_s": float(sample["elapsed_s"]), "goodput_bps": float(sample["goodput_bps"])}

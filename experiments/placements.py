@@ -19,16 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
 
-from experiments.counters import CountersUnavailable, busiest_uplink, forwarded_between
+from experiments.counters import CountersUnavailable, Forwarded, busiest_uplink, forwarded_between
+from experiments.documents import Status
 from topologies.model import Topology
 
-LOCAL = "local"
-REMOTE = "remote"
-SWITCH = "switch"
-NIC = "nic"
-PLACEMENTS = (LOCAL, REMOTE, SWITCH, NIC)
+
+class Placement(StrEnum):
+    """What a failover run breaks (see the module's docstring)."""
+
+    LOCAL = "local"
+    REMOTE = "remote"
+    SWITCH = "switch"
+    NIC = "nic"
+
+
 #: The counters ``nic`` is chosen by: the source host's own.
 NIC_TX_COUNTERS = "host_nic_tx"
 
@@ -38,7 +44,7 @@ class Cut:
     """What a placement chose: a link (``a`` and ``b`` as ``Testbed.fail`` takes them) or a
     switch (``switch``; ``a`` and ``b`` empty), the packets that told, and which counters."""
 
-    placement: str
+    placement: Placement
     a: str
     b: str
     packets: int
@@ -61,9 +67,7 @@ def leaves_of(topology: Topology, hosts: Iterable[str]) -> list[str]:
     return leaves
 
 
-def local_uplink(
-    topology: Topology, sources: Iterable[str], before: dict[str, Any], after: dict[str, Any]
-) -> Cut:
+def local_uplink(topology: Topology, sources: Iterable[str], before: Status, after: Status) -> Cut:
     """The busiest uplink of the sources' leaves (with several leaves, the busiest of all)."""
     best = None
     for leaf in leaves_of(topology, sources):
@@ -73,14 +77,14 @@ def local_uplink(
     if best is None:
         raise ValueError("the flows have no source leaf")
     leaf, uplink = best
-    return Cut(LOCAL, f"{leaf}:{uplink.port}", uplink.peer, uplink.packets, uplink.source)
+    return Cut(Placement.LOCAL, f"{leaf}:{uplink.port}", uplink.peer, uplink.packets, uplink.source)
 
 
 def downlink_loads(
     topology: Topology,
     destinations: Iterable[str],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> dict[tuple[str, int, str], tuple[int, str]]:
     """Every switch-to-switch link into a destination leaf, as (far switch, its port, leaf),
     with the packets the far switch forwarded onto it and which counters told;
@@ -88,7 +92,7 @@ def downlink_loads(
     read ones could miss the busiest)."""
     leaves = set(leaves_of(topology, destinations))
     loads: dict[tuple[str, int, str], tuple[int, str]] = {}
-    read: dict[str, Any] = {}
+    read: dict[str, Forwarded] = {}
     for link in topology.links:
         for near, far in ((link.a, link.b), (link.b, link.a)):
             if near.node not in leaves or far.node in leaves:
@@ -108,20 +112,20 @@ def downlink_loads(
 def remote_downlink(
     topology: Topology,
     destinations: Iterable[str],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> Cut:
     """The downlink into a destination leaf that its far switch forwarded the most onto."""
     loads = downlink_loads(topology, destinations, before, after)
     (switch, port, leaf), (packets, source) = max(loads.items(), key=lambda item: item[1][0])
-    return Cut(REMOTE, f"{switch}:{port}", leaf, packets, source)
+    return Cut(Placement.REMOTE, f"{switch}:{port}", leaf, packets, source)
 
 
 def busiest_spine(
     topology: Topology,
     destinations: Iterable[str],
-    before: dict[str, Any],
-    after: dict[str, Any],
+    before: Status,
+    after: Status,
 ) -> Cut:
     """The switch that forwarded the most into the destinations' leaves, all its downlinks
     to them together."""
@@ -132,7 +136,7 @@ def busiest_spine(
         total = totals.get(switch, (0, source))[0]
         totals[switch] = (total + packets, source)
     switch, (packets, source) = max(totals.items(), key=lambda item: item[1][0])
-    return Cut(SWITCH, "", "", packets, source, switch=switch)
+    return Cut(Placement.SWITCH, "", "", packets, source, switch=switch)
 
 
 def busiest_nic(
@@ -146,5 +150,9 @@ def busiest_nic(
         raise CountersUnavailable(f"{host}: NIC counters unavailable for {', '.join(missing)}")
     nic = max(nics, key=lambda n: after[n.name] - before[n.name])
     return Cut(
-        NIC, f"{host}:{nic.index}", nic.switch, after[nic.name] - before[nic.name], NIC_TX_COUNTERS
+        Placement.NIC,
+        f"{host}:{nic.index}",
+        nic.switch,
+        after[nic.name] - before[nic.name],
+        NIC_TX_COUNTERS,
     )

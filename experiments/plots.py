@@ -21,9 +21,9 @@ MODE_COLOURS = {
 
 def colour_of(label: str) -> str | None:
     """A line's colour from the first word of its label: a mode (``ecn_trim_on``) or a
-    transport, also where the mode names more after it (``mrc-static-remote``, ``roce@1%``)."""
-    word = label.split()[0] if label.split() else label
-    return MODE_COLOURS.get(word) or MODE_COLOURS.get(word.split("-")[0].split("@")[0])
+    transport (``mrc (256 EVs)``)."""
+    words = label.split()
+    return MODE_COLOURS.get(words[0] if words else label)
 
 
 def goodput_over_time(

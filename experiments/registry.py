@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from experiments import collectives, failover, incast, loss, spray
-from experiments.experiment import Experiment
+from experiments import collectives, failover, incast, loss, reboot, spray
+from experiments.experiment import AnyExperiment
 
-EXPERIMENTS: dict[str, Experiment] = {
+EXPERIMENTS: dict[str, AnyExperiment] = {
     experiment.name: experiment
     for experiment in (
         failover.EXPERIMENT,
-        failover.REBOOT,
+        reboot.EXPERIMENT,
         loss.EXPERIMENT,
         spray.EXPERIMENT,
         incast.EXPERIMENT,

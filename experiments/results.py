@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agent import native
+from experiments.json_form import Json
 from experiments.stats import spread_problems
-from hostenv.toolchain import P4C, SIMPLE_SWITCH_GRPC, find_tool, tool_version
+from hostenv.toolchain import P4C, SIMPLE_SWITCH_GRPC, ToolSpec, find_tool, tool_version
 from p4src import artifact
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def _git_commit() -> str:
     return commit + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def _tool_version(spec: Any) -> str:
+def _tool_version(spec: ToolSpec) -> str:
     path = find_tool(spec)
     return tool_version(spec, path) if path else ""
 
@@ -92,12 +93,13 @@ def _compiled_with() -> str:
     return "not found"
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Json) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
 
 def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
-    """What makes ``summary`` ill-formed (empty when it is well-formed)."""
+    """What makes ``summary`` (summary.json as read back) ill-formed (empty when it is
+    well-formed)."""
     problems = [
         f"missing {key!r}"
         for key in (
@@ -147,7 +149,7 @@ def summary_problems(summary: dict[str, Any], seeds: int) -> list[str]:
     return problems
 
 
-def _order_problems(order: Any, modes: list[str] | tuple[str, ...], seeds: int) -> list[str]:
+def _order_problems(order: object, modes: list[str] | tuple[str, ...], seeds: int) -> list[str]:
     """What is wrong with summary.json's ``order``: every seed must list every mode once."""
     per_seed = order.get("per_seed") if isinstance(order, dict) else None
     if not isinstance(per_seed, dict) or sorted(per_seed) != sorted(str(s) for s in range(seeds)):

@@ -18,17 +18,21 @@ spread and what limited the runs, and the max and min link load per mode.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from experiments import plots
-from experiments.bottleneck import overall_bottleneck, phrase
+from experiments.bottleneck import OverallBottleneck, overall_bottleneck, phrase
 from experiments.capabilities import TargetFacts
 from experiments.counters import MEMBER_COUNTERS, PORT_TX_COUNTERS, link_loads
 from experiments.experiment import Experiment
-from experiments.metrics import failed_transfer_metrics, transfer_metrics
-from experiments.stats import describe, mbit, seed_pairs, spread, two_places
+from experiments.json_form import FLAT, PREFIXED, key
+from experiments.metrics import failed_transfer, transfer_metrics
+from experiments.records import Failure, Runs, Transfer
+from experiments.stats import SeedPair, Spread, describe, mbit, seed_pairs, two_places
 from experiments.topology_variant import Variant
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
@@ -36,6 +40,8 @@ from topologies.model import Topology
 
 NAME = "spray"
 DEFAULT_TOPOLOGY = "leaf-spine-4x4"
+#: A figure compared across seeds: a count or a share.
+N = TypeVar("N", int, float)
 #: Attempts at drawing a permutation in which nobody sends within its own leaf.
 PERMUTATION_ATTEMPTS = 10_000
 
@@ -67,6 +73,7 @@ class Params:
     lldp_interval_ms: int = 100
 
     def check(self) -> None:
+        """ValueError for settings that cannot work."""
         if self.duration_s <= 0 or self.fabric_rate_pps < 1 or min(self.flows, self.flow_bytes) < 0:
             raise ValueError(
                 "duration_s and fabric_rate_pps must be positive, flows and flow_bytes >= 0"
@@ -77,7 +84,25 @@ class Params:
             raise ValueError("trim_threshold must be below fabric_queue_depth")
 
 
-def variant(params: Params, mode: str) -> Variant:
+class Paths(StrEnum):
+    """A mode: how many paths each flow sprays over."""
+
+    #: MRC on ``mrc_evs`` EVs.
+    MRC = "mrc"
+    #: One EV: ECMP's single path, the RoCE-like baseline.
+    SINGLE = "single"
+
+
+MODES = (Paths.MRC, Paths.SINGLE)
+
+
+def modes_of(params: Params) -> tuple[Paths, ...]:
+    """Both modes, whatever the parameters."""
+    del params
+    return MODES
+
+
+def variant(params: Params, mode: Paths) -> Variant:
     """The same network for both modes (they differ only in the agents' EVs)."""
     del mode
     return Variant(
@@ -102,7 +127,29 @@ def permutation(topology: Topology, seed: int) -> list[tuple[str, str]]:
     raise ValueError(f"{topology.name}: no permutation avoids sending within a leaf")
 
 
-def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class SprayRun:
+    """One run's record: each flow's transfer, the EVs each used, the flows' goodput
+    together, and the packets each spine link carried (None: unread), from which counters,
+    with their extremes."""
+
+    transfers: Mapping[str, Transfer]
+    evs: int | None
+    aggregate_goodput_bps: float
+    link_packets: Mapping[str, int | None]
+    link_counters: tuple[str, ...]
+    link_packets_max: int | None
+    link_packets_min: int | None
+    links_unread: tuple[str, ...]
+
+
+#: A run's time series: the packets each spine link carried (a run has no other samples).
+SpraySeries = dict[str, Mapping[str, int | None]]
+
+
+def run_mode(
+    testbed: Testbed, params: Params, mode: Paths, seed: int
+) -> tuple[SprayRun, SpraySeries]:
     """Every flow of the seed's permutation at once in ``mode``."""
     pairs = permutation(testbed.topology, seed)[: params.flows or None]
     specs = [
@@ -111,7 +158,7 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
             destination,
             total_bytes=params.flow_bytes or None,
             duration_s=None if params.flow_bytes else params.duration_s,
-            evs=params.mrc_evs if mode == "mrc" else 1,
+            evs=params.mrc_evs if mode == Paths.MRC else 1,
             message_size=params.message_size,
         )
         for source, destination in pairs
@@ -123,90 +170,122 @@ def run_mode(testbed: Testbed, params: Params, mode: str, seed: int) -> tuple[di
     for spec, outcome in zip(specs, outcomes, strict=True):
         name = f"{spec.source}->{spec.destination}"
         if isinstance(outcome, TransferFailed):
-            transfers[name] = failed_transfer_metrics(str(outcome))
+            transfers[name] = failed_transfer(Failure(str(outcome)))
         else:
             transfers[name] = transfer_metrics(outcome, params.flow_bytes or None)
     loads = link_loads(testbed.topology, before, after)
     known = [load for load in loads.packets.values() if load is not None]
-    record = {
-        "transfers": transfers,
-        "evs": specs[0].evs,
-        "aggregate_goodput_bps": sum(t["goodput_bps"] for t in transfers.values()),
-        "link_packets": loads.packets,
-        "link_counters": list(loads.sources),
-        "link_packets_max": max(known) if known else None,
-        "link_packets_min": min(known) if known else None,
-        "links_unread": sorted(link for link, load in loads.packets.items() if load is None),
-    }
+    record = SprayRun(
+        transfers=transfers,
+        evs=specs[0].evs,
+        aggregate_goodput_bps=sum(t.goodput_bps for t in transfers.values()),
+        link_packets=loads.packets,
+        link_counters=loads.sources,
+        link_packets_max=max(known) if known else None,
+        link_packets_min=min(known) if known else None,
+        links_unread=tuple(sorted(link for link, load in loads.packets.items() if load is None)),
+    )
     return record, {"link_packets": loads.packets}
 
 
-def summarize(runs: dict[str, dict[str, dict]], facts: TargetFacts) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ModeFigures:
+    """One mode over its seeds: aggregate goodput, the link load extremes and the counters
+    they came from, and the CPU and link loads behind them."""
+
+    aggregate_goodput: Spread = field(metadata=key("aggregate_goodput_bps", PREFIXED))
+    link_packets_max: int | None
+    link_packets_min: int | None
+    #: The mean over cores, the machine's busy share (the verdict looks at each core).
+    cpu_busy_fraction_max: float
+    busiest_core_max: float | None
+    busiest_link_utilisation_max: float | None
+    link_counters: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SprayFigures:
+    """The goodput ratio MRC / single per seed with its spread and what limited the runs
+    behind it (a ratio of runs that saturated a core is no link measure); each seed's pair;
+    each mode's figures."""
+
+    goodput_ratio_mrc_over_single: tuple[float | None, ...]
+    goodput_ratio: Spread = field(metadata=PREFIXED)
+    goodput_ratio_bottleneck: str
+    bottleneck: OverallBottleneck
+    pairs: tuple[SeedPair[Paths], ...]
+    modes: Mapping[Paths, ModeFigures] = field(metadata=FLAT)
+
+
+def summarize(runs: Runs[Paths, SprayRun], facts: TargetFacts) -> SprayFigures:
     """Goodput ratio MRC / single per seed with its mean and spread and what limited the runs
     behind it; each seed's pair; per mode goodput, link load extremes, CPU and link loads."""
     del facts  # ECMP spreads by source port on every target
     ratios = []
-    for seed, mrc in runs["mrc"].items():
-        single = runs["single"][seed]["aggregate_goodput_bps"]
-        ratios.append(mrc["aggregate_goodput_bps"] / single if single > 0 else None)
+    for seed, mrc in runs[Paths.MRC].items():
+        single = runs[Paths.SINGLE][seed].record.aggregate_goodput_bps
+        ratios.append(mrc.record.aggregate_goodput_bps / single if single > 0 else None)
     bottleneck = overall_bottleneck(
-        run["bottleneck"] for seeds in runs.values() for run in seeds.values()
+        run.bottleneck for seeds in runs.values() for run in seeds.values()
     )
-    figures: dict[str, Any] = {
-        "goodput_ratio_mrc_over_single": ratios,
-        **spread("goodput_ratio", ratios),
-        # Beside the ratio: a ratio of runs that saturated a core is no link measure.
-        "goodput_ratio_bottleneck": bottleneck["verdict"],
-        "bottleneck": bottleneck,
-        "pairs": seed_pairs(
-            runs, {"aggregate_goodput_bps": lambda run: run["aggregate_goodput_bps"]}
-        ),
+    modes = {
+        mode: ModeFigures(
+            aggregate_goodput=Spread.of(r.record.aggregate_goodput_bps for r in seeds.values()),
+            link_packets_max=_extreme(max, (r.record.link_packets_max for r in seeds.values())),
+            link_packets_min=_extreme(min, (r.record.link_packets_min for r in seeds.values())),
+            cpu_busy_fraction_max=max(r.cpu.busy_fraction or 0.0 for r in seeds.values()),
+            busiest_core_max=_extreme(max, (r.cpu.busiest_core for r in seeds.values())),
+            busiest_link_utilisation_max=_extreme(
+                max, (r.bottleneck.busiest_link_utilisation for r in seeds.values())
+            ),
+            link_counters=tuple(
+                sorted({source for r in seeds.values() for source in r.record.link_counters})
+            ),
+        )
+        for mode, seeds in runs.items()
     }
-    for mode, seeds in runs.items():
-        figures[mode] = {
-            **spread("aggregate_goodput_bps", [r["aggregate_goodput_bps"] for r in seeds.values()]),
-            "link_packets_max": _extreme(max, [r["link_packets_max"] for r in seeds.values()]),
-            "link_packets_min": _extreme(min, [r["link_packets_min"] for r in seeds.values()]),
-            # the mean over cores, the machine's busy share (the verdict looks at each core)
-            "cpu_busy_fraction_max": max(r["cpu"]["busy_fraction"] or 0.0 for r in seeds.values()),
-            "busiest_core_max": _extreme(max, [r["cpu"]["busiest_core"] for r in seeds.values()]),
-            "busiest_link_utilisation_max": _extreme(
-                max, [r["bottleneck"]["busiest_link_utilisation"] for r in seeds.values()]
-            ),
-            "link_counters": sorted(
-                {source for r in seeds.values() for source in r.get("link_counters", ())}
-            ),
-        }
-    return figures
+    return SprayFigures(
+        goodput_ratio_mrc_over_single=tuple(ratios),
+        goodput_ratio=Spread.of(ratios),
+        goodput_ratio_bottleneck=bottleneck.verdict,
+        bottleneck=bottleneck,
+        pairs=seed_pairs(
+            runs, {"aggregate_goodput_bps": lambda run: run.record.aggregate_goodput_bps}
+        ),
+        modes=modes,
+    )
 
 
-def _extreme(pick: Any, values: list[Any]) -> Any:
+def _extreme(pick: Callable[[list[N]], N], values: Iterable[N | None]) -> N | None:
     known = [v for v in values if v is not None]
     return pick(known) if known else None
 
 
-def draw(directory: Path, runs: dict, series: dict, params: Params) -> list[str]:
+def draw(
+    directory: Path,
+    runs: Runs[Paths, SprayRun],
+    series: Mapping[Paths, Mapping[int, SpraySeries]],
+    params: Params,
+) -> list[str]:
     """flows.png (per-flow goodput) and links.png (per-link packets), seed 0, both modes."""
     del series, params
-    flows = list(runs["mrc"]["0"]["transfers"])
+    first = {mode: seeds[0].record for mode, seeds in runs.items()}
+    flows = list(first[Paths.MRC].transfers)
     plots.grouped_bars(
         directory / "flows.png",
         "spray: per-flow goodput, seed 0",
         "goodput (Mbit/s)",
         flows,
-        {
-            mode: [runs[mode]["0"]["transfers"][f]["goodput_bps"] / 1e6 for f in flows]
-            for mode in runs
-        },
+        {mode: [run.transfers[f].goodput_bps / 1e6 for f in flows] for mode, run in first.items()},
     )
-    links = list(runs["mrc"]["0"]["link_packets"])
+    links = list(first[Paths.MRC].link_packets)
     plots.grouped_bars(
         directory / "links.png",
         "spray: packets forwarded onto each spine link (both directions), seed 0\n"
-        f"from {_counters_phrase(runs['mrc']['0'].get('link_counters', []))}",
+        f"from {_counters_phrase(first[Paths.MRC].link_counters)}",
         "packets",
         links,
-        {mode: [runs[mode]["0"]["link_packets"][link] or 0 for link in links] for mode in runs},
+        {mode: [run.link_packets[link] or 0 for link in links] for mode, run in first.items()},
     )
     return ["flows.png", "links.png"]
 
@@ -218,34 +297,35 @@ COUNTER_PHRASES = {
 }
 
 
-def _counters_phrase(sources: list[str]) -> str:
+def _counters_phrase(sources: Iterable[str]) -> str:
     """The counter sources a link load came from, in words ("unread" when none was)."""
     return "; ".join(COUNTER_PHRASES.get(s, s) for s in sources) or "counters unread"
 
 
-def text(figures: dict[str, Any]) -> list[str]:
+def text(figures: SprayFigures) -> list[str]:
     """summary.txt lines: the ratio as "mean (min-max) over N seeds" with what limited it,
     each seed's pair in the order it ran, then each mode's goodput and loads."""
-    pairs = figures["pairs"]
+    pairs = figures.pairs
     lines = [
         "aggregate goodput MRC / single: "
-        f"{describe(figures, 'goodput_ratio', two_places, len(pairs))} "
-        f"[{phrase(figures['bottleneck'])}] (target >= 1.3; reported, not asserted)"
+        f"{describe(figures.goodput_ratio, two_places, len(pairs))} "
+        f"[{phrase(figures.bottleneck)}] (target >= 1.3; reported, not asserted)"
     ]
     for pair in pairs:
         goodputs = ", ".join(
-            f"{mode} {bps / 1e6:.3f}" for mode, bps in pair["aggregate_goodput_bps"].items()
+            f"{mode} {(bps or 0.0) / 1e6:.3f}"
+            for mode, bps in pair.values["aggregate_goodput_bps"].items()
         )
-        lines.append(f"seed {pair['seed']} ({' then '.join(pair['order'])}): {goodputs} Mbit/s")
-    for mode in ("mrc", "single"):
-        f = figures[mode]
+        lines.append(f"seed {pair.seed} ({' then '.join(pair.order)}): {goodputs} Mbit/s")
+    for mode in MODES:
+        f = figures.modes[mode]
         lines.append(
             f"{mode:<7} aggregate "
-            f"{describe(f, 'aggregate_goodput_bps', mbit, len(pairs), 'Mbit/s')}; link load "
-            f"max {f['link_packets_max']} min {f['link_packets_min']} packets "
-            f"({_counters_phrase(f['link_counters'])}); busiest link "
-            f"{_percent(f['busiest_link_utilisation_max'])} of its rate; busiest core "
-            f"{_percent(f['busiest_core_max'])}, all cores {f['cpu_busy_fraction_max'] * 100:.0f} %"
+            f"{describe(f.aggregate_goodput, mbit, len(pairs), 'Mbit/s')}; link load "
+            f"max {f.link_packets_max} min {f.link_packets_min} packets "
+            f"({_counters_phrase(f.link_counters)}); busiest link "
+            f"{_percent(f.busiest_link_utilisation_max)} of its rate; busiest core "
+            f"{_percent(f.busiest_core_max)}, all cores {f.cpu_busy_fraction_max * 100:.0f} %"
         )
     return lines
 
@@ -254,16 +334,17 @@ def _percent(share: float | None) -> str:
     return "unread" if share is None else f"{share * 100:.0f} %"
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT: Experiment[Params, Paths, SprayRun, SpraySeries, SprayFigures] = Experiment(
     name=NAME,
     default_topology=DEFAULT_TOPOLOGY,
     params_type=Params,
+    modes_of=modes_of,
     variant=variant,
     run_mode=run_mode,
     summarize=summarize,
     draw=draw,
     text=text,
-    # LLDP probes queue behind the data on the slowed links and arrive late: the controller
-    # would take that for cuts and reprogram the fabric over and over. Nothing is cut here.
+    # LLDP probes queue behind the data on the slowed links and would read as cuts: the
+    # controller would reprogram the fabric over and over. Nothing is cut here.
     discovery=False,
 )

@@ -11,80 +11,108 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Generic
+
+from experiments.json_form import FLAT, TEXT
+from experiments.records import ModeT, RecordT, Run, Runs
 
 #: The keys that must stand beside every ``<name>_mean`` of a summary's figures.
 SPREAD_SUFFIXES = ("_min", "_max", "_stdev", "_seeds")
 
 
-def spread(name: str, values: Iterable[float | None]) -> dict[str, float | int | None]:
-    """``<name>_mean``, ``_min``, ``_max``, ``_stdev`` (sample; None below two values) and
-    ``_seeds`` (the values that were not None) of ``values``; the figures are None when no
-    seed gave a value."""
-    known = [float(v) for v in values if v is not None]
-    return {
-        f"{name}_mean": statistics.fmean(known) if known else None,
-        f"{name}_min": min(known) if known else None,
-        f"{name}_max": max(known) if known else None,
-        f"{name}_stdev": statistics.stdev(known) if len(known) > 1 else None,
-        f"{name}_seeds": len(known),
-    }
+@dataclass(frozen=True)
+class Spread:
+    """A figure over seeds: its mean, min, max, sample stdev (None below two values) and the
+    seeds that gave a value; the figures are None when none did. Written into a summary's
+    figures as ``<name>_mean``, ``<name>_min``, ... (``json_form.PREFIXED``)."""
+
+    mean: float | None
+    min: float | None
+    max: float | None
+    stdev: float | None
+    seeds: int
+
+    @classmethod
+    def of(cls, values: Iterable[float | None]) -> Spread:
+        """The spread of ``values``, leaving out the None ones (seeds without a value)."""
+        known = [float(v) for v in values if v is not None]
+        return cls(
+            mean=statistics.fmean(known) if known else None,
+            min=min(known) if known else None,
+            max=max(known) if known else None,
+            stdev=statistics.stdev(known) if len(known) > 1 else None,
+            seeds=len(known),
+        )
 
 
-def spread_problems(figures: Mapping[str, Any], path: str = "figures") -> list[str]:
-    """Every ``<name>_mean`` in ``figures`` (nested dicts included) that lacks its spread."""
+def spread_problems(figures: Mapping[str, object], path: str = "figures") -> list[str]:
+    """Every ``<name>_mean`` in ``figures`` as summary.json holds them (nested objects
+    included) that lacks its spread."""
     problems = []
-    for key, value in figures.items():
+    for name, value in figures.items():
         if isinstance(value, Mapping):
-            problems.extend(spread_problems(value, f"{path}.{key}"))
-        elif key.endswith("_mean"):
-            name = key.removesuffix("_mean")
-            missing = [name + s for s in SPREAD_SUFFIXES if name + s not in figures]
+            problems.extend(spread_problems(value, f"{path}.{name}"))
+        elif name.endswith("_mean"):
+            figure = name.removesuffix("_mean")
+            missing = [figure + s for s in SPREAD_SUFFIXES if figure + s not in figures]
             if missing:
-                problems.append(f"{path}.{key} has no spread beside it: lacks {missing}")
+                problems.append(f"{path}.{name} has no spread beside it: lacks {missing}")
     return problems
 
 
 def describe(
-    figures: Mapping[str, Any],
-    name: str,
+    spread: Spread,
     show: Callable[[float], str],
     total_seeds: int,
     unit: str = "",
 ) -> str:
-    """``name``'s figures as "mean unit (min-max) over N seeds", each number written by
-    ``show`` ("-" when no seed gave a value; "of M" when some seeds gave none)."""
-    mean = figures.get(f"{name}_mean")
-    if mean is None:
+    """``spread`` as "mean unit (min-max) over N seeds", each number written by ``show``
+    ("-" when no seed gave a value; "of M" when some seeds gave none)."""
+    if spread.mean is None or spread.min is None or spread.max is None:
         return f"- (no value in {total_seeds} seed(s))"
-    seeds = int(figures[f"{name}_seeds"])
+    seeds = spread.seeds
     unit = f" {unit}" if unit else ""
     if seeds == 1:
-        return f"{show(mean)}{unit} (1 seed{'' if total_seeds == 1 else f' of {total_seeds}'})"
+        return (
+            f"{show(spread.mean)}{unit} (1 seed{'' if total_seeds == 1 else f' of {total_seeds}'})"
+        )
     over = f"{seeds} seeds" + ("" if seeds == total_seeds else f" of {total_seeds}")
-    low, high = show(figures[f"{name}_min"]), show(figures[f"{name}_max"])
-    return f"{show(mean)}{unit} ({low}-{high}) over {over}"
+    return f"{show(spread.mean)}{unit} ({show(spread.min)}-{show(spread.max)}) over {over}"
+
+
+@dataclass(frozen=True)
+class SeedPair(Generic[ModeT]):
+    """One seed's runs side by side: its modes in the order they ran, and for each named
+    value every mode's (``values["recovery_s"][mode]``)."""
+
+    seed: int = field(metadata=TEXT)
+    order: tuple[ModeT, ...] = field(metadata=TEXT)
+    values: Mapping[str, Mapping[ModeT, float | None]] = field(metadata=FLAT)
 
 
 def seed_pairs(
-    runs: Mapping[str, Mapping[str, Mapping[str, Any]]],
-    values: Mapping[str, Callable[[Mapping[str, Any]], Any]],
-) -> list[dict[str, Any]]:
+    runs: Runs[ModeT, RecordT],
+    values: Mapping[str, Callable[[Run[RecordT]], float | None]],
+) -> tuple[SeedPair[ModeT], ...]:
     """Each seed's runs side by side: the seed, its modes in the order they ran (by each
-    record's ``sequence``), and for every name in ``values`` that value of each mode's run;
+    run's ``sequence``), and for every name in ``values`` that value of each mode's run;
     seeds that not every mode has are left out."""
     modes = list(runs)
     if not modes:
-        return []
-    seeds = sorted(set.intersection(*(set(runs[mode]) for mode in modes)), key=int)
-    pairs = []
-    for seed in seeds:
-        order = sorted(modes, key=lambda mode: int(runs[mode][seed].get("sequence", 0)))
-        entry: dict[str, Any] = {"seed": seed, "order": order}
-        for name, value in values.items():
-            entry[name] = {mode: value(runs[mode][seed]) for mode in modes}
-        pairs.append(entry)
-    return pairs
+        return ()
+    seeds = sorted(set.intersection(*(set(runs[mode]) for mode in modes)))
+    return tuple(
+        SeedPair(
+            seed,
+            tuple(sorted(modes, key=lambda mode: runs[mode][seed].sequence)),
+            {
+                name: {mode: value(runs[mode][seed]) for mode in modes}
+                for name, value in values.items()
+            },
+        )
+        for seed in seeds
+    )
 
 
 def mbit(bps: float) -> str:

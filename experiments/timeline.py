@@ -19,7 +19,8 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+
+from experiments.documents import PerfSample
 
 Series = list[dict[str, float]]
 
@@ -34,7 +35,7 @@ class RunClock:
         self._zero: float | None = None
         self._starts: dict[int, float] = {}
 
-    def observe(self, flow: int, sample: dict[str, Any]) -> None:
+    def observe(self, flow: int, sample: PerfSample) -> None:
         """A sample of transfer ``flow`` arrived now."""
         start = self._monotonic() - float(sample["elapsed_s"])
         with self._lock:
@@ -73,7 +74,7 @@ class RunClock:
             return 0.0 if start is None or self._zero is None else start - self._zero
 
 
-def flow_series(samples: Sequence[dict[str, Any]], offset: float) -> Series:
+def flow_series(samples: Sequence[PerfSample], offset: float) -> Series:
     """A transfer's samples on the run's clock: ``t_s`` (end of the bin), ``goodput_bps``,
     ``bytes`` and ``seconds`` (its length)."""
     return [

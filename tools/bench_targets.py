@@ -32,10 +32,15 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tools.counterbalance import blocks, interleaved, ordered
+
+if TYPE_CHECKING:
+    from experiments.records import RunRecord
+    from experiments.spray import Paths
 
 REPO = Path(__file__).resolve().parent.parent
 #: The ratio asked of the linux target (and of BMv2).
@@ -90,34 +95,38 @@ def seed_table(
     return [rows[seed] for seed in sorted(rows)]
 
 
-def invariants(runs: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+def invariants(runs: Mapping[Paths, Mapping[int, RunRecord]]) -> dict[str, int | bool]:
     """Bytes lost and whether every transfer completed, over every run of one target."""
-    transfers = [
-        t for seeds in runs.values() for run in seeds.values() for t in run["transfers"].values()
-    ]
-    return {
-        "bytes_lost": sum(t["bytes_lost"] or 0 for t in transfers),
-        "all_completed": all(t["completed"] for t in transfers),
-    }
+    from experiments.invariants import invariants as held_over
+
+    held = held_over(runs)
+    return {"bytes_lost": held.bytes_lost, "all_completed": held.all_completed}
 
 
 def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> dict[str, Any]:
     """Run the spray workload on each of ``targets`` that can run here, interleaved seed by
     seed; the condensed JSON."""
     from experiments.capabilities import probe_target_facts
-    from experiments.experiment import bring_ups, measured_run, parse_params
+    from experiments.experiment import parse_params
+    from experiments.json_form import to_json
+    from experiments.plan import bring_ups
+    from experiments.records import Run
     from experiments.registry import EXPERIMENTS
     from experiments.results import new_result_dir, versions, write_json
+    from experiments.runner import measured_run
+    from experiments.spray import SprayRun, SpraySeries
     from experiments.topology_variant import write_variant
     from testbed.session import Testbed
     from testbed.targets import TargetUnavailable, check_target
     from topologies import load_topology
 
     experiment = EXPERIMENTS[WORKLOAD]
+    params = parse_params(experiment, {})
+    modes = experiment.modes_of(params)
     topology_ref = topology_ref or experiment.default_topology
     topology = load_topology(topology_ref)
     if experiment.check_topology is not None:
-        experiment.check_topology(topology, parse_params(experiment, {}))
+        experiment.check_topology(topology, params)
     result: dict[str, Any] = {
         "benchmark": "targets",
         "workload": WORKLOAD,
@@ -138,7 +147,6 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
         available.append(name)
     if not available:
         return result
-    params = parse_params(experiment, {})
     groups = bring_ups(experiment, params)
     if len(groups) != 1:
         raise ValueError(f"{WORKLOAD}: modes on different networks; bench-targets needs one")
@@ -146,11 +154,11 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
     directory = new_result_dir(out, "bench-targets")
     topology_file = write_variant(topology_ref, variant, directory, "topology.yaml")
     facts = {name: probe_target_facts(name) for name in available}
-    runs: dict[str, dict[str, dict[str, Any]]] = {
-        name: {mode: {} for mode in experiment.modes} for name in available
+    runs: dict[str, dict[Paths, dict[int, Run[SprayRun]]]] = {
+        name: {mode: {} for mode in modes} for name in available
     }
-    series: dict[str, dict[str, dict[str, Any]]] = {
-        name: {mode: {} for mode in experiment.modes} for name in available
+    series: dict[str, dict[Paths, dict[int, SpraySeries]]] = {
+        name: {mode: {} for mode in modes} for name in available
     }
     wall = dict.fromkeys(available, 0.0)
     bring_up_count = dict.fromkeys(available, 0)
@@ -161,35 +169,36 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
         bring_up_count[target] += 1
         with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
             for seed in block_seeds:
-                modes = ordered(experiment.modes, seed)
-                result["order"]["per_seed"].append({"seed": seed, "target": target, "modes": modes})
-                for mode in modes:
+                seed_modes = ordered(modes, seed)
+                result["order"]["per_seed"].append(
+                    {"seed": seed, "target": target, "modes": [str(m) for m in seed_modes]}
+                )
+                for mode in seed_modes:
                     log.info("bench-targets: %s, seed %d, mode %s", target, seed, mode)
-                    record, samples = measured_run(experiment, testbed, params, mode, seed)
-                    record["sequence"] = sequence
+                    run, samples = measured_run(experiment, testbed, params, mode, seed, sequence)
                     sequence += 1
-                    runs[target][mode][str(seed)] = record
-                    series[target][mode][str(seed)] = samples
+                    runs[target][mode][seed] = run
+                    series[target][mode][seed] = samples
         wall[target] += time.monotonic() - started
     for name in available:
-        for mode in experiment.modes:
-            runs[name][mode] = dict(sorted(runs[name][mode].items(), key=lambda kv: int(kv[0])))
+        for mode in modes:
+            runs[name][mode] = dict(sorted(runs[name][mode].items()))
         summary = {
             "experiment": WORKLOAD,
             "target": name,
-            "target_facts": facts[name].to_json(),
+            "target_facts": to_json(facts[name]),
             "topology": {"ref": topology_ref, "file": topology_file.name},
             "seeds": seeds,
-            "modes": list(experiment.modes),
+            "modes": [str(mode) for mode in modes],
             "versions": versions(),
-            "runs": runs[name],
-            "figures": experiment.summarize(runs[name], facts[name]),
+            "runs": to_json(runs[name]),
+            "figures": to_json(experiment.summarize(runs[name], facts[name])),
             "invariants": invariants(runs[name]),
         }
         target_dir = directory / name
         target_dir.mkdir()
         write_json(target_dir / "summary.json", summary)
-        write_json(target_dir / "timeseries.json", series[name])
+        write_json(target_dir / "timeseries.json", to_json(series[name]))
         condensed = condense(summary, target_dir)
         condensed["bring_ups"] = bring_up_count[name]
         condensed["wall_s"] = round(wall[name], 1)

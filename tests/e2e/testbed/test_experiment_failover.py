@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from experiments.failover.modes import FailoverMode
 from tests.e2e.testbed.experiment_run import FORWARDED_COUNTERS, run_experiment
 from tests.e2e.testbed.topology_files import preset_on_own_ports
 
@@ -33,7 +34,8 @@ TIMING = {"duration_s": "5", "cut_at_s": "2", "restore_at_s": "3.5"}
 def _check_run(summary: dict[str, Any], mode: str, target: str) -> dict[str, Any]:
     """What every run must hold; returns the run."""
     run = summary["runs"][mode]["0"]
-    transport, routing, placement = mode.split("-", 2)
+    parsed = FailoverMode.parse(mode)
+    transport, routing, placement = parsed.transport, str(parsed.routing), parsed.placement
     assert (run["transport"], run["routing"], run["placement"]) == (transport, routing, placement)
     for name, transfer in run["transfers"].items():
         if transfer["completed"]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from experiments.incast import MODE_OFF, MODES
+from experiments.incast.modes import MODES, Fabric
 from hostenv.qdiscs import probe_qdiscs
 from tests.e2e.testbed.experiment_run import run_experiment
 
@@ -52,7 +52,7 @@ def test_incast_loses_nothing_completes_and_writes_well_formed_results(
         assert run["incast_completion_s"] > 0
         assert run["shared_hops"], "the victim must share a spine link with the incast"
         assert len(series[mode]["0"][run["victim"]]) >= 10, "too few 250 ms victim bins"
-    off = summary["runs"][MODE_OFF]["0"]["switch_signals"]
+    off = summary["runs"][Fabric.ECN_TRIM_OFF]["0"]["switch_signals"]
     # none counted, or not countable on this target (None), never a trim or a mark
     assert sorted(off) == ["ecn_marks", "trims"] and set(off.values()) <= {0, None}, off
     _check_comparison(summary, (directory / "summary.txt").read_text(), testbed_target)

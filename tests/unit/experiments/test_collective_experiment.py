@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.collectives import (
-    Params,
+from experiments.collectives import may_fail
+from experiments.collectives.job_report import IterationRecord
+from experiments.collectives.modes import CollectiveMode, Params, modes_of, variant
+from experiments.collectives.rings import (
     allowed_busbw,
     check_topology,
-    may_fail,
-    modes_of,
-    recovery,
     ring_across_leaves,
     second_ring,
-    variant,
 )
+from experiments.collectives.run import recovery
+from experiments.json_form import to_json
 from topologies import load_topology
+
+mode = CollectiveMode.parse
+
+
+def labels(modes):
+    return tuple(str(m) for m in modes)
 
 
 @pytest.fixture(scope="module")
@@ -47,23 +53,25 @@ def test_links_allow_a_spine_per_flow_leaving_a_leaf(fabric):
 
 def test_modes_and_their_routing():
     params = Params(transports="mrc,single", scenarios="clean,cut-converge")
-    assert modes_of(params) == (
+    assert labels(modes_of(params)) == (
         "mrc-clean",
         "single-clean",
         "mrc-cut-converge",
         "single-cut-converge",
     )
-    assert variant(params, "mrc-clean").routing == "static"
-    assert variant(params, "mrc-cut-converge").routing == "converge:3"
-    assert variant(params, "mrc-clean") == variant(params, "single-clean"), "one bring-up"
+    assert variant(params, mode("mrc-clean")).routing == "static"
+    assert variant(params, mode("mrc-cut-converge")).routing == "converge:3"
+    assert variant(params, mode("mrc-clean")) == variant(params, mode("single-clean")), (
+        "one bring-up"
+    )
     with pytest.raises(ValueError, match="unknown scenario"):
         modes_of(Params(scenarios="reboot"))
 
 
 def test_roce_runs_and_only_its_failures_are_results():
     modes = modes_of(Params(transports="mrc,single,roce", scenarios="clean"))
-    assert modes == ("mrc-clean", "single-clean", "roce-clean")
-    assert [may_fail(mode) for mode in modes] == [False, False, True]
+    assert labels(modes) == ("mrc-clean", "single-clean", "roce-clean")
+    assert [may_fail(m) for m in modes] == [False, False, True]
 
 
 def test_bad_settings_are_refused(fabric):
@@ -78,17 +86,18 @@ def test_bad_settings_are_refused(fabric):
 
 
 def _job(times):
+    """The per-iteration records of a job whose iterations took ``times``."""
     records, t = [], 0.0
     for index, time_s in enumerate(times):
-        records.append({"iteration": index, "start_s": t, "end_s": t + time_s, "time_s": time_s})
+        records.append(IterationRecord(index, t, t + time_s, time_s, 0.0, 0.0))
         t += time_s
-    return {"per_iteration": records}
+    return tuple(records)
 
 
 def test_recovery_counts_iterations_until_one_is_back_to_normal():
     job = _job([1.0, 1.0, 1.0, 3.0, 1.6, 1.1, 1.0])
-    got = recovery(job, event_at_s=3.5)
+    got = to_json(recovery(job, event_at_s=3.5))
     assert got == {"baseline_s": 1.0, "event_iteration": 3, "slowdown": 3.0, "iterations": 2}
-    assert recovery(_job([1.0, 1.0, 1.0, 1.1]), 2.5)["iterations"] == 0
-    assert recovery(_job([1.0, 1.0, 4.0, 4.0]), 2.5)["iterations"] is None
-    assert recovery(job, None)["event_iteration"] is None
+    assert to_json(recovery(_job([1.0, 1.0, 1.0, 1.1]), 2.5))["iterations"] == 0
+    assert to_json(recovery(_job([1.0, 1.0, 4.0, 4.0]), 2.5))["iterations"] is None
+    assert to_json(recovery(job, None))["event_iteration"] is None

@@ -6,15 +6,19 @@ measured with a saturated core is labelled CPU-bound; a comparison the target ca
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from experiments import failover, incast, spray
+from experiments import spray
 from experiments.bottleneck import (
     CPU_BOUND,
     LINK_BOUND,
     NEITHER,
+    LinkUtilisation,
+    RunBottleneck,
     link_utilisation,
     overall_bottleneck,
     phrase,
@@ -23,10 +27,29 @@ from experiments.bottleneck import (
 from experiments.capabilities import TargetFacts, target_facts
 from experiments.counters import MEMBER_COUNTERS, PORT_TX_COUNTERS, HopLoad, hop_loads
 from experiments.cpu import ProcessTimes, core_load, parse_stat, process_load, process_times
-from experiments.experiment import parse_params, plan_bring_ups, run_order, seed_orders
+from experiments.experiment import parse_params
+from experiments.failover import figures as failover
+from experiments.failover.modes import FailoverMode
+from experiments.failover.run import FailoverRun, FlowFailure
+from experiments.incast import figures as incast
+from experiments.incast.modes import Fabric
+from experiments.incast.run import IncastRun
+from experiments.json_form import to_json
+from experiments.plan import plan_bring_ups, run_order, seed_orders
+from experiments.records import CutFailure, Run
 from experiments.registry import EXPERIMENTS
-from experiments.stats import describe, seed_pairs, spread, spread_problems
+from experiments.spray import Paths, SprayRun
+from experiments.stats import Spread, describe, seed_pairs, spread_problems
+from tests.unit.experiments.run_records import cpu, measured, run_verdict, transfer
 from topologies import load_topology
+
+
+def spread(name: str, values: list[float | None]) -> dict[str, Any]:
+    """The spread of ``values`` as summary.json writes it under ``name``."""
+    written = to_json(Spread.of(values))
+    assert isinstance(written, dict)
+    return {f"{name}_{key}": value for key, value in written.items()}
+
 
 # -- order ---------------------------------------------------------------------------------
 
@@ -71,12 +94,18 @@ def test_modes_on_two_networks_share_a_bring_up_where_the_order_puts_them_side_b
     ]
 
 
+@dataclass(frozen=True)
+class _Figure:
+    x: float
+    transfers: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def test_each_seeds_pair_lists_its_modes_in_the_order_they_ran() -> None:
     runs = {
-        "mrc": {"0": {"sequence": 0, "x": 1.0}, "1": {"sequence": 3, "x": 2.0}},
-        "single": {"0": {"sequence": 1, "x": 3.0}, "1": {"sequence": 2, "x": 4.0}},
+        "mrc": {0: measured(_Figure(1.0), sequence=0), 1: measured(_Figure(2.0), sequence=3)},
+        "single": {0: measured(_Figure(3.0), sequence=1), 1: measured(_Figure(4.0), sequence=2)},
     }
-    assert seed_pairs(runs, {"x": lambda run: run["x"]}) == [
+    assert to_json(seed_pairs(runs, {"x": lambda run: run.record.x})) == [
         {"seed": "0", "order": ["mrc", "single"], "x": {"mrc": 1.0, "single": 3.0}},
         {"seed": "1", "order": ["single", "mrc"], "x": {"mrc": 2.0, "single": 4.0}},
     ]
@@ -106,15 +135,13 @@ def test_a_figure_reads_as_mean_min_max_over_the_seeds() -> None:
     def seconds(v: float) -> str:
         return f"{v:.2f}"
 
-    assert describe(spread("r", [0.1, 0.3]), "r", seconds, 2, "s") == (
-        "0.20 s (0.10-0.30) over 2 seeds"
-    )
-    assert describe(spread("r", [0.1, None, 0.3]), "r", seconds, 3, "s") == (
+    assert describe(Spread.of([0.1, 0.3]), seconds, 2, "s") == "0.20 s (0.10-0.30) over 2 seeds"
+    assert describe(Spread.of([0.1, None, 0.3]), seconds, 3, "s") == (
         "0.20 s (0.10-0.30) over 2 seeds of 3"
     )
-    assert describe(spread("r", [0.5]), "r", seconds, 1, "s") == "0.50 s (1 seed)"
-    assert describe(spread("r", [0.5, None]), "r", seconds, 2) == "0.50 (1 seed of 2)"
-    assert describe(spread("r", [None]), "r", seconds, 1) == "- (no value in 1 seed(s))"
+    assert describe(Spread.of([0.5]), seconds, 1, "s") == "0.50 s (1 seed)"
+    assert describe(Spread.of([0.5, None]), seconds, 2) == "0.50 (1 seed of 2)"
+    assert describe(Spread.of([None]), seconds, 1) == "- (no value in 1 seed(s))"
 
 
 def test_a_mean_without_its_spread_makes_figures_ill_formed() -> None:
@@ -254,7 +281,7 @@ def test_link_utilisation_counts_bytes_against_the_rate_in_full_data_frames() ->
     # the kernel's tbf for 100 packets/s passes this many bytes a second: the same limit
     rate_bytes = tbf_parameters(100, 32).rate_bits_per_s / 8
     load = HopLoad("l1:3<->s1:1", PORT_TX_COUNTERS, packets=2000, byte_count=int(rate_bytes * 5))
-    (entry,) = link_utilisation(_slowed(100), {"l1:3->s1": load}, 10.0).values()
+    (entry,) = to_json(link_utilisation(_slowed(100), {"l1:3->s1": load}, 10.0)).values()
     assert entry is not None and entry["utilisation"] == pytest.approx(0.5)
 
 
@@ -266,7 +293,7 @@ def test_small_control_packets_weigh_their_bytes_not_a_full_packet_each() -> Non
     ack_bytes = 64
     carried = 500 * FRAME_BYTES + 500 * ack_bytes
     load = HopLoad("l1:3<->s1:1", MEMBER_COUNTERS, packets=1000, byte_count=carried)
-    (entry,) = link_utilisation(_slowed(100), {"l1:3->s1": load}, 10.0).values()
+    (entry,) = to_json(link_utilisation(_slowed(100), {"l1:3->s1": load}, 10.0)).values()
     assert entry is not None
     assert entry["utilisation"] == pytest.approx(0.5 + 0.5 * ack_bytes / FRAME_BYTES)
     assert entry["limit"] == f"100 packets/s of {FRAME_BYTES} bytes"
@@ -274,7 +301,7 @@ def test_small_control_packets_weigh_their_bytes_not_a_full_packet_each() -> Non
 
 def test_an_unshaped_link_is_measured_against_its_nominal_bandwidth() -> None:
     load = HopLoad("l1:3<->s1:1", PORT_TX_COUNTERS, packets=1, byte_count=125_000_000)
-    utilisation = link_utilisation(_slowed(0), {"l1:3->s1": load, "x": None}, 2.0)
+    utilisation = to_json(link_utilisation(_slowed(0), {"l1:3->s1": load, "x": None}, 2.0))
     entry = utilisation["l1:3->s1"]
     assert entry is not None
     assert entry["utilisation"] == pytest.approx(0.5)  # 1 Gbit over 2 s at 1000 Mbit/s
@@ -285,21 +312,23 @@ def test_an_unshaped_link_is_measured_against_its_nominal_bandwidth() -> None:
 # -- verdicts ------------------------------------------------------------------------------
 
 
-def _links(*shares: float | None) -> dict[str, dict[str, Any] | None]:
+def _links(*shares: float | None) -> dict[str, LinkUtilisation | None]:
     return {
-        f"hop{i}": None if share is None else {"utilisation": share}
+        f"hop{i}": None
+        if share is None
+        else LinkUtilisation(f"link{i}", PORT_TX_COUNTERS, 0, None, "", share)
         for i, share in enumerate(shares)
     }
 
 
 def test_one_saturated_core_makes_a_run_cpu_bound_whatever_the_average_or_the_links() -> None:
-    verdict = run_bottleneck({"busiest_core": 0.85, "busy_fraction": 0.5}, _links(0.95, 0.2))
+    verdict = to_json(run_bottleneck(cpu(0.85, 0.5), _links(0.95, 0.2)))
     assert verdict["verdict"] == CPU_BOUND
     assert verdict["busiest_link"] == "hop0"
 
 
 def test_a_saturated_link_with_cores_to_spare_makes_a_run_link_bound() -> None:
-    verdict = run_bottleneck({"busiest_core": 0.6}, _links(0.3, 0.85, None))
+    verdict = to_json(run_bottleneck(cpu(0.6), _links(0.3, 0.85, None)))
     assert verdict == {
         "verdict": LINK_BOUND,
         "busiest_core": 0.6,
@@ -309,20 +338,20 @@ def test_a_saturated_link_with_cores_to_spare_makes_a_run_link_bound() -> None:
         "other_processes_cores": None,
         "busiest_other_process": None,
     }
-    assert run_bottleneck({"busiest_core": 0.6}, _links(0.3))["verdict"] == NEITHER
-    assert run_bottleneck({"busiest_core": 0.6}, _links(None))["verdict"] == NEITHER
+    assert to_json(run_bottleneck(cpu(0.6), _links(0.3)))["verdict"] == NEITHER
+    assert to_json(run_bottleneck(cpu(0.6), _links(None)))["verdict"] == NEITHER
 
 
-def _verdict(name: str, core: float = 0.5, link: float = 0.5) -> dict[str, Any]:
-    return {"verdict": name, "busiest_core": core, "busiest_link_utilisation": link}
+def _verdict(name: str, core: float = 0.5, link: float = 0.5) -> RunBottleneck:
+    return run_verdict(name, core, link)
 
 
 def test_a_cpu_bound_verdict_names_the_other_processes_that_took_the_cores() -> None:
-    busy_machine = {
-        **_verdict(CPU_BOUND, core=0.99),
-        "other_processes_cores": 1.2,
-        "busiest_other_process": "cc1plus",
-    }
+    busy_machine = dataclasses.replace(
+        _verdict(CPU_BOUND, core=0.99),
+        other_processes_cores=1.2,
+        busiest_other_process="cc1plus",
+    )
     text = phrase(overall_bottleneck([busy_machine, _verdict(CPU_BOUND, core=0.9)]))
     assert text.startswith("CPU-bound: 2 of 2 run(s) had a core above 80 % busy (busiest 99 %")
     assert "other processes on the machine took up to 1.20 cores, most 'cc1plus'" in text
@@ -332,29 +361,35 @@ def test_a_cpu_bound_verdict_names_the_other_processes_that_took_the_cores() -> 
 
 
 def test_one_cpu_bound_run_makes_the_figure_over_all_runs_cpu_bound() -> None:
-    overall = overall_bottleneck(
-        [_verdict(LINK_BOUND, link=0.9), _verdict(CPU_BOUND, core=0.97), _verdict(LINK_BOUND)]
+    overall = to_json(
+        overall_bottleneck(
+            [_verdict(LINK_BOUND, link=0.9), _verdict(CPU_BOUND, core=0.97), _verdict(LINK_BOUND)]
+        )
     )
     assert overall["verdict"] == CPU_BOUND
     assert (overall["runs"], overall["cpu_bound_runs"], overall["link_bound_runs"]) == (3, 1, 2)
     assert overall["busiest_core_max"] == 0.97 and overall["busiest_link_utilisation_max"] == 0.9
-    assert overall_bottleneck([_verdict(LINK_BOUND)] * 2)["verdict"] == LINK_BOUND
-    assert overall_bottleneck([_verdict(LINK_BOUND), _verdict(NEITHER)])["verdict"] == NEITHER
+    assert to_json(overall_bottleneck([_verdict(LINK_BOUND)] * 2))["verdict"] == LINK_BOUND
+    assert (
+        to_json(overall_bottleneck([_verdict(LINK_BOUND), _verdict(NEITHER)]))["verdict"] == NEITHER
+    )
 
 
 # -- spray's ratio and failover's recovery over seeds ----------------------------------------
 
 
-def _spray_run(goodput: float, sequence: int, verdict: str, core: float) -> dict[str, Any]:
-    return {
-        "aggregate_goodput_bps": goodput,
-        "link_packets_max": 10,
-        "link_packets_min": 1,
-        "link_counters": [MEMBER_COUNTERS],
-        "cpu": {"busy_fraction": core - 0.1, "busiest_core": core},
-        "bottleneck": _verdict(verdict, core=core),
-        "sequence": sequence,
-    }
+def _spray_run(goodput: float, sequence: int, verdict: str, core: float) -> Run[SprayRun]:
+    record = SprayRun(
+        transfers={},
+        evs=1,
+        aggregate_goodput_bps=goodput,
+        link_packets={},
+        link_counters=(MEMBER_COUNTERS,),
+        link_packets_max=10,
+        link_packets_min=1,
+        links_unread=(),
+    )
+    return measured(record, sequence, _verdict(verdict, core=core), cpu(core, core - 0.1))
 
 
 BMV2 = target_facts("bmv2", None)
@@ -362,13 +397,14 @@ BMV2 = target_facts("bmv2", None)
 
 def test_spray_labels_its_ratio_cpu_bound_when_a_run_saturated_a_core() -> None:
     runs = {
-        "mrc": {"0": _spray_run(3e6, 0, CPU_BOUND, 0.95), "1": _spray_run(4e6, 3, LINK_BOUND, 0.7)},
-        "single": {
-            "0": _spray_run(2e6, 1, LINK_BOUND, 0.6),
-            "1": _spray_run(2e6, 2, LINK_BOUND, 0.6),
+        Paths.MRC: {0: _spray_run(3e6, 0, CPU_BOUND, 0.95), 1: _spray_run(4e6, 3, LINK_BOUND, 0.7)},
+        Paths.SINGLE: {
+            0: _spray_run(2e6, 1, LINK_BOUND, 0.6),
+            1: _spray_run(2e6, 2, LINK_BOUND, 0.6),
         },
     }
-    figures = spray.summarize(runs, BMV2)
+    summary = spray.summarize(runs, BMV2)
+    figures = to_json(summary)
     assert figures["goodput_ratio_mrc_over_single"] == [1.5, 2.0]
     assert (figures["goodput_ratio_mean"], figures["goodput_ratio_min"]) == (1.75, 1.5)
     assert figures["goodput_ratio_max"] == 2.0 and figures["goodput_ratio_seeds"] == 2
@@ -376,7 +412,7 @@ def test_spray_labels_its_ratio_cpu_bound_when_a_run_saturated_a_core() -> None:
     assert [pair["order"] for pair in figures["pairs"]] == [["mrc", "single"], ["single", "mrc"]]
     assert figures["mrc"]["busiest_core_max"] == 0.95
     assert spread_problems(figures) == []
-    (ratio_line, *_) = spray.text(figures)
+    (ratio_line, *_) = spray.text(summary)
     assert ratio_line.startswith("aggregate goodput MRC / single: 1.75 (1.50-2.00) over 2 seeds")
     assert "[CPU-bound: 1 of 4 run(s) had a core above 80 % busy" in ratio_line
     assert "not a link measure" in ratio_line
@@ -384,53 +420,71 @@ def test_spray_labels_its_ratio_cpu_bound_when_a_run_saturated_a_core() -> None:
 
 def test_spray_presents_a_ratio_of_link_bound_runs_as_link_bound() -> None:
     runs = {
-        "mrc": {"0": _spray_run(3e6, 0, LINK_BOUND, 0.6)},
-        "single": {"0": _spray_run(2e6, 1, LINK_BOUND, 0.5)},
+        Paths.MRC: {0: _spray_run(3e6, 0, LINK_BOUND, 0.6)},
+        Paths.SINGLE: {0: _spray_run(2e6, 1, LINK_BOUND, 0.5)},
     }
-    figures = spray.summarize(runs, BMV2)
+    summary = spray.summarize(runs, BMV2)
+    figures = to_json(summary)
     assert figures["goodput_ratio_bottleneck"] == LINK_BOUND
-    assert "[link-bound: busiest link" in spray.text(figures)[0]
+    assert "[link-bound: busiest link" in spray.text(summary)[0]
 
 
 def _failover_run(
-    recovery: float | None, sequence: int, failed_at: float | None = None
-) -> dict[str, Any]:
-    transfer: dict[str, Any] = {"bytes_lost": 0, "completed": True, "goodput_bps": 8e6}
-    failed = []
+    mode: str, recovery: float | None, sequence: int, failed_at: float | None = None
+) -> Run[FailoverRun]:
+    flow = transfer()
+    failed = ()
     if failed_at is not None:
-        transfer = {
-            "bytes_lost": None,
-            "completed": False,
-            "goodput_bps": 0.0,
-            "error": "retries exhausted",
-            "failed_at_s": failed_at,
-        }
-        failed = [{"flow": "h1->h3", "error": "retries exhausted", "after_cut_s": failed_at - 5.0}]
-    return {
-        "transfers": {"h1->h3": transfer},
-        "recovery_s": recovery,
-        "longest_stall_s": 0.1 if failed_at is None else failed_at - 5.0,
-        "failed": failed,
-        "bottleneck": _verdict(NEITHER),
-        "sequence": sequence,
-    }
+        flow = transfer(
+            completed=False,
+            lost=None,
+            goodput_bps=0.0,
+            failure=CutFailure("retries exhausted", failed_at_s=failed_at),
+        )
+        failed = (FlowFailure("h1->h3", "retries exhausted", failed_at, failed_at - 5.0),)
+    record = FailoverRun(
+        mode=FailoverMode.parse(mode),
+        evs=None,
+        flows=("h1->h3",),
+        transfers={"h1->h3": flow},
+        cut="s1:2-l2",
+        cut_link="s1:2-l2",
+        cut_switch=None,
+        cut_links=("s1:2<->l2:3",),
+        switch_dark=None,
+        cut_probe_packets=1,
+        cut_counters=MEMBER_COUNTERS,
+        cut_s=5.0,
+        cut_error=None,
+        uncut=None,
+        restore_s=8.0,
+        switch_back_s=None,
+        recovery_s=recovery,
+        longest_stall_s=0.1 if failed_at is None else failed_at - 5.0,
+        bytes_lost=flow.bytes_lost,
+        completed=flow.completed,
+        failed=failed,
+        problems=(),
+    )
+    return measured(record, sequence, _verdict(NEITHER))
 
 
 def test_failover_gives_each_modes_recovery_as_mean_and_spread_and_each_seeds_pair() -> None:
     mrc, roce = "mrc-static-remote", "roce-static-remote"
     runs = {
-        mrc: {
-            "0": _failover_run(0.6, 0),
-            "1": _failover_run(0.06, 3),
-            "2": _failover_run(0.09, 4),
+        FailoverMode.parse(mrc): {
+            0: _failover_run(mrc, 0.6, 0),
+            1: _failover_run(mrc, 0.06, 3),
+            2: _failover_run(mrc, 0.09, 4),
         },
-        roce: {
-            "0": _failover_run(0.08, 1),
-            "1": _failover_run(None, 2, failed_at=5.5),
-            "2": _failover_run(0.18, 5),
+        FailoverMode.parse(roce): {
+            0: _failover_run(roce, 0.08, 1),
+            1: _failover_run(roce, None, 2, failed_at=5.5),
+            2: _failover_run(roce, 0.18, 5),
         },
     }
-    figures = failover.summarize(runs, BMV2)
+    summary = failover.summarize(runs, BMV2)
+    figures = to_json(summary)
     assert figures[mrc]["recovery_s_mean"] == pytest.approx(0.25)
     assert (figures[mrc]["recovery_s_min"], figures[mrc]["recovery_s_max"]) == (0.06, 0.6)
     assert figures[roce]["recovery_s_seeds"] == 2  # one seed never recovered
@@ -445,7 +499,7 @@ def test_failover_gives_each_modes_recovery_as_mean_and_spread_and_each_seeds_pa
         "goodput_bps": {mrc: 8e6, roce: 0.0},
     }
     assert spread_problems(figures) == []
-    lines = failover.text(figures)
+    lines = failover.text(summary)
     assert "0.25 s (0.06-0.60) over 3 seeds" in lines[0]
     assert f"{roce}: back to 90 % after the cut: 0.13 s (0.08-0.18) over 2 seeds of 3" in lines[1]
     assert f"{roce}: failed in 1 transfer(s), 0.50 s (1 seed) after the cut" in lines[2]
@@ -472,40 +526,46 @@ def test_a_kernel_switch_never_trims_and_marks_only_with_red_or_codel() -> None:
     assert target_facts("linux", None).ecn_marking is None  # not probed: unknown, not "no"
 
 
-def _incast_run(completion: float, shortfall: float, sequence: int) -> dict[str, Any]:
-    transfer = {"bytes_lost": 0, "completed": True, "goodput_bps": 1e6}
-    return {
-        "transfers": {"victim": transfer},
-        "switch_signals": {"trims": None, "ecn_marks": None},
-        "victim_goodput_bps_before": 3e6,
-        "victim_goodput_bps_during": 1e6,
-        "victim_goodput_bps": 2e6,
-        "victim_shortfall_bytes": shortfall,
-        "incast_completion_s": completion,
-        "bottleneck": _verdict(LINK_BOUND),
-        "sequence": sequence,
-    }
+def _incast_run(completion: float, shortfall: float, sequence: int) -> Run[IncastRun]:
+    record = IncastRun(
+        transfers={"victim": transfer(goodput_bps=1e6)},
+        evs=256,
+        victim="victim",
+        shared_hops=("s1->l1",),
+        incast_start_s=3.0,
+        incast_end_s=3.0 + completion,
+        incast_completion_s=completion,
+        incast_transfer_seconds={},
+        victim_goodput_bps=2e6,
+        victim_goodput_bps_before=3e6,
+        victim_goodput_bps_during=1e6,
+        victim_shortfall_bytes=shortfall,
+        switch_signals={"trims": None, "ecn_marks": None},
+    )
+    return measured(record, sequence, _verdict(LINK_BOUND))
 
 
 INCAST_RUNS = {
-    "ecn_trim_on": {"0": _incast_run(4.0, 700e3, 0), "1": _incast_run(6.0, 900e3, 3)},
-    "ecn_trim_off": {"0": _incast_run(10.0, 1400e3, 1), "1": _incast_run(14.0, 1800e3, 2)},
+    Fabric.ECN_TRIM_ON: {0: _incast_run(4.0, 700e3, 0), 1: _incast_run(6.0, 900e3, 3)},
+    Fabric.ECN_TRIM_OFF: {0: _incast_run(10.0, 1400e3, 1), 1: _incast_run(14.0, 1800e3, 2)},
 }
 
 
 def test_incast_compares_on_and_off_where_the_target_trims_and_marks() -> None:
-    figures = incast.summarize(INCAST_RUNS, BMV2)
+    summary = incast.summarize(INCAST_RUNS, BMV2)
+    figures = to_json(summary)
     assert figures["on_off_comparison"]["applicable"]
     assert figures["on_off_comparison"]["reason"] is None
     assert figures["incast_completion_off_over_on"] == pytest.approx(12.0 / 5.0)
     assert figures["victim_shortfall_off_over_on"] == pytest.approx(1600 / 800)
     assert figures["ecn_trim_on"]["incast_completion_s_min"] == 4.0
     assert spread_problems(figures) == []
-    assert "on / off: victim goodput" in incast.text(figures)[-1]
+    assert "on / off: victim goodput" in incast.text(summary)[-1]
 
 
 def test_incast_on_a_target_with_nothing_to_switch_makes_no_on_off_comparison() -> None:
-    figures = incast.summarize(INCAST_RUNS, target_facts("linux", NO_ECN_KERNEL))
+    summary = incast.summarize(INCAST_RUNS, target_facts("linux", NO_ECN_KERNEL))
+    figures = to_json(summary)
     comparison = figures["on_off_comparison"]
     assert not comparison["applicable"]
     assert comparison["reason"] == "not applicable: no trimming or ECN on this target/kernel"
@@ -519,15 +579,16 @@ def test_incast_on_a_target_with_nothing_to_switch_makes_no_on_off_comparison() 
         assert figures[ratio] is None
     # each fabric's own figures stay: they are measurements, only the comparison is not made
     assert figures["ecn_trim_off"]["incast_completion_s_mean"] == 12.0
-    last = incast.text(figures)[-1]
+    last = incast.text(summary)[-1]
     assert last.startswith("on / off: not applicable: no trimming or ECN on this target/kernel")
     assert "x" not in last.split("(")[0]  # no ratio
 
 
 def test_incast_on_a_kernel_with_red_compares_ecn_alone_and_says_so() -> None:
-    figures = incast.summarize(INCAST_RUNS, target_facts("linux", {**NO_ECN_KERNEL, "red": True}))
+    summary = incast.summarize(INCAST_RUNS, target_facts("linux", {**NO_ECN_KERNEL, "red": True}))
+    figures = to_json(summary)
     comparison = figures["on_off_comparison"]
     assert comparison["applicable"] and comparison["compares"] == ["ECN marking"]
     assert comparison["reason"] == "ECN marking only: no trimming on this target/kernel"
     assert figures["incast_completion_off_over_on"] == pytest.approx(12.0 / 5.0)
-    assert "(ECN marking only: no trimming on this target/kernel)" in incast.text(figures)[-1]
+    assert "(ECN marking only: no trimming on this target/kernel)" in incast.text(summary)[-1]

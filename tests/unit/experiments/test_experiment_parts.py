@@ -20,10 +20,12 @@ from experiments.counters import (
     congestion_signals,
     link_loads,
 )
-from experiments.experiment import bring_ups, parse_params
-from experiments.incast import shared_hops
+from experiments.experiment import parse_params
+from experiments.incast.modes import shared_hops
+from experiments.json_form import to_json
 from experiments.metrics import recovery_time, shortfall_bytes, transfer_metrics, window_goodput
 from experiments.paths import fabric_hops
+from experiments.plan import bring_ups
 from experiments.registry import EXPERIMENTS
 from experiments.results import TRANSFER_FIELDS, summary_problems
 from experiments.spray import permutation
@@ -47,14 +49,14 @@ def _perf_result(posted: int, acked: int, received: int, size: int = 1000) -> di
 
 
 def test_a_transfer_whose_every_message_arrived_completed_and_lost_nothing() -> None:
-    metrics = transfer_metrics(_perf_result(posted=10, acked=10, received=10))
+    metrics = to_json(transfer_metrics(_perf_result(posted=10, acked=10, received=10)))
     assert metrics["bytes_sent"] == metrics["bytes_delivered"] == 10_000
     assert metrics["bytes_lost"] == 0 and metrics["completed"]
     assert metrics["retransmits"] == {"nack": 1, "sack_gap": 2, "timeout": 3}
 
 
 def test_a_message_never_delivered_counts_as_lost_and_not_completed() -> None:
-    metrics = transfer_metrics(_perf_result(posted=10, acked=9, received=9))
+    metrics = to_json(transfer_metrics(_perf_result(posted=10, acked=9, received=9)))
     assert metrics["bytes_lost"] == 1000 and not metrics["completed"]
 
 

@@ -5,6 +5,7 @@ that fails is a result, an MRC one an error), and retention of lossless goodput.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,18 @@ import pytest
 
 from experiments import failover, loss, transports
 from experiments.capabilities import TargetFacts
+from experiments.collectives.modes import CollectiveMode
 from experiments.counters import MEMBER_COUNTERS, CountersUnavailable, forwarded_between
-from experiments.experiment import (
-    invariant_lines,
-    invariants,
-    parse_params,
-    plan_bring_ups,
-)
+from experiments.experiment import parse_params
+from experiments.fabric_loss import FabricLoss
+from experiments.failover.modes import FailoverMode, modes_of
+from experiments.failover.run import uncut_reason
+from experiments.invariants import invariant_lines, invariants
+from experiments.json_form import to_json
+from experiments.loss import figures as loss_figures
+from experiments.loss import modes as loss_modes
+from experiments.loss.modes import LossMode
+from experiments.loss.run import LossRun
 from experiments.placements import (
     NIC_TX_COUNTERS,
     Cut,
@@ -27,11 +33,19 @@ from experiments.placements import (
     local_uplink,
     remote_downlink,
 )
+from experiments.plan import plan_bring_ups
+from experiments.records import Failure, Run
 from experiments.registry import EXPERIMENTS
 from experiments.stats import spread_problems
 from experiments.timeline import RunClock, aggregate, flow_series, longest_stall
 from testbed.agents import TransferSpec
+from tests.unit.experiments.run_records import Transfers, measured, run_verdict, transfer
 from topologies import load_topology
+
+
+def labels(modes: tuple[Any, ...]) -> tuple[str, ...]:
+    return tuple(str(mode) for mode in modes)
+
 
 BMV2 = TargetFacts("bmv2", trimming=True, ecn_marking=True, ecn_by="mrc.p4")
 
@@ -57,12 +71,13 @@ def test_failover_by_default_compares_all_three_transports_under_static_routing_
     None
 ):
     params = parse_params(EXPERIMENTS["failover"], {})
-    assert failover.modes_of(params) == (
+    assert labels(modes_of(params)) == (
         "mrc-static-remote",
         "single-static-remote",
         "roce-static-remote",
     )
-    assert failover.split_mode("roce-converge:3-switch") == ("roce", "converge:3", "switch")
+    mode = FailoverMode.parse("roce-converge:3-switch")
+    assert (mode.transport, str(mode.routing), mode.placement) == ("roce", "converge:3", "switch")
 
 
 def test_failover_modes_are_transports_x_policies_x_placements_one_bring_up_per_policy() -> None:
@@ -71,7 +86,7 @@ def test_failover_modes_are_transports_x_policies_x_placements_one_bring_up_per_
         experiment,
         {"transports": "mrc,roce", "routings": "static,converge", "placements": "local,remote"},
     )
-    modes = failover.modes_of(params)
+    modes = labels(modes_of(params))
     assert (
         len(modes) == 8 and modes[0] == "mrc-static-local" and modes[-1] == "roce-converge:3-remote"
     )
@@ -83,7 +98,9 @@ def test_failover_modes_are_transports_x_policies_x_placements_one_bring_up_per_
         "-mrc-static-local",
     ]
     assert [len(b.runs) for b in plan] == [4, 8, 4]
-    assert failover.variant(params, "mrc-converge:3-local").routing == "converge:3"
+    assert failover.variant(params, FailoverMode.parse("mrc-converge:3-local")).routing == (
+        "converge:3"
+    )
 
 
 @pytest.mark.parametrize(
@@ -126,7 +143,7 @@ def test_failover_needs_flows_across_leaves_and_nic_needs_a_second_nic() -> None
 def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None:
     params = parse_params(EXPERIMENTS["reboot"], {})
     assert params.flow_pairs() == [("h1", "h3"), ("h2", "h4"), ("h3", "h1"), ("h4", "h2")]
-    assert failover.modes_of(params) == (
+    assert labels(modes_of(params)) == (
         "mrc-static-switch",
         "single-static-switch",
         "roce-static-switch",
@@ -136,12 +153,13 @@ def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None
 def test_loss_modes_go_rate_by_rate_and_share_one_bring_up() -> None:
     experiment = EXPERIMENTS["loss"]
     params = parse_params(experiment, {})
-    modes = loss.modes_of(params)
+    modes = labels(loss_modes.modes_of(params))
     assert modes[:3] == ("mrc@0%", "single@0%", "roce@0%")
     assert modes[-1] == "roce@5%" and len(modes) == 18
-    assert params.rates() == ("0", "0.1", "0.5", "1", "2", "5")
+    assert tuple(map(loss_modes.rate_text, params.rates())) == ("0", "0.1", "0.5", "1", "2", "5")
     (only,) = plan_bring_ups(experiment, params, seeds=2)
-    assert only.runs[17] == (0, "roce@5%") and only.runs[18] == (1, "roce@5%")
+    roce_5 = LossMode.parse("roce@5%")
+    assert only.runs[17] == (0, roce_5) and only.runs[18] == (1, roce_5)
     for bad, message in (("1,1", "listed twice"), ("x", "not a number"), ("80", "outside")):
         with pytest.raises(ValueError, match=message):
             parse_params(experiment, {"rates_percent": bad})
@@ -261,36 +279,37 @@ def test_the_longest_stall_is_the_longest_run_of_bins_with_nothing_confirmed() -
 # -- invariants ------------------------------------------------------------------------------
 
 
-def _run(completed: bool, lost: int | None, error: str | None = None) -> dict[str, Any]:
-    transfer: dict[str, Any] = {"completed": completed, "bytes_lost": lost}
-    if error:
-        transfer.update(error=error, failed_at_s=5.62)
-    return {"transfers": {"h1->h3": transfer}}
+def _run(completed: bool, lost: int | None, error: str | None = None) -> Transfers:
+    failure = None if error is None else Failure(error, failed_at_s=5.62)
+    return Transfers({"h1->h3": transfer(completed, lost, failure=failure)})
 
 
 def test_a_roce_transfer_that_ran_out_of_retries_is_a_result_an_mrc_one_an_error() -> None:
+    mrc, roce = FailoverMode.parse("mrc-static-remote"), FailoverMode.parse("roce-static-remote")
     runs = {
-        "mrc-static-remote": {"0": _run(True, 0)},
-        "roce-static-remote": {"0": _run(False, None, "QP in error: retries exhausted")},
+        mrc: {0: _run(True, 0)},
+        roce: {0: _run(False, None, "QP in error: retries exhausted")},
     }
-    held = invariants(runs, failover.may_fail)
+    result = invariants(runs, failover.may_fail)
+    held = to_json(result)
     assert held["held"] and held["strict_modes"] == ["mrc-static-remote"]
     assert held["failures_as_results"] == [
         "0/roce-static-remote/h1->h3 failed at 5.62 s: QP in error: retries exhausted"
     ]
-    lines = invariant_lines(held)
+    lines = invariant_lines(result)
     assert lines[0].startswith("invariants: bytes lost 0, every transfer completed: yes (of the")
-    runs["mrc-static-remote"]["0"] = _run(False, None, "peer gone")
-    assert not invariants(runs, failover.may_fail)["held"]
+    runs[mrc][0] = _run(False, None, "peer gone")
+    assert not invariants(runs, failover.may_fail).held
 
 
 def test_a_roce_transfer_that_completed_must_have_lost_nothing() -> None:
-    runs = {"roce@1%": {"0": _run(True, 4096)}, "mrc@1%": {"0": _run(True, 0)}}
-    held = invariants(runs, loss.may_fail)
+    roce = LossMode.parse("roce@1%")
+    runs = {roce: {0: _run(True, 4096)}, LossMode.parse("mrc@1%"): {0: _run(True, 0)}}
+    held = to_json(invariants(runs, loss.may_fail))
     assert not held["held"]
     assert held["violations"] == ["0/roce@1%/h1->h3 completed yet lost 4096 bytes"]
-    runs["roce@1%"]["0"] = _run(False, None)  # failed without saying why
-    assert invariants(runs, loss.may_fail)["violations"] == [
+    runs[roce][0] = _run(False, None)  # failed without saying why
+    assert to_json(invariants(runs, loss.may_fail))["violations"] == [
         "0/roce@1%/h1->h3 did not complete and recorded no error"
     ]
 
@@ -298,67 +317,102 @@ def test_a_roce_transfer_that_completed_must_have_lost_nothing() -> None:
 # -- loss: retention -------------------------------------------------------------------------
 
 
-def _loss_run(goodput: float, sequence: int, measured: float = 1.0) -> dict[str, Any]:
-    return {
-        "transfers": {"h1->h3": {"goodput_bps": goodput, "bytes_lost": 0, "completed": True}},
-        "loss": {"measured_percent": measured},
-        "bottleneck": {
-            "verdict": "neither saturated",
-            "busiest_core": 0.5,
-            "busiest_link_utilisation": 0.5,
-        },
-        "sequence": sequence,
-    }
+def _loss_run(
+    goodput: float, sequence: int, measured_percent: float = 1.0, error: str = ""
+) -> Run[LossRun]:
+    """A run of the loss experiment; :func:`_loss_runs` gives it its mode."""
+    failure = Failure(error) if error else None
+    flow = transfer(not error, 0, goodput_bps=goodput, failure=failure)
+    record = LossRun(
+        mode=LossMode("mrc", 0.0),
+        routing=None,
+        evs=None,
+        transfers={"h1->h3": flow},
+        loss=FabricLoss(100, 1, measured_percent, 0),
+        problems=(),
+    )
+    return measured(record, sequence, run_verdict("neither saturated", 0.5, 0.5))
+
+
+def _loss_runs(
+    runs: dict[str, dict[int, Run[LossRun]]],
+) -> dict[LossMode, dict[int, Run[LossRun]]]:
+    """``runs`` by their modes' labels, each record given its mode."""
+    typed = {}
+    for label, seeds in runs.items():
+        mode = LossMode.parse(label)
+        typed[mode] = {
+            seed: dataclasses.replace(run, record=dataclasses.replace(run.record, mode=mode))
+            for seed, run in seeds.items()
+        }
+    return typed
 
 
 def test_each_transport_keeps_a_share_of_its_own_lossless_goodput_seed_by_seed() -> None:
-    runs = {
-        "mrc@0%": {"0": _loss_run(100.0, 0), "1": _loss_run(80.0, 7)},
-        "roce@0%": {"0": _loss_run(100.0, 1), "1": _loss_run(100.0, 6)},
-        "mrc@1%": {"0": _loss_run(90.0, 2), "1": _loss_run(76.0, 5)},
-        "roce@1%": {"0": _loss_run(20.0, 3), "1": _loss_run(30.0, 4)},
-    }
-    figures = loss.summarize(runs, BMV2)
+    runs = _loss_runs(
+        {
+            "mrc@0%": {0: _loss_run(100.0, 0), 1: _loss_run(80.0, 7)},
+            "roce@0%": {0: _loss_run(100.0, 1), 1: _loss_run(100.0, 6)},
+            "mrc@1%": {0: _loss_run(90.0, 2), 1: _loss_run(76.0, 5)},
+            "roce@1%": {0: _loss_run(20.0, 3), 1: _loss_run(30.0, 4)},
+        }
+    )
+    summary = loss_figures.summarize(runs, BMV2)
+    figures = to_json(summary)
     assert figures["retention"]["mrc"]["1"]["retention_mean"] == pytest.approx((0.9 + 0.95) / 2)
     assert figures["retention"]["roce"]["1"]["retention_min"] == pytest.approx(0.2)
     assert figures["retention"]["mrc"]["0"]["retention_mean"] == pytest.approx(1.0)
     assert figures["mrc_over_roce"]["1"]["ratio_mean"] == pytest.approx((4.5 + 76 / 30) / 2)
     assert spread_problems(figures) == []
-    lines = loss.text(figures)
+    lines = loss_figures.text(summary)
     assert any(line.startswith("mrc keeps of its lossless goodput: 0 %: 1.00") for line in lines)
     assert any("MRC / RoCE goodput: 0 %: 0.90 (0.80-1.00) over 2 seeds" in line for line in lines)
 
 
 def test_without_a_lossless_rate_retention_is_not_measured() -> None:
-    runs = {"mrc@1%": {"0": _loss_run(90.0, 0)}}
-    figures = loss.summarize(runs, BMV2)
+    runs = _loss_runs({"mrc@1%": {0: _loss_run(90.0, 0)}})
+    figures = to_json(loss_figures.summarize(runs, BMV2))
     assert figures["retention"].startswith("not measured")
     assert figures["mrc_over_roce"].startswith("not measured")
 
 
 def test_the_loss_figure_is_drawn_with_failed_points_marked(tmp_path: Path) -> None:
-    failed = _loss_run(0.0, 3)
-    failed["transfers"]["h1->h3"].update(completed=False, error="retries exhausted")
-    runs = {
-        "mrc@0%": {"0": _loss_run(100.0, 0)},
-        "roce@0%": {"0": _loss_run(100.0, 1)},
-        "mrc@5%": {"0": _loss_run(60.0, 2)},
-        "roce@5%": {"0": failed},
-    }
+    failed = _loss_run(0.0, 3, error="retries exhausted")
+    runs = _loss_runs(
+        {
+            "mrc@0%": {0: _loss_run(100.0, 0)},
+            "roce@0%": {0: _loss_run(100.0, 1)},
+            "mrc@5%": {0: _loss_run(60.0, 2)},
+            "roce@5%": {0: failed},
+        }
+    )
     params = parse_params(EXPERIMENTS["loss"], {"rates_percent": "0,5", "transports": "mrc,roce"})
-    assert loss.draw(tmp_path, runs, {}, params) == ["loss.png"]
+    assert loss_figures.draw(tmp_path, runs, {}, params) == ["loss.png"]
     assert (tmp_path / "loss.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert loss.summarize(runs, BMV2)["roce@5%"]["failures"][0]["error"] == "retries exhausted"
+    figures = to_json(loss_figures.summarize(runs, BMV2))
+    assert figures["roce@5%"]["failures"][0]["error"] == "retries exhausted"
 
 
 def test_a_run_left_uncut_because_every_transfer_had_failed_is_a_result_not_a_fault() -> None:
-    failed = {"completed": False, "error": "retry counter exceeded"}
-    done = {"completed": True, "error": None}
-    assert failover.uncut_reason(None, {"h1->h3": failed, "h2->h4": failed}) == (
+    failed = transfer(False, None, failure=Failure("retry counter exceeded"))
+    done = transfer()
+    assert uncut_reason(None, {"h1->h3": failed, "h2->h4": failed}) == (
         "every transfer had failed before the cut"
     )
     # a flow that lived on was not cut: the run is not the experiment it claims to be
-    assert failover.uncut_reason(None, {"h1->h3": failed, "h2->h4": done}) is None
+    assert uncut_reason(None, {"h1->h3": failed, "h2->h4": done}) is None
     # the cut could not be chosen: a fault, whatever the transfers did
-    assert failover.uncut_reason("s1: counters unavailable", {"h1->h3": failed}) is None
-    assert failover.uncut_reason(None, {}) is None
+    assert uncut_reason("s1: counters unavailable", {"h1->h3": failed}) is None
+    assert uncut_reason(None, {}) is None
+
+
+@pytest.mark.parametrize(
+    ("parse", "label"),
+    [
+        (FailoverMode.parse, "roce-converge:0.5-nic"),
+        (LossMode.parse, "single@0.1%"),
+        (CollectiveMode.parse, "mrc-cut-converge"),
+    ],
+)
+def test_a_mode_is_read_back_from_its_label(parse: Any, label: str) -> None:
+    assert str(parse(label)) == label

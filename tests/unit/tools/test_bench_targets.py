@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.experiments.run_records import Transfers, transfer
 from tools import bench_targets
 
 
@@ -71,9 +72,9 @@ def test_a_seed_a_target_has_no_ratio_for_reads_as_none():
 
 
 def test_invariants_sum_lost_bytes_and_require_every_transfer_complete():
-    ok = {"bytes_lost": 0, "completed": True}
-    lost = {"bytes_lost": 5, "completed": False}
-    runs = {"mrc": {"0": {"transfers": {"a": ok, "b": lost}}}, "single": {"0": {"transfers": {}}}}
+    ok = transfer(completed=True, lost=0)
+    lost = transfer(completed=False, lost=5)
+    runs = {"mrc": {0: Transfers({"a": ok, "b": lost})}, "single": {0: Transfers({})}}
     assert bench_targets.invariants(runs) == {"bytes_lost": 5, "all_completed": False}
-    clean = {"mrc": {"0": {"transfers": {"a": ok}}}}
+    clean = {"mrc": {0: Transfers({"a": ok})}}
     assert bench_targets.invariants(clean) == {"bytes_lost": 0, "all_completed": True}

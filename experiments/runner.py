@@ -1,0 +1,258 @@
+"""The runner: an experiment end to end, from the topology files to the results directory.
+
+It writes each bring-up's topology file, finds out what the target can do
+(:mod:`experiments.capabilities`), which ``summarize`` gets so that it makes only the
+comparisons the target supports, brings each planned network up in turn
+(:mod:`experiments.plan`), runs its runs, tears it down, and writes summary.json,
+timeseries.json, the figures and summary.txt. Around every run it reads each core's busy time
+and the switches' counters, and records the run's CPU load, each fabric link's utilisation
+and the verdict on what limited it (:mod:`experiments.bottleneck`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from controller.app.status_socket import StatusUnavailable
+from experiments.bottleneck import link_utilisation, overall_bottleneck, phrase, run_bottleneck
+from experiments.capabilities import probe_target_facts
+from experiments.counters import hop_loads
+from experiments.cpu import core_times, process_times
+from experiments.cpu_load import cpu_load
+from experiments.documents import Status
+from experiments.experiment import Experiment, F, M, P, R, S
+from experiments.invariants import invariant_lines, invariants
+from experiments.json_form import to_json
+from experiments.plan import ORDER_RULE, BringUp, bring_ups, plan_bring_ups, seed_orders
+from experiments.records import Run
+from experiments.results import new_result_dir, summary_problems, versions, write_json
+from experiments.summary import Bottlenecks, BringUpAccount, Order, Summary, TopologyFiles
+from experiments.topology_variant import Variant, write_variant
+from testbed.session import Testbed
+from topologies import load_topology
+
+log = logging.getLogger(__name__)
+
+#: Nothing of a bring-up was left after its teardown.
+NOTHING_LEFT = "nothing left"
+
+
+def run_experiment(
+    experiment: Experiment[P, M, R, S, F],
+    *,
+    topology_ref: str | None,
+    target: str,
+    seeds: int,
+    params: P,
+    results_root: Path,
+    path_mode: str | None = None,
+) -> Path:
+    """Run every seed in every mode (modes alternating which goes first, see
+    :mod:`experiments.plan`; one bring-up for consecutive runs on the same topology variant);
+    write and return the results directory. ``path_mode`` is how the fabric reads EVs in
+    every bring-up (None: the controller's default, ``ecmp``)."""
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, got {seeds}")
+    topology_ref = topology_ref or experiment.default_topology
+    if experiment.check_topology is not None:
+        experiment.check_topology(load_topology(topology_ref), params)
+    modes = experiment.modes_of(params)
+    directory = new_result_dir(results_root, experiment.name)
+    groups = bring_ups(experiment, params)
+    files: dict[M, Path] = {}
+    for suffix, (variant, members) in groups.items():
+        path = write_variant(topology_ref, variant, directory, f"topology{suffix}.yaml")
+        files.update((mode, path) for mode in members)
+    facts = probe_target_facts(target)
+    plan = plan_bring_ups(experiment, params, seeds)
+    variants = {suffix: variant for suffix, (variant, _) in groups.items()}
+    runs, series, done = _measure(
+        experiment, plan, files, variants, target, params, directory, path_mode
+    )
+    figures = experiment.summarize(runs, facts)
+    first_file = files[modes[0]]
+    order = seed_orders(modes, seeds)
+    bottleneck = {
+        mode: overall_bottleneck(run.bottleneck for run in runs[mode].values()) for mode in modes
+    }
+    held = invariants(runs, experiment.may_fail)
+    write_json(directory / "timeseries.json", to_json(series))
+    summary = Summary(
+        experiment=experiment.name,
+        target=target,
+        target_facts=facts,
+        topology=TopologyFiles(
+            ref=topology_ref,
+            name=load_topology(str(first_file)).name,
+            file=first_file.name,
+            files={mode: path.name for mode, path in files.items()},
+        ),
+        seeds=seeds,
+        modes=modes,
+        order=Order(ORDER_RULE, order),
+        versions=versions(),
+        parameters=params,
+        runs=runs,
+        figures=figures,
+        bottleneck=Bottlenecks(
+            per_mode=bottleneck,
+            all=overall_bottleneck(run.bottleneck for mode in modes for run in runs[mode].values()),
+        ),
+        invariants=held,
+        controller_discovery=experiment.discovery,
+        bring_ups=done,
+        teardown=_teardown_sentence([bring_up.teardown for bring_up in done]),
+        pngs=tuple(experiment.draw(directory, runs, series, params)),
+    )
+    write_json(directory / "summary.json", to_json(summary))
+    problems = summary_problems(json.loads((directory / "summary.json").read_text()), seeds)
+    lines = [
+        f"{experiment.name} on {topology_ref} ({target}), {seeds} seed(s); "
+        f"commit {summary.versions['project_commit']}, agent "
+        f"{summary.versions['agent_build']}",
+        f"order: {_order_text(order)} ({len(done)} bring-up(s))",
+        *(f"target lacks: {line}" for line in facts.lacks),
+        *experiment.text(figures),
+        *(f"bottleneck, {mode}: {phrase(bottleneck[mode])}" for mode in modes),
+        *invariant_lines(held),
+        *(f"ILL-FORMED: {problem}" for problem in problems),
+    ]
+    (directory / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory
+
+
+def _measure(
+    experiment: Experiment[P, M, R, S, F],
+    plan: list[BringUp[M]],
+    files: Mapping[M, Path],
+    variants: Mapping[str, Variant],
+    target: str,
+    params: P,
+    directory: Path,
+    path_mode: str | None = None,
+) -> tuple[dict[M, dict[int, Run[R]]], dict[M, dict[int, S]], tuple[BringUpAccount, ...]]:
+    """Bring each planned network up, run its runs, tear it down; the runs and time series
+    per mode and seed, and each bring-up's account (its runs, its controller's event log,
+    what its teardown left)."""
+    modes = experiment.modes_of(params)
+    runs: dict[M, dict[int, Run[R]]] = {mode: {} for mode in modes}
+    series: dict[M, dict[int, S]] = {mode: {} for mode in modes}
+    done: list[BringUpAccount] = []
+    per_suffix = {b.suffix: sum(1 for o in plan if o.suffix == b.suffix) for b in plan}
+    seen: dict[str, int] = {}
+    sequence = 0
+    for bring_up in plan:
+        seen[bring_up.suffix] = seen.get(bring_up.suffix, 0) + 1
+        numbered = f"-{seen[bring_up.suffix]}" if per_suffix[bring_up.suffix] > 1 else ""
+        events_name = f"controller-events{bring_up.suffix}{numbered}.jsonl"
+        topology_file = files[bring_up.runs[0][1]]
+        routing = variants[bring_up.suffix].routing
+        ran_routing = routing or "the controller's default"
+        events: str | None = None
+        with (
+            Testbed.open(
+                str(topology_file),
+                target,
+                experiment.discovery,
+                routing,
+                path_mode,
+            ) as testbed,
+            _live_view(testbed),
+        ):
+            if testbed.controller is not None:
+                # the policy the controller ran, its default included ("reactive")
+                ran_routing = str(testbed.controller.routing)
+            for seed, mode in bring_up.runs:
+                log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
+                run, samples = measured_run(experiment, testbed, params, mode, seed, sequence)
+                sequence += 1
+                runs[mode][seed] = run
+                series[mode][seed] = samples
+            if testbed.controller is not None and testbed.controller.event_log.is_file():
+                # The run directory goes with the teardown; the controller's account of link
+                # state and failovers stays with the results, for explaining odd figures.
+                shutil.copyfile(testbed.controller.event_log, directory / events_name)
+                events = events_name
+        done.append(
+            BringUpAccount(
+                topology=topology_file.name,
+                runs=tuple(f"{seed}/{mode}" for seed, mode in bring_up.runs),
+                controller_events=events,
+                routing=ran_routing,
+                path_mode=path_mode or "ecmp",
+                teardown=str(testbed.leftovers),  # set by the teardown ending the block
+            )
+        )
+    for mode in modes:  # summary.json lists seeds in order, whatever ran first
+        runs[mode] = dict(sorted(runs[mode].items()))
+        series[mode] = dict(sorted(series[mode].items()))
+    return runs, series, tuple(done)
+
+
+def _live_view(testbed: Testbed) -> contextlib.AbstractContextManager[object]:
+    """With ``LIVE=1`` in the environment, the live page of each bring-up (``LIVE_PORT``,
+    default 8765): its cost lands in the runs' CPU accounts, so figures are made without it."""
+    if os.environ.get("LIVE") != "1":
+        return contextlib.nullcontext()
+    from testbed.live import live_view
+
+    return live_view(testbed, port=int(os.environ.get("LIVE_PORT") or 8765), say=log.warning)
+
+
+def measured_run(
+    experiment: Experiment[P, M, R, S, F],
+    testbed: Testbed,
+    params: P,
+    mode: M,
+    seed: int,
+    sequence: int,
+) -> tuple[Run[R], S]:
+    """One run of ``mode`` and ``seed``, the ``sequence``-th made, with what limited it:
+    each core's load (and how much of it this run's processes took, how much the machine's
+    other processes) and each fabric link direction's utilisation over the run's window,
+    and the verdict."""
+    before = _status_or_unread(testbed)
+    processes_before, cores_before = process_times(), core_times()
+    started = time.monotonic()
+    record, samples = experiment.run_mode(testbed, params, mode, seed)
+    window_s = time.monotonic() - started
+    cores_after, processes_after = core_times(), process_times()
+    cpu = cpu_load(cores_before, cores_after, processes_before, processes_after, os.getpid())
+    after = _status_or_unread(testbed)
+    links = link_utilisation(testbed.topology, hop_loads(testbed.topology, before, after), window_s)
+    run = Run(
+        record=record,
+        window_s=window_s,
+        cpu=cpu,
+        link_utilisation=links,
+        bottleneck=run_bottleneck(cpu, links),
+        sequence=sequence,
+    )
+    return run, samples
+
+
+def _status_or_unread(testbed: Testbed) -> Status:
+    """The controller's status, or one in which no switch's counters were read (a status
+    that did not come is no reason to lose the run; its links are recorded as unread)."""
+    try:
+        return testbed.status()
+    except StatusUnavailable as error:
+        log.warning("status for the bottleneck record unavailable: %s", error)
+        return {"counters": {}, "groups": {}}
+
+
+def _order_text(order: Mapping[str, list[str]]) -> str:
+    return "; ".join(f"seed {seed}: {' then '.join(modes)}" for seed, modes in order.items())
+
+
+def _teardown_sentence(leftovers: list[str]) -> str:
+    """One sentence for every bring-up's teardown: "nothing left" only when none left anything."""
+    left = [sentence for sentence in leftovers if sentence != NOTHING_LEFT]
+    return NOTHING_LEFT if not left else "; ".join(left)
