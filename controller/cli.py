@@ -22,7 +22,7 @@ import logging
 import sys
 from pathlib import Path
 
-from controller.app.config import ConfigError, ControllerConfig, Target, load_config
+from controller.app.config import ConfigError, ControllerConfig, load_config
 from controller.app.eventlog import EventLog
 from controller.app.runtime import check_compatible, run_controller
 from controller.app.status import format_status
@@ -33,6 +33,7 @@ from controller.app.status_socket import (
     subscribe,
 )
 from controller.app.watch import NOTABLE_EVENTS, FabricWatch, format_event, format_period
+from controller.targets import DEFAULT_TARGET, controller_target, target_names
 from topologies import TopologyError, load_topology
 from topologies.paths import PathMode
 
@@ -58,8 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, help="controller configuration (YAML)")
     run.add_argument(
         "--target",
-        choices=[target.value for target in Target],
-        help="bmv2: P4Runtime switches (default); linux: kernel switches in namespaces",
+        choices=target_names(),
+        help="; ".join(f"{name}: {controller_target(name).summary}" for name in target_names())
+        + f" (default {DEFAULT_TARGET})",
     )
     run.add_argument(
         "--netns-prefix",

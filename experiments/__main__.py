@@ -25,6 +25,7 @@ from pathlib import Path
 from experiments.experiment import AnyExperiment
 from experiments.registry import EXPERIMENTS
 from experiments.results import REPO, summary_problems
+from testbed.targets import AUTO, target_help
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -40,11 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("name", choices=sorted(EXPERIMENTS))
     parser.add_argument("--topo", help="a preset or topology file (default: the experiment's)")
-    parser.add_argument(
-        "--target",
-        default="auto",
-        help="switch target: bmv2, linux, or auto (bmv2 where its tools are present)",
-    )
+    parser.add_argument("--target", default=AUTO, help=target_help())
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument(
         "--set",
@@ -73,8 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from experiments.experiment import parse_params
     from experiments.runner import run_experiment
-    from testbed.session import PathModeUnavailable, check_linux_path_mode
-    from testbed.targets import TargetUnavailable, choose_target
+    from testbed.targets import (
+        PathModeUnavailable,
+        TargetUnavailable,
+        check_path_mode,
+        choose_target,
+    )
     from topologies import TopologyError, load_topology
     from topologies.paths import PathMode
 
@@ -96,8 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Resolved here, so that summary.json names the target that ran, never "auto".
         choice = choose_target(args.target, topology)
         print(f"experiments: {choice.announcement}", file=sys.stderr)
-        if args.path_mode is not None and choice.target.name == "linux":
-            check_linux_path_mode(PathMode(args.path_mode))
+        if args.path_mode is not None:
+            check_path_mode(choice.target, PathMode(args.path_mode))
         directory = run_experiment(
             experiment,
             topology_ref=args.topo,

@@ -11,14 +11,11 @@ makes only the comparisons the target supports.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hostenv.qdiscs import probe_qdiscs
-from testbed.targets import ECN_QDISCS, differences
-
-log = logging.getLogger(__name__)
+from controller.targets import controller_target
+from testbed.targets import differences, kernel_qdiscs_for
 
 
 @dataclass(frozen=True)
@@ -34,30 +31,20 @@ class TargetFacts:
 
 
 def target_facts(target: str, qdiscs: Mapping[str, bool] | None) -> TargetFacts:
-    """The facts of ``target`` given the kernel's qdiscs (``probe_qdiscs``; None: not
-    probed). Only ``linux`` differs from BMv2."""
-    if target != "linux":
-        return TargetFacts(target, trimming=True, ecn_marking=True, ecn_by="mrc.p4")
-    lacks = tuple(differences(target, qdiscs))
-    if qdiscs is None:
-        return TargetFacts(target, trimming=False, ecn_marking=None, ecn_by=None, lacks=lacks)
-    markers = [name for name in ECN_QDISCS if qdiscs.get(name)]
+    """The facts of ``target``, as its capabilities declare them (``controller.targets``),
+    given the kernel's qdiscs (``probe_qdiscs``; None: not probed) where its ECN marking rests
+    on them."""
+    capabilities = controller_target(target).capabilities
     return TargetFacts(
         target,
-        trimming=False,
-        ecn_marking=bool(markers),
-        ecn_by=markers[0] if markers else None,
-        lacks=lacks,
+        trimming=capabilities.trimming,
+        ecn_marking=capabilities.ecn.marks(qdiscs),
+        ecn_by=capabilities.ecn.marker(qdiscs),
+        lacks=tuple(differences(target, qdiscs)),
     )
 
 
 def probe_target_facts(target: str) -> TargetFacts:
-    """:func:`target_facts` for this machine (on ``linux``, the kernel's qdiscs probed)."""
-    if target != "linux":
-        return target_facts(target, None)
-    try:
-        qdiscs: dict[str, bool] | None = probe_qdiscs()
-    except OSError as error:
-        log.warning("could not probe the kernel's qdiscs: %s", error)
-        qdiscs = None
-    return target_facts(target, qdiscs)
+    """:func:`target_facts` for this machine (the kernel's qdiscs probed where the target's
+    ECN marking depends on them, as on ``linux``)."""
+    return target_facts(target, kernel_qdiscs_for(target))

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from testbed.targets import AUTO
+from testbed.targets import AUTO, target_help
 from topologies import TopologyError
 from topologies.presets import PRESETS
 
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument(
         "--target",
         default=AUTO,
-        help="the switch target: bmv2, linux, or auto (bmv2 where its tools are present)",
+        help=target_help(),
     )
     run.add_argument(
         "--routing",
@@ -109,8 +109,8 @@ def _run(
 
     from testbed.cli import TestbedCLI
     from testbed.live import live_view
-    from testbed.session import PathModeUnavailable, Testbed
-    from testbed.targets import TargetUnavailable
+    from testbed.session import Testbed
+    from testbed.targets import PathModeUnavailable, TargetUnavailable
 
     setLogLevel("output")
     try:

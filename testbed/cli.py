@@ -41,6 +41,7 @@ from collective.report import summarize
 from controller.app.status import format_status
 from testbed.agents import TransferSpec
 from testbed.collective_run import parse_hosts
+from testbed.mininet.switch_kind import SwitchKind
 from testbed.session import Testbed
 from testbed.stdin_lines import InterruptibleLines
 from topologies.model import LinkId
@@ -249,7 +250,7 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
     def do_link(self, _line: str) -> None:
         """link: refused (it sets the switches' own interfaces down); use fail/restore."""
         self.failures += 1
-        if self.testbed.target == "bmv2":
+        if self.testbed.network.kind is SwitchKind.BMV2:
             why = "which freezes BMv2"
         else:
             why = "not what a cut link shows a switch (carrier loss only)"

@@ -6,10 +6,10 @@ controller's command line names ``<prefix>-`` and the prefix sweep of
 ``testbed.mininet.cleanup`` (``make stop``) kills it even when the runner itself was
 killed with SIGKILL and never stopped it.
 
-On the ``linux`` target the controller is told so (``--target linux``) and where the switches'
-namespaces are (``--netns-prefix <prefix>``: switch ``s1`` is ``<prefix>-s1``); it then needs
-no P4 program and no gRPC, and learns link state from netlink carrier events rather than
-LLDP. On ``bmv2`` the command line is the one it always was.
+The controller is told the target (``--target linux``) unless it is the controller's default
+(``bmv2``: the command line is the one it always was), and, where the target's switches live in
+namespaces of their own (kernel switches), where they are (``--netns-prefix <prefix>``: switch
+``s1`` is ``<prefix>-s1``).
 
 ``routing`` is the controller's routing policy (``static``, ``reactive``, ``converge[:SECONDS]``:
 ``controller.intent.policy``), checked here so that a bad one fails before anything starts;
@@ -28,6 +28,8 @@ from typing import Any
 
 from controller.app.status_socket import request_status
 from controller.intent.policy import RoutingPolicy
+from controller.targets import DEFAULT_TARGET
+from testbed.mininet.switch_target import switch_target
 from testbed.processes import ManagedProcess, ProcessFailed
 from topologies.paths import PathMode
 
@@ -57,7 +59,7 @@ class ControllerRun:
         run_dir: Path,
         prefix: str,
         discovery: bool = True,
-        target: str = "bmv2",
+        target: str = DEFAULT_TARGET,
         routing: str | None = None,
         path_mode: str | None = None,
     ) -> None:
@@ -117,7 +119,7 @@ def controller_command(
     event_log: Path,
     prefix: str,
     discovery: bool = True,
-    target: str = "bmv2",
+    target: str = DEFAULT_TARGET,
     routing: str | None = None,
     path_mode: str | None = None,
 ) -> list[str]:
@@ -125,8 +127,10 @@ def controller_command(
     links as the topology lists them; ``routing``: ``--routing``, ``path_mode``:
     ``--path-mode``, each checked, ValueError if bad)."""
     command = [sys.executable, "-m", "controller.cli", "run", topology_ref]
-    if target == "linux":
-        command += ["--target", "linux", "--netns-prefix", prefix]
+    if target != DEFAULT_TARGET:
+        command += ["--target", target]
+    if switch_target(target).kind.in_own_namespace:
+        command += ["--netns-prefix", prefix]
     command += ["--socket", str(socket), "--event-log", str(event_log)]
     if not discovery:
         command.append("--no-discovery")

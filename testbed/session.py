@@ -24,14 +24,13 @@ from typing import Any
 
 from collective.job import JobHooks, JobSpec
 from collective.report import JobResult
-from controller.southbound.linux.path_modes import linux_path_mode_refusal
+from controller.southbound.target import Feature
 from hostenv.netns import terminate_on_signals
-from hostenv.qdiscs import probe_qdiscs
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.collective_run import run_collective
 from testbed.controller_run import ControllerRun
 from testbed.jobs import JobBoard
-from testbed.targets import AUTO, choose_target, differences
+from testbed.targets import AUTO, check_path_mode, choose_target, differences, kernel_qdiscs_for
 from topologies import load_topology
 from topologies.model import LinkId, Topology
 from topologies.paths import PathMode
@@ -54,16 +53,17 @@ class Testbed:
     ) -> None:
         """Check the target and plan the run; nothing starts until :meth:`start`.
 
-        ``target`` is ``bmv2``, ``linux`` or ``auto`` (BMv2 where its tools are present,
-        kernel switches otherwise: ``target_announcement`` says which and why).
+        ``target`` is a target the testbed can start (``bmv2``, ``linux``) or ``auto`` (BMv2
+        where its tools are present, kernel switches otherwise: ``target_announcement`` says
+        which and why).
         ``discovery=False`` runs the controller without link discovery (links are as the
         topology says): on links slowed to a few hundred packets/s, LLDP probes wait in the
         same queue as the data and arrive late, which the controller takes for cuts.
         ``routing`` is the controller's routing policy (``static``, ``reactive``,
         ``converge:SECONDS``; None: the controller's default). ``path_mode`` is how the
         fabric reads EVs (``ecmp``, ``structured``, ``srv6``; None: the controller's default,
-        ``ecmp``); on linux, PathModeUnavailable for structured, and for srv6 where the kernel
-        lacks seg6local.
+        ``ecmp``); PathModeUnavailable for one the target cannot carry (on linux structured,
+        and srv6 where the kernel lacks seg6local).
         """
         from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
@@ -73,9 +73,10 @@ class Testbed:
         self.topology: Topology = load_topology(topology_ref)
         choice = choose_target(target, self.topology)
         self.target = choice.target.name
+        #: What the target's switches can do (``controller.targets``).
+        self.capabilities = choice.target.capabilities
         self.path_mode = None if path_mode is None else PathMode(path_mode)
-        if self.target == "linux":
-            check_linux_path_mode(self.path_mode)
+        check_path_mode(choice.target, self.path_mode)
         #: One line: the target and why (asked for, or the default choice for this machine).
         self.target_announcement = choice.announcement
         self.network = TestbedNetwork(self.topology, target=self.target)
@@ -163,15 +164,8 @@ class Testbed:
 
     def target_differences(self) -> list[str]:
         """What this run's target does not do that BMv2 does, one line each (none on bmv2);
-        on linux the kernel's qdiscs are probed, since ECN marking depends on them."""
-        if self.target != "linux":
-            return []
-        try:
-            qdiscs: dict[str, bool] | None = probe_qdiscs()
-        except OSError as error:
-            log.warning("could not probe the kernel's qdiscs: %s", error)
-            qdiscs = None
-        return differences(self.target, qdiscs)
+        the kernel's qdiscs are probed where the target's ECN marking depends on them."""
+        return differences(self.target, kernel_qdiscs_for(self.target))
 
     # -- operations ------------------------------------------------------------------------
     def fail(self, a: str, b: str) -> LinkId:
@@ -197,16 +191,17 @@ class Testbed:
         return None
 
     def power_off(self, switch: str, dark: bool = True) -> list[LinkId]:
-        """A switch loses power under load: on bmv2 its process is killed (kill -9: its state
-        is lost) and, with ``dark``, every link of it loses carrier, as a dark switch's
-        neighbours see it (``dark=False``: a hung BMv2 whose ports stay lit); on linux, which
-        has no switch process, its links go dark. Returns the links cut."""
-        if self.target == "linux" and not dark:
+        """A switch loses power under load: where the target restarts switches (bmv2) its
+        process is killed (kill -9: its state is lost) and, with ``dark``, every link of it
+        loses carrier, as a dark switch's neighbours see it (``dark=False``: a hung BMv2 whose
+        ports stay lit); on linux, which has no switch process, its links go dark. Returns the
+        links cut."""
+        if self.capabilities.restart:
+            self.network.kill_switch(switch)
+        elif not dark:
             from testbed.mininet.network import NotApplicable
 
-            raise NotApplicable(f"{switch}: a kernel switch has no process to kill")
-        if self.target != "linux":
-            self.network.kill_switch(switch)
+            raise NotApplicable(f"{switch}: {self.capabilities.lacks[Feature.RESTART]}")
         if not dark:
             return []
         return [self._cut_link(link) for link in self.network.switch_links(switch)]
@@ -216,7 +211,7 @@ class Testbed:
         the controller has reprogrammed it, then light its ``links``; on linux light them.
         Returns the seconds the switch took to serve and be reprogrammed (None on linux)."""
         took = None
-        if self.target != "linux":
+        if self.capabilities.restart:
             mark = self.event_count()
             started = time.monotonic()
             self.network.start_switch(switch)
@@ -311,16 +306,3 @@ def _logged(what: str, action: Any) -> None:
         action()
     except Exception:
         log.exception("teardown: %s failed", what)
-
-
-class PathModeUnavailable(ValueError):
-    """Kernel switches cannot carry the asked path mode here (the target, or this kernel,
-    lacks what it needs)."""
-
-
-def check_linux_path_mode(mode: PathMode | None) -> None:
-    """PathModeUnavailable, saying why, for a path mode kernel switches cannot carry:
-    structured EV always, SRv6 where the kernel lacks seg6local NEXT-C-SID routes."""
-    refusal = linux_path_mode_refusal(mode)
-    if refusal is not None:
-        raise PathModeUnavailable(f"{refusal} (docs/routing.md)")

@@ -1,52 +1,40 @@
-"""Targets the runner can bring a topology up on, what each needs from this machine, and
-which one a run gets when none is named.
+"""Which target a run gets, whether it can run here, and what it does not do that BMv2 does.
 
-A target is the switch implementation behind the same topology, controller and agents:
-
-* ``bmv2``: Mininet with one ``simple_switch_grpc`` per switch, programmed by
-  ``mrc-controller`` with ``p4src/build/mrc.json`` over P4Runtime;
-* ``linux``: Mininet with one network namespace per switch forwarding in the kernel,
-  programmed by ``mrc-controller --target linux`` over netlink. Built only from what
-  ``make setup`` installs, so it runs on a fresh machine.
-
-Each target's check lists every missing piece with how to get it, before anything is
+The targets are the testbed's registry (``testbed.mininet.switch_target``): each a controller
+target (``controller.targets``) with how Mininet runs its switches and what it needs from this
+machine. Each target's check lists every missing piece with how to get it, before anything is
 created, so a user learns all of it from one failed start. ``auto`` (the runner's default)
-picks ``bmv2`` where its tools are present and ``linux`` otherwise, and says why in one line.
+picks the first target in its order of preference whose tools are present (``bmv2``), else
+the last (``linux``, built from what ``make setup`` installs), and says why in one line.
+
+What a target lacks against BMv2's ``mrc.p4`` is read from its declared capabilities, one line
+each; ECN marking by the kernel depends on its qdiscs, probed here where a target needs them.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.southbound import p4_program
-from hostenv.toolchain import MININET, SIMPLE_SWITCH_CLI, find_tool
-from testbed.mininet.preflight import (
-    bmv2_binary_problems,
-    machine_problems,
-    preflight_problems,
+from controller.southbound.interface import LinkEvidence
+from controller.southbound.target import EcnMarking, Feature
+from controller.targets import controller_target
+from hostenv.qdiscs import probe_qdiscs
+from testbed.mininet.switch_target import (
+    SwitchTarget,
+    find_switch_target,
+    hardware_reason,
+    switch_target_names,
+    switch_targets,
 )
-from testbed.mininet.switch_target import SwitchTarget
 from topologies.model import Topology
+from topologies.paths import PathMode
 
-#: The qdiscs that can mark ECN on a kernel switch (RED with ``ecn``, codel's ``ce_threshold``).
-ECN_QDISCS = ("red", "codel", "fq_codel")
+log = logging.getLogger(__name__)
+
 #: The target name that means "the default choice for this machine" (:func:`default_target`).
 AUTO = "auto"
-#: Targets the controller drives but the runner cannot start: the switches are hardware.
-HARDWARE_TARGETS = {
-    "tofino": (
-        "there is no Tofino switch to start here: the testbed brings up software switches only; "
-        "run `mrc-controller run TOPOLOGY --target tofino --config FILE` against your switches "
-        "(docs/tofino.md)"
-    ),
-}
-
-
-def hardware_target_problem(name: str) -> str | None:
-    """Why the runner cannot start ``name``, a target of real switches; None for others."""
-    return HARDWARE_TARGETS.get(name)
 
 
 class TargetUnavailable(RuntimeError):
@@ -58,23 +46,16 @@ class TargetUnavailable(RuntimeError):
         self.problems = problems
 
 
-@dataclass(frozen=True)
-class Target:
-    """A target's name and the check of what it needs (empty list: all present)."""
-
-    name: str
-    description: str
-    #: What it lacks to run a given topology here (machine and topology: service ports).
-    problems: Callable[[Topology], list[str]]
-    #: What it lacks on this machine whatever the topology (``make doctor``).
-    machine_problems: Callable[[], list[str]]
+class PathModeUnavailable(ValueError):
+    """The target cannot carry the asked path mode here (the target, or this kernel, lacks
+    what it needs)."""
 
 
 @dataclass(frozen=True)
 class TargetChoice:
     """The target a run uses, and the one line the runner announces it with."""
 
-    target: Target
+    target: SwitchTarget
     reason: str
 
     @property
@@ -82,89 +63,57 @@ class TargetChoice:
         return f"target {self.target.name}: {self.reason}"
 
 
-def bmv2_tool_problems() -> list[str]:
-    """What of BMv2's own toolchain is missing, whatever the topology: the switch with
-    Thrift, its CLI, the compiled program. The default choice looks at these alone."""
-    problems = bmv2_binary_problems()
-    if find_tool(SIMPLE_SWITCH_CLI) is None:
-        problems.append(f"simple_switch_CLI not found: {SIMPLE_SWITCH_CLI.how_to_get}")
-    for path in (p4_program.P4INFO_PATH, p4_program.P4BLOB_PATH):
-        if not path.is_file():
-            problems.append(f"{path} missing: run `make build` (needs p4c)")
-    return problems
+def target_help() -> str:
+    """What ``--target`` takes, for help texts."""
+    preferred = _auto_order()[0].name
+    names = ", ".join(switch_target_names())
+    return f"the switch target: {names}, or {AUTO} ({preferred} where its tools are present)"
 
 
-def bmv2_machine_problems() -> list[str]:
-    """What the BMv2 target lacks here: root, Mininet, BMv2 with its CLI, the program."""
-    problems = machine_problems(SwitchTarget.BMV2)
-    if find_tool(MININET) is None:
-        problems.append(f"Mininet (mn) not found: {MININET.how_to_get}")
-    return _unique(problems + bmv2_tool_problems())
+def _auto_order() -> list[SwitchTarget]:
+    """The targets ``auto`` may take, most preferred first."""
+    ranked = [target for target in switch_targets() if target.auto_rank is not None]
+    return sorted(ranked, key=lambda target: target.auto_rank or 0)
 
 
-def bmv2_problems(topology: Topology) -> list[str]:
-    """What the BMv2 target lacks for ``topology``: the machine's, and service ports in use."""
-    return _unique(bmv2_machine_problems() + preflight_problems(topology, SwitchTarget.BMV2))
+def default_target(tools_missing: Mapping[str, list[str]] | None = None) -> TargetChoice:
+    """The first target in ``auto``'s order whose tools are present, else the last; the reason
+    names what decided. ``tools_missing``: each target's tool problems where already probed
+    (``SwitchTarget.tool_problems``); the others are probed here."""
+    given = tools_missing or {}
 
+    def missing(target: SwitchTarget) -> list[str]:
+        return given[target.name] if target.name in given else target.tool_problems()
 
-def linux_machine_problems() -> list[str]:
-    """What the linux target lacks: Mininet's bring-up checks (root, ip, tc, ethtool, sysctl,
-    mnexec, Mininet) and pyroute2, through which the controller speaks netlink."""
-    problems = machine_problems(SwitchTarget.LINUX)
-    if importlib.util.find_spec("pyroute2") is None:
-        problems.append("pyroute2 not found (the controller's netlink southbound): `make setup`")
-    return problems
-
-
-def linux_problems(topology: Topology) -> list[str]:
-    """What the linux target lacks for ``topology``: only the machine matters (no ports)."""
-    return linux_machine_problems()
-
-
-TARGETS = {
-    "bmv2": Target(
-        "bmv2",
-        "Mininet, one simple_switch_grpc per switch, mrc.p4 pushed by the controller",
-        bmv2_problems,
-        bmv2_machine_problems,
-    ),
-    "linux": Target(
-        "linux",
-        "Mininet, one kernel-forwarding namespace per switch, programmed over netlink",
-        linux_problems,
-        linux_machine_problems,
-    ),
-}
-
-
-def default_target(bmv2_missing: list[str] | None = None) -> TargetChoice:
-    """``bmv2`` where its tools are present, ``linux`` otherwise; the reason names what
-    decided (``bmv2_missing``: the BMv2 tool problems, probed when not given)."""
-    missing = bmv2_tool_problems() if bmv2_missing is None else bmv2_missing
-    if not missing:
-        return TargetChoice(
-            TARGETS["bmv2"], "BMv2's tools are present (TARGET=linux for kernel switches)"
-        )
-    first = missing[0].split(":")[0]
-    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    first, *others = _auto_order()
+    first_missing = missing(first)
+    if not first_missing:
+        instead = f" (TARGET={others[0].name} for {others[0].title})" if others else ""
+        return TargetChoice(first, f"{first.title}'s tools are present{instead}")
+    # The last one is taken whatever it lacks: choose_target then says what that is.
+    fallback = others[-1] if others else first
+    chosen = next((target for target in others[:-1] if not missing(target)), fallback)
+    cause = first_missing[0].split(":")[0]
+    more = f" and {len(first_missing) - 1} more" if len(first_missing) > 1 else ""
     return TargetChoice(
-        TARGETS["linux"],
-        f"kernel switches, because BMv2 is not usable here ({first}{more}; `make doctor`)",
+        chosen,
+        f"{chosen.title}, because {first.title} is not usable here ({cause}{more}; `make doctor`)",
     )
 
 
 def choose_target(name: str, topology: Topology) -> TargetChoice:
     """The target called ``name`` (``auto``: :func:`default_target`) if it can run
-    ``topology`` here; TargetUnavailable if not, ValueError for a name that is no target."""
+    ``topology`` here; TargetUnavailable if not, ValueError for a name the testbed cannot
+    start (a hardware target, or no target)."""
     if name == AUTO:
         choice = default_target()
     else:
-        target = TARGETS.get(name)
-        hardware = hardware_target_problem(name)
-        if hardware is not None:
-            raise ValueError(f"target {name!r}: {hardware}")
+        target = find_switch_target(name)
         if target is None:
-            known = ", ".join([*TARGETS, AUTO])
+            hardware = hardware_reason(name)
+            if hardware is not None:
+                raise ValueError(f"target {name!r}: {hardware}")
+            known = ", ".join([*switch_target_names(), AUTO])
             raise ValueError(f"unknown target {name!r}; targets: {known}")
         choice = TargetChoice(target, "as asked")
     problems = choice.target.problems(topology)
@@ -173,39 +122,64 @@ def choose_target(name: str, topology: Topology) -> TargetChoice:
     return choice
 
 
-def check_target(name: str, topology: Topology) -> Target:
+def check_target(name: str, topology: Topology) -> SwitchTarget:
     """:func:`choose_target` without the announcement."""
     return choose_target(name, topology).target
 
 
+def check_path_mode(target: SwitchTarget, mode: PathMode | None) -> None:
+    """PathModeUnavailable, saying why, for a path mode ``target`` cannot carry here (kernel
+    switches: structured EV always, SRv6 where the kernel lacks seg6local NEXT-C-SID
+    routes)."""
+    refusal = target.capabilities.path_mode_refusal(mode)
+    if refusal is not None:
+        raise PathModeUnavailable(f"{refusal} (docs/routing.md)")
+
+
+def kernel_qdiscs_for(target: str) -> dict[str, bool] | None:
+    """The kernel's qdiscs where ``target``'s ECN marking depends on them; None where it does
+    not, or where they could not be probed (needs root)."""
+    if not controller_target(target).capabilities.ecn.by_kernel:
+        return None
+    try:
+        return probe_qdiscs()
+    except OSError as error:
+        log.warning("could not probe the kernel's qdiscs: %s", error)
+        return None
+
+
 def differences(target: str, qdiscs: Mapping[str, bool] | None) -> list[str]:
     """What ``target`` does not do that ``bmv2`` does, one line each (empty for ``bmv2``);
-    ``qdiscs`` is what the kernel offers (``hostenv.qdiscs.probe_qdiscs``; None: not probed):
-    ECN marking needs RED or codel, and is off where the kernel has neither."""
-    if target != "linux":
-        return []
-    return [
-        "no packet trimming: MRC recovers lost packets by SACK and timeout",
-        "no DSCP classes or high-priority queue: MRC control, trimmed headers and RoCE CNPs "
-        "queue with data (the kernel forwards RoCE and MRC alike, by address)",
-        "no per-member counters: per-interface rx/tx/drop counters instead",
-        ecn_difference(qdiscs),
-        "no switch restart: a kernel switch has no process to kill (`restart` is refused)",
-        "link state from netlink carrier events, not LLDP probes",
+    ``qdiscs`` is what the kernel offers (``hostenv.qdiscs.probe_qdiscs``; None: not probed),
+    for a target whose ECN marking rests on them."""
+    capabilities = controller_target(target).capabilities
+    lacks = capabilities.lacks
+    lines = [
+        f"no {feature}: {lacks[feature]}"
+        for feature in (Feature.TRIMMING, Feature.DSCP_CLASSES, Feature.MEMBER_COUNTERS)
+        if feature in lacks
     ]
+    ecn = ecn_difference(capabilities.ecn, qdiscs)
+    if ecn is not None:
+        lines.append(ecn)
+    if Feature.RESTART in lacks:
+        lines.append(f"no {Feature.RESTART}: {lacks[Feature.RESTART]} (`restart` is refused)")
+    if capabilities.link_evidence is not LinkEvidence.PROBES:
+        lines.append(f"link state from {capabilities.link_source}, not LLDP probes")
+    return lines
 
 
-def ecn_difference(qdiscs: Mapping[str, bool] | None) -> str:
-    """Whether kernel switches mark ECN, given the kernel's qdiscs."""
+def ecn_difference(marking: EcnMarking, qdiscs: Mapping[str, bool] | None) -> str | None:
+    """How ECN marking differs from BMv2's, given the kernel's qdiscs; None: it does not (a
+    switch program marks)."""
+    if marking.program is not None:
+        return None
+    if not marking.qdiscs:
+        return "no ECN marking"
     if qdiscs is None:
         return "ECN marking unknown: the kernel's qdiscs could not be probed (needs root)"
-    markers = [name for name in ECN_QDISCS if qdiscs.get(name)]
-    if markers:
-        # The southbound uses the first by preference (controller/southbound/linux/ecn.py),
-        # under a port's tbf: a port without a rate limit builds no queue to mark.
-        return f"ECN marking by the kernel's {markers[0]}, on rate-limited fabric ports only"
+    marker = marking.marker(qdiscs)
+    if marker is not None:
+        # Under a port's tbf: a port without a rate limit builds no queue to mark.
+        return f"ECN marking by the kernel's {marker}, on rate-limited fabric ports only"
     return "no ECN marking: this kernel offers neither RED nor codel (hostenv/qdiscs.py)"
-
-
-def _unique(problems: list[str]) -> list[str]:
-    return list(dict.fromkeys(problems))

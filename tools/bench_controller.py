@@ -50,11 +50,15 @@ import finsy as fy
 
 from controller.southbound import p4_program
 from controller.southbound.finsy_codec import to_update
+from controller.southbound.interface import LinkEvidence
 from controller.southbound.plan import WritePlan, plan_writes
 from controller.southbound.records import ActionCall, RecordSet, TableEntryRecord
 from controller.southbound.writer import DEFAULT_MAX_BATCH, BatchWriteError, execute_plan
+from controller.targets import DEFAULT_TARGET
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, find_tool, is_root, tool_version
 from testbed.bmv2 import Bmv2Options, Bmv2Process
+from testbed.mininet.switch_kind import SwitchKind
+from testbed.mininet.switch_target import switch_target, switch_target_names
 from tools.core_load import CoreWindow, beside, overall
 from tools.counterbalance import ordered, paired_summary, spread
 from topologies import load_topology_file
@@ -69,11 +73,10 @@ FAILOVER_TARGET_MS = 100.0
 EVENT_WAIT_S = 10.0
 #: Pause after a restoration, so that BMv2's 200 ms link poll has seen the port up again.
 SETTLE_S = 0.5
-BMV2, LINUX = "bmv2", "linux"
-#: What the controller takes as evidence of a cut, by target.
-EVIDENCE = {
-    BMV2: "LLDP probes: from the first missed probe's send time",
-    LINUX: "netlink carrier events: from the carrier event",
+#: Where the controller's account of a cut starts, by the evidence its target gives.
+EVIDENCE_START = {
+    LinkEvidence.PROBES: "from the first missed probe's send time",
+    LinkEvidence.CARRIER: "from the carrier event",
 }
 #: Service ports of the failover part's switches: base + device id.
 GRPC_PORT_BASE = 50350
@@ -199,7 +202,7 @@ def failover_skip_reason(target: str) -> str | None:
         import mininet.net  # noqa: F401
     except ImportError:
         return "Mininet is not installed (`make setup`)"
-    if target == BMV2 and find_tool(SIMPLE_SWITCH_GRPC) is None:
+    if switch_target(target).kind is SwitchKind.BMV2 and find_tool(SIMPLE_SWITCH_GRPC) is None:
         return "simple_switch_grpc not found (see `make doctor`)"
     return None
 
@@ -263,8 +266,8 @@ def bench_failover(target: str, cuts: int, interval_ms: int, work_dir: Path) -> 
         "topology": topology.name,
         "switches": len(topology.switches),
         "cuts": cuts,
-        "link_evidence": EVIDENCE[target],
-        "probe_interval_ms": interval_ms if target == BMV2 else None,
+        "link_evidence": evidence_account(target),
+        "probe_interval_ms": interval_ms if _probes(target) else None,
         **failover_summary(samples),
         "wall_s": round(time.monotonic() - started, 1),
         "samples": samples,
@@ -283,16 +286,33 @@ def _leaf_spine_file(work_dir: Path) -> Path:
     return path
 
 
+def _probes(target: str) -> bool:
+    """Whether the controller finds ``target``'s links by probes (else by carrier)."""
+    return switch_target(target).capabilities.link_evidence is LinkEvidence.PROBES
+
+
+def evidence_account(target: str) -> str:
+    """What the controller takes as evidence of a cut on ``target``, and where its account of
+    the failover starts."""
+    capabilities = switch_target(target).capabilities
+    return f"{capabilities.link_source}: {EVIDENCE_START[capabilities.link_evidence]}"
+
+
 def controller_command(
     topology_file: Path, work_dir: Path, event_log: Path, interval_ms: int, target: str, prefix: str
 ) -> list[str]:
-    """``mrc-controller run`` for the failover part: on linux told where the switches'
-    namespaces are (it then watches carrier and sends no probes, so no probe interval)."""
+    """``mrc-controller run`` for the failover part: told the target (unless the default) and,
+    for switches in namespaces of their own, where they are; a probe interval where links are
+    found by probes (a controller that watches carrier sends none)."""
     command = [sys.executable, "-m", "controller.cli", "run", str(topology_file)]
     command += ["--event-log", str(event_log), "--socket", str(work_dir / "controller.sock")]
-    if target == LINUX:
-        return [*command, "--target", LINUX, "--netns-prefix", prefix]
-    return [*command, "--probe-interval-ms", str(interval_ms)]
+    if target != DEFAULT_TARGET:
+        command += ["--target", target]
+    if switch_target(target).kind.in_own_namespace:
+        command += ["--netns-prefix", prefix]
+    if _probes(target):
+        command += ["--probe-interval-ms", str(interval_ms)]
+    return command
 
 
 def _start_controller(
@@ -382,9 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--target",
-        choices=(BMV2, LINUX),
-        default=BMV2,
-        help="switches of the failover part; linux has no write-rate part (no P4Runtime)",
+        choices=switch_target_names(),
+        default=DEFAULT_TARGET,
+        help="switches of the failover part; only bmv2 has a write-rate part (P4Runtime on a "
+        "simple_switch_grpc)",
     )
     parser.add_argument("--entries", type=int, default=2000, help="route entries per run")
     parser.add_argument(
@@ -401,10 +422,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work_dir = Path(tempfile.mkdtemp(prefix="mrc-bench-controller-"))
     binary = find_tool(SIMPLE_SWITCH_GRPC)
+    kind = switch_target(args.target).kind
     write_rate = (
         bench_write_rate(args.entries, args.rounds, args.max_batch, work_dir)
-        if args.target == BMV2
-        else {"skipped": "P4Runtime write rate: bmv2 only (the linux target writes netlink)"}
+        if kind is SwitchKind.BMV2
+        else {
+            "skipped": f"P4Runtime write rate: bmv2 only (target {args.target} runs {kind} "
+            "switches)"
+        }
     )
     result: dict[str, Any] = {
         "benchmark": "controller",

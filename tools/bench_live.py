@@ -29,6 +29,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from testbed.mininet.switch_target import switch_target_names
+from testbed.targets import AUTO, target_help
 from tools.core_load import CoreWindow, beside, overall
 from tools.counterbalance import interleaved, paired_summary, spread
 
@@ -96,7 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m tools.bench_live")
     parser.add_argument("--topology", default="leaf-spine")
-    parser.add_argument("--target", default="linux")
+    parser.add_argument(
+        "--target", default="linux", choices=[*switch_target_names(), AUTO], help=target_help()
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each window")
     parser.add_argument(
         "--pairs", type=int, default=MIN_PAIRS, help=f"pairs of windows (at least {MIN_PAIRS})"

@@ -217,27 +217,28 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; prints the JSON and returns 0 unless a run lost bytes or stalled."""
-    from testbed.targets import TARGETS, hardware_target_problem
+    from testbed.mininet.switch_target import hardware_reason, switch_target_names
 
+    known = switch_target_names()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--targets",
-        default=",".join(TARGETS),
-        help=f"comma-separated targets to try (default: all known, {','.join(TARGETS)})",
+        default=",".join(known),
+        help=f"comma-separated targets to try (default: all known, {','.join(known)})",
     )
     parser.add_argument("--seeds", type=int, default=5, help="EV / source-port draws per mode")
     parser.add_argument("--topo", help="topology (default: the spray experiment's)")
     parser.add_argument("--out", type=Path, default=REPO / "results", help="results root")
     args = parser.parse_args(argv)
     targets = [name.strip() for name in args.targets.split(",") if name.strip()]
-    hardware = [problem for name in targets if (problem := hardware_target_problem(name))]
+    hardware = [problem for name in targets if (problem := hardware_reason(name))]
     if hardware:
         print(f"bench-targets: {hardware[0]}", file=sys.stderr)
         return 2
-    unknown = [name for name in targets if name not in TARGETS]
+    unknown = [name for name in targets if name not in known]
     if unknown or args.seeds < 1:
         problem = f"unknown targets {unknown}" if unknown else "--seeds must be at least 1"
-        print(f"bench-targets: {problem}; targets: {', '.join(TARGETS)}", file=sys.stderr)
+        print(f"bench-targets: {problem}; targets: {', '.join(known)}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     started = time.monotonic()

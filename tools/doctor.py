@@ -28,7 +28,8 @@ from hostenv.toolchain import (
     p4c_bmv2_backend_missing,
     tool_version,
 )
-from testbed.targets import TARGETS, bmv2_tool_problems, default_target, differences
+from testbed.mininet.switch_target import switch_targets
+from testbed.targets import default_target, differences
 from tools.toolchain.pins import PinError, load_pins
 from tools.toolchain.plan import Action, Request, make_plan
 from tools.toolchain.recipes import recipe_id
@@ -152,19 +153,19 @@ def native_finding() -> Finding:
 def target_findings(qdiscs: dict[str, bool] | None) -> list[Finding]:
     """Whether each switch target can run here, and which one ``TARGET=auto`` picks."""
     findings = []
-    for name, target in TARGETS.items():
+    for target in switch_targets():
         problems = target.machine_problems()
         findings.append(
             Finding(
-                f"target {name}",
+                f"target {target.name}",
                 not problems,
                 "ready" if not problems else "; ".join(problems),
-                f"`make run-topology TARGET={name}` and the e2e tests on {name}",
+                f"`make run-topology TARGET={target.name}` and the e2e tests on {target.name}",
                 "see the items above",
-                tuple(differences(name, qdiscs)),
+                tuple(differences(target.name, qdiscs)),
             )
         )
-    choice = default_target(bmv2_tool_problems())
+    choice = default_target({target.name: target.tool_problems() for target in switch_targets()})
     findings.append(Finding("target (auto)", True, choice.announcement, "", ""))
     return findings
 

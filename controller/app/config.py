@@ -4,7 +4,8 @@ Everything has a default, so ``mrc-controller run leaf-spine`` needs no file. Th
 keys optional)::
 
     target: bmv2                 # bmv2 (P4Runtime + Thrift), linux (kernel switches, netlink)
-                                 # or tofino (P4Runtime on Tofino: Stratum or the SDE)
+                                 # or tofino (P4Runtime on Tofino: Stratum or the SDE); the
+                                 # registered targets (controller.targets) are the choices
     tofino:                      # the tofino target only (docs/tofino.md)
       program: build/tna         # p4c-barefoot's output directory (or its .conf file)
       device_config: stratum     # stratum (stratum_bfrt) or bf_p4rt (bf_switchd --p4rt-server)
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,11 @@ import yaml
 
 from controller.intent.policy import RoutingPolicy
 from controller.southbound import p4_program
+from controller.southbound.grpc_settings import TlsConfig
 from controller.southbound.tofino.device_config import DeviceConfigFormat
-from controller.southbound.tofino.tna_program import DEFAULT_CELLS_PER_PACKET, TNA_P4INFO_PATH
+from controller.southbound.tofino.target import TofinoConfig
 from controller.southbound.writer import DEFAULT_MAX_BATCH
+from controller.targets import DEFAULT_TARGET, target_names
 from topologies import bounded_yaml
 from topologies.paths import PathMode
 
@@ -67,44 +69,12 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message names the source and the key."""
 
 
-class Target(StrEnum):
-    """What kind of switches the controller drives (one southbound each)."""
-
-    #: BMv2's simple_switch_grpc running mrc.p4: P4Runtime, queues over Thrift, LLDP probes.
-    BMV2 = "bmv2"
-    #: Network namespaces forwarding in the Linux kernel: netlink, link state by carrier.
-    LINUX = "linux"
-    #: Tofino switches running the TNA program: P4Runtime (Stratum or the SDE), LLDP probes.
-    TOFINO = "tofino"
-
-
-@dataclass(frozen=True)
-class TofinoConfig:
-    """The ``tofino`` section: the compiled TNA program and how its server takes it."""
-
-    #: p4c-barefoot's output directory or ``.conf`` file; None: not given (the tofino target
-    #: then refuses to start).
-    program: Path | None = None
-    device_config: DeviceConfigFormat = DeviceConfigFormat.STRATUM
-    p4info: Path = TNA_P4INFO_PATH
-    cells_per_packet: int = DEFAULT_CELLS_PER_PACKET
-
-
-@dataclass(frozen=True)
-class TlsConfig:
-    """Certificates for gRPC over TLS; ``cert`` and ``key`` only for mutual TLS."""
-
-    ca_cert: Path
-    cert: Path | None = None
-    key: Path | None = None
-    target_name_override: str = ""
-
-
 @dataclass(frozen=True)
 class ControllerConfig:
     """Every setting of a controller run (see the module docs for their meaning)."""
 
-    target: Target = Target.BMV2
+    #: What kind of switches the controller drives: a name of ``controller.targets``.
+    target: str = DEFAULT_TARGET
     netns_prefix: str = ""
     election_id: int = 10
     grpc_host: str = "127.0.0.1"
@@ -198,11 +168,11 @@ def _read_document(path: Path, source: str) -> Any:
         raise ConfigError(f"{source}: not valid YAML: {error}") from None
 
 
-def parse_target(value: object, source: str) -> Target:
-    """``value`` as a :class:`Target`, or a ConfigError listing the valid ones."""
-    valid = [target.value for target in Target]
+def parse_target(value: object, source: str) -> str:
+    """``value`` as a registered target's name, or a ConfigError listing the valid ones."""
+    valid = target_names()
     if isinstance(value, str) and value in valid:
-        return Target(value)
+        return value
     raise ConfigError(f"{source}: target must be one of {', '.join(valid)}, not {value!r}")
 
 

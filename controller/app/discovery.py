@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
 
+from controller.southbound.interface import LinkEvidence
 from topologies.model import Topology
 
 #: How long a probe may be under way before it can count as missed, in probe intervals: a
@@ -20,15 +20,6 @@ FLIGHT_INTERVALS = 2
 #: happen when a small machine runs many BMv2s, so it is generous.
 SILENCE_INTERVALS = 50
 MIN_SILENCE_S = 0.500
-
-
-class LinkEvidence(StrEnum):
-    """What tells the controller that a link is up or down."""
-
-    #: LLDP probes sent and received through the switches (P4Runtime targets).
-    PROBES = "probes"
-    #: The carrier of the switch ports, reported by the southbound (linux target).
-    CARRIER = "carrier"
 
 
 @dataclass(frozen=True)

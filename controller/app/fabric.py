@@ -29,7 +29,7 @@ from typing import Any
 
 from controller.app.carrier import CarrierMonitor
 from controller.app.clock import Clock, SystemClock
-from controller.app.discovery import DiscoverySettings, LinkEvidence
+from controller.app.discovery import DiscoverySettings
 from controller.app.eventlog import EventLog
 from controller.app.failover import Failover
 from controller.app.liveness import LinkChange, LinkState, LinkStatus
@@ -45,7 +45,7 @@ from controller.intent import (
     prune_dead_next_hops,
 )
 from controller.intent.model import SwitchIntent
-from controller.southbound.interface import ProgramResult, Southbound, SwitchRole
+from controller.southbound.interface import LinkEvidence, ProgramResult, Southbound, SwitchRole
 from topologies.model import LinkId, Topology
 from topologies.paths import PathMode
 

@@ -8,6 +8,10 @@ Thrift-only queue settings); ``tofino`` is that P4Runtime southbound for Tofino 
 TNA program's pipeline packed for Stratum or the SDE, ports renumbered by ``device_ports``, no
 Thrift); ``linux`` implements it for Linux-kernel switches (one network namespace each) over
 netlink, with link state from carrier instead of probes.
+
+Each target is declared once, beside its implementation (``bmv2``, ``linux.target``,
+``tofino.target``), as a ``target.ControllerTarget``: its southbound, the check of a
+configuration, and its capabilities; ``controller.targets`` registers them.
 """
 
 from controller.southbound.interface import (

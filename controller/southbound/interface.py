@@ -33,6 +33,16 @@ class SwitchRole(StrEnum):
     BACKUP = "backup"
 
 
+class LinkEvidence(StrEnum):
+    """What tells the controller that a link is up or down: each target declares which it
+    gives (``controller.targets``)."""
+
+    #: LLDP probes sent through ``send_frames`` and handed up by ``frame_received``.
+    PROBES = "probes"
+    #: The carrier of the switch ports, reported by ``port_status``.
+    CARRIER = "carrier"
+
+
 class SouthboundEvents(Protocol):
     """Callbacks from a southbound to the controller; called on the event loop, must not block."""
 

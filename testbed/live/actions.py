@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from testbed.agents import TransferSpec
 from testbed.live.paths import Bmv2NextHops, CarrierNextHops, KernelNextHops, NextHops
 from testbed.live.state import LiveState, PageTransfer, describe_error
+from testbed.mininet.switch_kind import SwitchKind
 from testbed.session import Testbed
 from topologies.model import Topology
 from topologies.paths import PathMode
@@ -53,8 +54,9 @@ class TestbedActions:
 
     def __init__(self, testbed: Testbed) -> None:
         self.testbed = testbed
-        #: ``restart`` kills a switch process: kernel switches have none.
-        self.can_restart = testbed.target != "linux"
+        #: ``restart`` kills a switch process: only a target whose switches restart has one
+        #: (kernel switches do not).
+        self.can_restart = testbed.capabilities.restart
 
     def fail(self, a: str, b: str) -> str:
         return f"cut {self.testbed.fail(a, b)}"
@@ -78,10 +80,11 @@ class TestbedActions:
 
 
 def next_hops_of(testbed: Testbed) -> NextHops:
-    """How the switches of ``testbed``'s target say where a packet goes (``paths``)."""
+    """How the switches of ``testbed``'s target say where a packet goes (``paths``): by their
+    kind (a BMv2 over Thrift, a kernel switch by its routes)."""
     if testbed.path_mode is PathMode.SRV6:
         return CarrierNextHops(testbed.topology)
-    if testbed.target == "linux":
+    if testbed.network.kind is SwitchKind.KERNEL:
         return KernelNextHops(testbed.prefix)
     return Bmv2NextHops({s.name: s.thrift_port for s in testbed.topology.switches})
 

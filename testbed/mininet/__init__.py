@@ -11,17 +11,19 @@
 From a shell: ``python -m testbed.mininet up leaf-spine [--target linux]`` (Ctrl-C tears
 down) and ``python -m testbed.mininet clean`` (removes what killed runs left behind).
 
-Modules: ``naming`` (run prefix and every name derived from it), ``switch_target`` (the two
-targets), ``wiring`` (the plan of veths, patches and names, checked before anything is
-created), ``preflight`` (what a target needs from the machine), ``host_config`` (the commands
-that configure a host NIC), ``link_lookup`` (``cut l1 s1`` to a topology link),
-``bmv2_switch``, ``kernel_switch``, ``testbed_host`` and ``patch_panel`` (the Mininet nodes),
-``network`` (bring-up, operations, teardown), ``runs`` and ``cleanup`` (the run registry and
-the prefix sweep), ``cli``.
+Modules: ``naming`` (run prefix and every name derived from it), ``switch_kind`` (how Mininet
+runs a switch: a BMv2 process or a kernel namespace), ``switch_target`` (the targets a run can
+bring up, each with its kind and needs: the testbed's side of ``controller.targets``),
+``wiring`` (the plan of veths, patches and names, checked before anything is created),
+``preflight`` (what a switch kind needs from the machine), ``host_config`` (the commands that
+configure a host NIC), ``link_lookup`` (``cut l1 s1`` to a topology link), ``bmv2_switch``,
+``kernel_switch``, ``testbed_host`` and ``patch_panel`` (the Mininet nodes), ``network``
+(bring-up, operations, teardown), ``runs`` and ``cleanup`` (the run registry and the prefix
+sweep), ``cli``.
 
 The Mininet-dependent names are imported on first use, so the planning modules (naming,
-switch_target, wiring, preflight, host_config, link_lookup) work where Mininet is not
-installed.
+switch_kind, switch_target, wiring, preflight, host_config, link_lookup) work where Mininet is
+not installed.
 """
 
 from __future__ import annotations
@@ -32,12 +34,11 @@ if TYPE_CHECKING:
     from testbed.mininet.network import (
         BringUpError,
         NotApplicable,
-        SwitchTarget,
         TestbedNetwork,
         running_network,
     )
 
-__all__ = ["BringUpError", "NotApplicable", "SwitchTarget", "TestbedNetwork", "running_network"]
+__all__ = ["BringUpError", "NotApplicable", "TestbedNetwork", "running_network"]
 
 
 def __getattr__(name: str) -> Any:

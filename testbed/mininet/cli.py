@@ -21,22 +21,33 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from testbed.mininet.switch_target import SwitchTarget
+from controller.targets import DEFAULT_TARGET
+from testbed.mininet.switch_target import switch_target_names
 from topologies.errors import TopologyError
 from topologies.presets import PRESETS, load_topology
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    if args.command == "up":
+        return _up(args.topology, args.target, args.keep_logs, args.startup_timeout)
+    if args.command == "list":
+        return _list()
+    return _clean(args.prefixes, args.all)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: ``up``, ``list``, ``clean``."""
     parser = argparse.ArgumentParser(prog="python -m testbed.mininet", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="bring a topology up and wait for Ctrl-C")
     up.add_argument("topology", help=f"a preset ({', '.join(PRESETS)}) or a topology file")
     up.add_argument(
         "--target",
-        choices=[target.value for target in SwitchTarget],
-        default=SwitchTarget.BMV2.value,
-        help="switch target (default bmv2)",
+        choices=switch_target_names(),
+        default=DEFAULT_TARGET,
+        help=f"switch target (default {DEFAULT_TARGET})",
     )
     up.add_argument("--keep-logs", action="store_true", help="keep the BMv2 logs after teardown")
     up.add_argument(
@@ -46,15 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     clean = commands.add_parser("clean", help="remove what runs left behind")
     clean.add_argument("prefixes", nargs="*", help="runs to remove (default: those with no owner)")
     clean.add_argument("--all", action="store_true", help="remove every run, even live ones")
-    args = parser.parse_args(argv)
-    if args.command == "up":
-        return _up(args.topology, SwitchTarget(args.target), args.keep_logs, args.startup_timeout)
-    if args.command == "list":
-        return _list()
-    return _clean(args.prefixes, args.all)
+    return parser
 
 
-def _up(topology_name: str, target: SwitchTarget, keep_logs: bool, startup_timeout: float) -> int:
+def _up(topology_name: str, target: str, keep_logs: bool, startup_timeout: float) -> int:
     from hostenv.netns import terminate_on_signals
     from testbed.mininet.network import BringUpError, TestbedNetwork
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from mininet.net import Mininet
 
+from controller.targets import DEFAULT_TARGET
 from hostenv.netns import terminate_on_signals
 from testbed.bmv2 import Bmv2Options, thrift_cli
 from testbed.mininet.bmv2_switch import Bmv2Switch
@@ -47,7 +48,8 @@ from testbed.mininet.naming import PATCH_PANEL_NODE
 from testbed.mininet.patch_panel import PatchPanel
 from testbed.mininet.preflight import preflight_problems
 from testbed.mininet.runs import allocate_prefix, remove_record, runs_root, write_record
-from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_kind import SwitchKind
+from testbed.mininet.switch_target import switch_target
 from testbed.mininet.system import run_all_in
 from testbed.mininet.testbed_host import TestbedHost
 from testbed.mininet.wiring import Wiring, plan_wiring
@@ -57,7 +59,6 @@ __all__ = [
     "BringUpError",
     "NotApplicable",
     "SwitchNode",
-    "SwitchTarget",
     "TestbedNetwork",
     "preflight_problems",
     "running_network",
@@ -86,21 +87,23 @@ class TestbedNetwork:
         self,
         topology: Topology,
         *,
-        target: SwitchTarget | str = SwitchTarget.BMV2,
+        target: str = DEFAULT_TARGET,
         keep_logs: bool = False,
         startup_timeout: float = 30.0,
         runs_dir: Path | None = None,
     ) -> None:
         """Plan the run (prefix, names); nothing on the machine changes until :meth:`start`.
-        ValueError for a target that does not exist."""
+        ValueError for a target the testbed cannot start (``switch_target``)."""
         self.topology = topology
-        self.target = SwitchTarget.parse(target)
+        #: The target's name, and how Mininet runs its switches.
+        self.target = target
+        self.kind: SwitchKind = switch_target(target).kind
         self.keep_logs = keep_logs
         self.startup_timeout = startup_timeout
         root = runs_dir or runs_root()
         self.prefix = allocate_prefix(root)
         self.run_dir = root / self.prefix
-        self.wiring: Wiring = plan_wiring(topology, self.prefix, self.target)
+        self.wiring: Wiring = plan_wiring(topology, self.prefix, self.kind)
         self.mininet: Mininet | None = None
         self.patch_panel: PatchPanel | None = None
         self.leftovers: Leftovers | None = None
@@ -113,7 +116,7 @@ class TestbedNetwork:
         """Create everything and start every switch; on any failure, tear down and re-raise."""
         if self._started:
             raise RuntimeError(f"run {self.prefix} was already started")
-        problems = preflight_problems(self.topology, self.target)
+        problems = preflight_problems(self.topology, self.kind)
         if problems:
             raise BringUpError(problems)
         self.run_dir.mkdir(parents=True)
@@ -365,7 +368,7 @@ class TestbedNetwork:
     def _add_switch(self, net: Mininet, name: str) -> None:
         switch = self.topology.switch(name)
         ports = self.wiring.switch_ports[name]
-        if self.target is SwitchTarget.LINUX:
+        if self.kind is SwitchKind.KERNEL:
             netns = self.wiring.switch_netns[name]
             assert netns is not None
             net.addSwitch(name, cls=KernelSwitch, netns=netns, ports=ports)
@@ -451,7 +454,7 @@ class TestbedNetwork:
 def running_network(
     topology: Topology,
     *,
-    target: SwitchTarget | str = SwitchTarget.BMV2,
+    target: str = DEFAULT_TARGET,
     keep_logs: bool = False,
     startup_timeout: float = 30.0,
     runs_dir: Path | None = None,

@@ -1,4 +1,4 @@
-"""What a run needs from the machine, per switch target, checked before anything is created.
+"""What a run needs from the machine, per switch kind, checked before anything is created.
 
 Every problem is listed with how to fix it, so that one failed start tells a user all of it.
 Nothing here imports Mininet: a machine without it gets a message saying so, not an
@@ -11,27 +11,28 @@ import importlib.util
 import shutil
 
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, bmv2_has_thrift, find_tool, is_root
-from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_kind import SwitchKind
 from testbed.mininet.system import port_in_use
 from topologies.model import Topology
 
 #: Commands every bring-up runs besides the switches' own: namespaces and veths (ip), offloads
 #: (ethtool), per-interface settings (sysctl), Mininet's namespace helper (mnexec).
 COMMON_COMMANDS = ("ip", "ethtool", "sysctl", "mnexec")
-#: What a target needs on top: queue limits on kernel switches are ``tc`` qdiscs.
-TARGET_COMMANDS = {SwitchTarget.BMV2: (), SwitchTarget.LINUX: ("tc",)}
+#: What a kind needs on top: queue limits on kernel switches are ``tc`` qdiscs.
+KIND_COMMANDS = {SwitchKind.BMV2: (), SwitchKind.KERNEL: ("tc",)}
 
 
-def preflight_problems(topology: Topology, target: SwitchTarget = SwitchTarget.BMV2) -> list[str]:
-    """What prevents ``topology`` from coming up on ``target`` here (empty when nothing does)."""
-    problems = machine_problems(target)
-    if target is SwitchTarget.BMV2:
+def preflight_problems(topology: Topology, kind: SwitchKind = SwitchKind.BMV2) -> list[str]:
+    """What prevents ``topology`` from coming up with ``kind`` switches here (empty when
+    nothing does)."""
+    problems = machine_problems(kind)
+    if kind is SwitchKind.BMV2:
         problems += _service_port_problems(topology)
     return problems
 
 
-def machine_problems(target: SwitchTarget) -> list[str]:
-    """What this machine lacks for ``target``, whatever the topology (``make doctor``)."""
+def machine_problems(kind: SwitchKind) -> list[str]:
+    """What this machine lacks for ``kind`` switches, whatever the topology."""
     problems = []
     if not is_root():
         problems.append("needs root (network namespaces, veths, switch ports on raw interfaces)")
@@ -39,10 +40,10 @@ def machine_problems(target: SwitchTarget) -> list[str]:
         problems.append(
             "Mininet's Python package not found: apt-get install mininet (`make setup`)"
         )
-    for command in (*COMMON_COMMANDS, *TARGET_COMMANDS[target]):
+    for command in (*COMMON_COMMANDS, *KIND_COMMANDS[kind]):
         if shutil.which(command) is None:
             problems.append(f"command {command!r} not found (`make setup` installs it)")
-    if target is SwitchTarget.BMV2:
+    if kind is SwitchKind.BMV2:
         problems += bmv2_binary_problems()
     return problems
 

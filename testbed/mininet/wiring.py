@@ -4,8 +4,8 @@ Computed from the topology and the run prefix alone, before anything is created,
 name is checked (length, uniqueness) up front and a bad topology fails without side effects.
 
 * A host NIC is one veth: the NIC end in the host's namespace, named as the topology names it,
-  and the switch end where the switch target keeps its ports: in the root namespace, bound by
-  BMv2 (``bmv2``), or as ``swpN`` in the switch's own namespace (``linux``).
+  and the switch end where the switch kind keeps its ports: in the root namespace, bound by
+  BMv2 (``bmv2``), or as ``swpN`` in the switch's own namespace (``kernel``).
 * A switch-to-switch link is two veths through the patch panel: each switch's end where its
   ports live, each other end in the patch-panel namespace, the two panel ends joined by a
   bridge. Cutting the link sets the panel ends down, so both switch ends only lose carrier: a
@@ -27,7 +27,7 @@ from testbed.mininet.naming import (
     switch_ifname,
     switch_netns,
 )
-from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_kind import SwitchKind
 from topologies.model import Link, LinkId, Nic, Plane, Topology
 
 #: First routing table of a host's per-NIC source rules (one table per NIC, in NIC order).
@@ -74,10 +74,10 @@ class Wiring:
     """Every name and connection of one run, derived from the topology and the prefix."""
 
     prefix: str
-    target: SwitchTarget
+    kind: SwitchKind
     patch_panel_netns: str
     #: Per switch, its port numbers and their interfaces: the root-namespace veth ends BMv2
-    #: binds (``bmv2``), or ``swpN`` in the switch's namespace (``linux``).
+    #: binds (``bmv2``), or ``swpN`` in the switch's namespace (``kernel``).
     switch_ports: dict[str, dict[int, str]]
     #: Per switch, the named namespace its ports live in; None: the root namespace (``bmv2``).
     switch_netns: dict[str, str | None]
@@ -114,12 +114,10 @@ class Wiring:
         return {wiring.link_id: wiring for wiring in self.host_nics}
 
 
-def plan_wiring(
-    topology: Topology, prefix: str, target: SwitchTarget = SwitchTarget.BMV2
-) -> Wiring:
-    """The wiring of ``topology`` for the run ``prefix`` on ``target`` (NamingError if a name
-    cannot fit)."""
-    switch_ports = _switch_ports(topology, prefix, target)
+def plan_wiring(topology: Topology, prefix: str, kind: SwitchKind = SwitchKind.BMV2) -> Wiring:
+    """The wiring of ``topology`` for the run ``prefix`` with ``kind`` switches (NamingError
+    if a name cannot fit)."""
+    switch_ports = _switch_ports(topology, prefix, kind)
     host_nics = []
     for host in topology.hosts:
         for table_offset, nic in enumerate(host.nics):
@@ -150,11 +148,11 @@ def plan_wiring(
         patches.append(PatchWiring(link=link, bridge=bridge_name(index), ends=(ends[0], ends[1])))
     wiring = Wiring(
         prefix=prefix,
-        target=target,
+        kind=kind,
         patch_panel_netns=patch_panel_netns(prefix),
         switch_ports=switch_ports,
         switch_netns={
-            switch.name: switch_netns(prefix, switch.name) if target is SwitchTarget.LINUX else None
+            switch.name: switch_netns(prefix, switch.name) if kind.in_own_namespace else None
             for switch in topology.switches
         },
         host_nics=tuple(host_nics),
@@ -164,11 +162,9 @@ def plan_wiring(
     return wiring
 
 
-def _switch_ports(
-    topology: Topology, prefix: str, target: SwitchTarget
-) -> dict[str, dict[int, str]]:
-    """Each switch's port numbers and the interface names they get on ``target``."""
-    if target is SwitchTarget.LINUX:
+def _switch_ports(topology: Topology, prefix: str, kind: SwitchKind) -> dict[str, dict[int, str]]:
+    """Each switch's port numbers and the interface names they get with ``kind`` switches."""
+    if kind is SwitchKind.KERNEL:
         return {
             switch.name: {
                 port: kernel_switch_port(port) for port in topology.switch_ports(switch.name)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.app.config import ControllerConfig, TlsConfig
+from controller.app.config import ControllerConfig
 from controller.app.runtime import build_southbound
 from controller.intent import compute_intent
 from controller.southbound import p4_program
+from controller.southbound.grpc_settings import TlsConfig
 from controller.southbound.interface import SwitchRole
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, find_tool
 from testbed.bmv2 import Bmv2Options, bmv2_command, wait_for_port

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from hostenv.toolchain import SIMPLE_SWITCH_CLI, SIMPLE_SWITCH_GRPC, find_tool, is_root
 from testbed.mininet.preflight import machine_problems
-from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_target import switch_target, switch_target_names
 
 REPO = Path(__file__).resolve().parents[3]
 P4_BUILD = REPO / "p4src" / "build"
 #: Every switch target, in the order the tests run them.
-TARGETS = tuple(target.value for target in SwitchTarget)
+TARGETS = switch_target_names()
 
 #: Two leaves, one spine, one host per leaf, on service ports of its own so that it never
 #: collides with the session's leaf-spine network (default ports 50051.., 9090..).
@@ -55,7 +55,7 @@ def bring_up_skip_reason(target: str = "bmv2") -> str | None:
         if find_tool(SIMPLE_SWITCH_GRPC) is None:
             return "simple_switch_grpc not found (see `make doctor`)"
         return None
-    problems = machine_problems(SwitchTarget.parse(target))
+    problems = machine_problems(switch_target(target).kind)
     return f"{target}: {problems[0]}" if problems else None
 
 

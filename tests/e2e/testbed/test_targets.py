@@ -95,7 +95,7 @@ def test_auto_takes_linux_where_bmv2_is_missing_and_says_why(
 
 
 def test_auto_takes_bmv2_where_its_tools_are_present() -> None:
-    choice = default_target(bmv2_missing=[])
+    choice = default_target({"bmv2": []})
     assert choice.target.name == "bmv2"
     assert choice.announcement == (
         "target bmv2: BMv2's tools are present (TARGET=linux for kernel switches)"

@@ -466,8 +466,9 @@ def test_a_path_mode_kernel_switches_cannot_carry_exits_3_before_any_bring_up(
 ) -> None:
     from controller.southbound.linux import path_modes
     from testbed import targets
+    from testbed.mininet.switch_target import switch_target
 
-    linux = targets.TargetChoice(targets.TARGETS["linux"], "as asked")
+    linux = targets.TargetChoice(switch_target("linux"), "as asked")
     monkeypatch.setattr(targets, "choose_target", lambda name, topology: linux)
     monkeypatch.setattr(path_modes, "seg6local_missing", lambda: "this kernel takes no seg6local")
     status = experiments_main(

@@ -82,7 +82,7 @@ def test_a_median_over_the_target_does_not_meet_it():
 
 def test_the_linux_controller_is_told_its_namespaces_and_gets_no_probe_interval(tmp_path: Path):
     command = bench.controller_command(
-        tmp_path / "t.yaml", tmp_path, tmp_path / "e.jsonl", 10, bench.LINUX, "mrcx1"
+        tmp_path / "t.yaml", tmp_path, tmp_path / "e.jsonl", 10, "linux", "mrcx1"
     )
     assert command[command.index("--target") + 1] == "linux"
     assert command[command.index("--netns-prefix") + 1] == "mrcx1"
@@ -91,7 +91,7 @@ def test_the_linux_controller_is_told_its_namespaces_and_gets_no_probe_interval(
 
 def test_the_bmv2_controller_probes_at_the_asked_interval(tmp_path: Path):
     command = bench.controller_command(
-        tmp_path / "t.yaml", tmp_path, tmp_path / "e.jsonl", 7, bench.BMV2, "mrcx1"
+        tmp_path / "t.yaml", tmp_path, tmp_path / "e.jsonl", 7, "bmv2", "mrcx1"
     )
     assert command[command.index("--probe-interval-ms") + 1] == "7"
     assert "--target" not in command

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.app.config import ConfigError, ControllerConfig, TlsConfig, load_config
+from controller.app.config import ConfigError, ControllerConfig, load_config
 from controller.southbound import p4_program
+from controller.southbound.grpc_settings import TlsConfig
 
 
 def _write(tmp_path: Path, text: str) -> Path:

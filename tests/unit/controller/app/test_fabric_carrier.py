@@ -8,11 +8,11 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from controller.app.discovery import LinkEvidence, discovery_settings
+from controller.app.discovery import discovery_settings
 from controller.app.fabric import FabricController
 from controller.app.liveness import LinkState
 from controller.app.programmer import RetryPolicy
-from controller.southbound.interface import SwitchRole
+from controller.southbound.interface import LinkEvidence, SwitchRole
 from tests.unit.controller.fakes import EventSink, FakeClock, FakeFabric, run_on_clock
 from topologies import Topology
 

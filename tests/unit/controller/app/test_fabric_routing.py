@@ -12,12 +12,12 @@ from ipaddress import ip_address
 
 import pytest
 
-from controller.app.discovery import LinkEvidence, discovery_settings
+from controller.app.discovery import discovery_settings
 from controller.app.fabric import FabricController
 from controller.app.programmer import RetryPolicy
 from controller.app.status import collect_status, format_status
 from controller.intent import RoutingPolicy
-from controller.southbound.interface import SwitchRole
+from controller.southbound.interface import LinkEvidence, SwitchRole
 from tests.unit.controller.fakes import EventSink, FakeClock, FakeFabric, run_on_clock
 from topologies import Topology
 from topologies.paths import PathMode

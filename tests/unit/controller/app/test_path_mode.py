@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.app.config import ConfigError, ControllerConfig, Target, load_config
+from controller.app.config import ConfigError, ControllerConfig, load_config
 from controller.app.runtime import check_compatible
 from controller.app.status import collect_status, format_status
 from controller.cli import main
@@ -50,16 +50,16 @@ def test_the_command_line_wins_over_the_file(tmp_path):
 
 
 def test_the_linux_target_refuses_structured_ev_saying_why(leaf_spine):
-    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.STRUCTURED)
+    config = ControllerConfig(target="linux", path_mode=PathMode.STRUCTURED)
     with pytest.raises(ConfigError, match="structured needs a P4 target: kernel switches hash"):
         check_compatible(leaf_spine, config)
-    check_compatible(leaf_spine, ControllerConfig(target=Target.LINUX))
+    check_compatible(leaf_spine, ControllerConfig(target="linux"))
 
 
 def test_the_linux_target_takes_srv6_only_where_the_kernel_takes_seg6local_routes(
     leaf_spine, monkeypatch
 ):
-    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.SRV6)
+    config = ControllerConfig(target="linux", path_mode=PathMode.SRV6)
     refused = (
         "this kernel takes no seg6local NEXT-C-SID route (lwt encapsulation type not supported)"
     )
@@ -75,7 +75,7 @@ def test_the_linux_target_refuses_srv6_when_the_kernel_cannot_be_probed(leaf_spi
         raise PermissionError("cannot create a network namespace (are you root?)")
 
     monkeypatch.setattr(path_modes, "seg6local_missing", no_root)
-    config = ControllerConfig(target=Target.LINUX, path_mode=PathMode.SRV6)
+    config = ControllerConfig(target="linux", path_mode=PathMode.SRV6)
     with pytest.raises(ConfigError, match="cannot tell whether this kernel routes uSID carriers"):
         check_compatible(leaf_spine, config)
 

@@ -19,7 +19,8 @@ from testbed.mininet.naming import (
     run_of,
     switch_ifname,
 )
-from testbed.mininet.switch_target import SwitchTarget
+from testbed.mininet.switch_kind import SwitchKind
+from testbed.mininet.switch_target import switch_target
 from testbed.mininet.wiring import plan_wiring
 from topologies import LinkId, Topology, load_topology, load_topology_text
 
@@ -161,7 +162,7 @@ def test_a_link_that_does_not_exist_is_a_clear_error(a, b, message):
 
 # -- the linux target: kernel switches in namespaces of their own ------------------------------
 def test_kernel_switch_ports_are_swp_n_in_the_switchs_own_namespace(preset):
-    wiring = plan_wiring(preset, PREFIX, SwitchTarget.LINUX)
+    wiring = plan_wiring(preset, PREFIX, SwitchKind.KERNEL)
     for switch in preset.switches:
         assert wiring.switch_netns[switch.name] == f"{PREFIX}-{switch.name}"
         assert run_of(wiring.switch_netns[switch.name]) == PREFIX
@@ -171,7 +172,7 @@ def test_kernel_switch_ports_are_swp_n_in_the_switchs_own_namespace(preset):
 
 
 def test_kernel_switch_links_still_go_through_the_patch_panel_with_the_topologys_macs(preset):
-    wiring = plan_wiring(preset, PREFIX, SwitchTarget.LINUX)
+    wiring = plan_wiring(preset, PREFIX, SwitchKind.KERNEL)
     assert {patch.link.id for patch in wiring.patches} == {link.id for link in preset.links}
     for patch in wiring.patches:
         for end in patch.ends:
@@ -184,12 +185,12 @@ def test_kernel_switch_links_still_go_through_the_patch_panel_with_the_topologys
 
 def test_bmv2_ports_stay_in_the_root_namespace(preset):
     wiring = plan_wiring(preset, PREFIX)
-    assert wiring.target is SwitchTarget.BMV2
+    assert wiring.kind is SwitchKind.BMV2
     assert set(wiring.switch_netns.values()) == {None}
 
 
 def test_kernel_switch_namespaces_never_collide_with_host_or_panel_namespaces(preset):
-    wiring = plan_wiring(preset, PREFIX, SwitchTarget.LINUX)
+    wiring = plan_wiring(preset, PREFIX, SwitchKind.KERNEL)
     namespaces = [*wiring.switch_netns.values()]
     namespaces += [wiring.host_netns(host.name) for host in preset.hosts]
     namespaces.append(wiring.patch_panel_netns)
@@ -198,9 +199,9 @@ def test_kernel_switch_namespaces_never_collide_with_host_or_panel_namespaces(pr
 
 def test_an_unknown_switch_target_names_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown switch target 'netfpga'; targets: bmv2, linux"):
-        SwitchTarget.parse("netfpga")
+        switch_target("netfpga")
 
 
 def test_tofino_is_refused_because_there_is_no_tofino_switch_to_start_here():
     with pytest.raises(ValueError, match=r"'tofino': there is no Tofino switch to start here"):
-        SwitchTarget.parse("tofino")
+        switch_target("tofino")

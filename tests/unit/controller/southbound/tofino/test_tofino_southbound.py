@@ -16,14 +16,13 @@ from finsy.p4entity import P4UpdateType
 from finsy.proto import p4i
 from google.protobuf import text_format
 
-from controller.app.config import ConfigError, ControllerConfig, Target, TofinoConfig
-from controller.app.discovery import LinkEvidence
+from controller.app.config import ConfigError, ControllerConfig
 from controller.app.eventlog import EventLog
 from controller.app.runtime import build_fabric, build_southbound, check_compatible
 from controller.intent import compute_intent
 from controller.southbound import p4_program as p4
 from controller.southbound.device_ports import DevicePorts
-from controller.southbound.interface import SwitchRole
+from controller.southbound.interface import LinkEvidence, SwitchRole
 from controller.southbound.p4runtime import SwitchEndpoint
 from controller.southbound.tofino.device_config import (
     DeviceConfigFormat,
@@ -31,6 +30,7 @@ from controller.southbound.tofino.device_config import (
     pack_stratum,
 )
 from controller.southbound.tofino.southbound import TofinoOptions, TofinoSouthbound
+from controller.southbound.tofino.target import TofinoConfig
 from controller.southbound.tofino.tna_program import (
     HIGH_PRIORITY_QUEUE,
     TNA_P4INFO_PATH,
@@ -228,7 +228,7 @@ def test_trim_sessions_report_a_switch_that_is_not_ours(leaf_spine: Topology) ->
 def _tofino_config(tmp_path: Path) -> ControllerConfig:
     conf = write_compiler_output(tmp_path / "out")
     return ControllerConfig(
-        target=Target.TOFINO, tofino=TofinoConfig(program=conf, p4info=TNA_P4INFO_PATH)
+        target="tofino", tofino=TofinoConfig(program=conf, p4info=TNA_P4INFO_PATH)
     )
 
 
