@@ -9,11 +9,13 @@ for long steps, so a slow build is told from a hung one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +37,8 @@ from tools.toolchain.recipes import OWN_PATCHES, Context, Step, prepare_tree, st
 
 #: How often a running step reports that it is alive.
 HEARTBEAT_S = 60.0
+#: How long an interrupted build's processes get to stop before they are killed.
+STOP_GRACE_S = 20.0
 TAIL_LINES = 25
 
 
@@ -187,6 +191,8 @@ class Runner:
         print("$ " + " ".join(argv), file=log, flush=True)
         begin = time.monotonic()
         try:
+            # A session of its own, so that an interruption stops the compilers too, not only
+            # make or ninja (which would otherwise wait for every running compile).
             proc = subprocess.Popen(
                 argv,
                 cwd=step.cwd,
@@ -194,6 +200,7 @@ class Runner:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **step.env},
+                start_new_session=True,
             )
         except OSError as err:
             raise StepFailed(component, step.name, log_path, str(err)) from err
@@ -209,11 +216,22 @@ class Runner:
                         + (f", {last[:100]}" if last else "")
                     )
         except BaseException:
-            proc.terminate()
-            proc.wait()
+            stop_process_group(proc)
             raise
         if rc != 0:
             raise StepFailed(component, step.name, log_path, f"exit {rc}")
+
+
+def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the step's whole process group, SIGKILL after :data:`STOP_GRACE_S`."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def last_line(path: Path) -> str:

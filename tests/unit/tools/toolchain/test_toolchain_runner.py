@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from tools.toolchain import __main__ as toolchain_main
 from tools.toolchain.pins import load_pins, parse_pins
 from tools.toolchain.plan import Request, make_plan, stamp_content, stamp_path
 from tools.toolchain.recipes import Context, Step, recipe_id
-from tools.toolchain.runner import Runner, StepFailed, progress_hint
+from tools.toolchain.runner import Runner, StepFailed, progress_hint, stop_process_group
 
 RECIPES = {"base": "base-r1", "app": "app-r1"}
 
@@ -116,3 +118,31 @@ def test_a_long_steps_heartbeat_names_the_count_and_the_file_being_compiled():
     libtool = "libtool: compile:  ccache g++ -std=c++17 -I. -c pi_server.cpp -fPIC -o x.o"
     assert progress_hint(libtool) == "compiling pi_server.cpp"
     assert progress_hint("checking for gcc... gcc") == "checking for gcc... gcc"
+
+
+def test_an_interrupted_step_stops_its_whole_process_group_not_only_make(tmp_path):
+    pidfile = tmp_path / "grandchild"
+    proc = subprocess.Popen(
+        ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"], start_new_session=True
+    )
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        time.sleep(0.05)
+    grandchild = int(pidfile.read_text())
+    stop_process_group(proc)
+    assert proc.returncode is not None
+    assert not _running(grandchild)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan waits for init to reap it)."""
+    for _ in range(50):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.02)
+    return True
