@@ -119,6 +119,7 @@ class RoceQp:
         self.local_address = local_address
         self.remote_address = spec.remote_address
         self.src_port = src_port
+        self.plane = spec.plane
         self._path = IpContext(src=local_address, dst=spec.remote_address)
         self.rate = ReactionPoint(config.dcqcn.law())
         self.requester = Requester(
@@ -220,7 +221,7 @@ class RoceQp:
         timer = self.requester.timer
         timeout = timer.rto
         ev = EvReport(
-            plane=0,
+            plane=self.plane,
             ev=ev_from_headers(self.src_port),
             state=EvState.ASSUMED_BAD if self.closed else EvState.GOOD,
             home=True,
