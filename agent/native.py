@@ -79,6 +79,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "agent.roce.qp",
     "agent.roce.requester",
     "agent.roce.responder",
+    "agent.roce.rto",
+    "agent.roce.selective_responder",
     "agent.io.datagram_io",
     "agent.io.raw_sender",
     "agent.io.reactor",

@@ -25,6 +25,7 @@ from agent.io.control_client import connect_to_agent
 from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
 from agent.io.transport import transport_named
+from agent.roce.profiles import profile_named
 from testbed.mininet.naming import host_netns
 from testbed.processes import ManagedProcess
 from topologies.model import Host, LinkId, Nic, Topology
@@ -64,14 +65,23 @@ class TransferSpec:
     #: A RoCE QP's verbs settings (the local ACK timeout's exponent, and its retries).
     roce_timeout: int | None = None
     roce_retry_cnt: int | None = None
+    #: The RoCE profile (``agent.roce.profiles``; None: perftest) and the QPs the transfer is
+    #: striped over (None: the profile's count).
+    roce_profile: str | None = None
+    roce_qps: int | None = None
 
     def request_options(self) -> dict[str, Any]:
-        """The perf request's transport and EV options (a RoCE QP's verbs settings with
-        ``roce``); ValueError for a transport the agent does not have."""
+        """The perf request's transport and EV options (with ``roce``, the QPs' verbs
+        settings, and the profile and QP count when given); ValueError for a transport or a
+        RoCE profile the agent does not have."""
         transport = None if self.transport is None else transport_named(self.transport)
         options: dict[str, Any] = {"transport": self.transport, "evs": self.evs}
         if transport is not None and transport.is_roce:
             options.update(roce_timeout=self.roce_timeout, roce_retry_cnt=self.roce_retry_cnt)
+            if self.roce_profile is not None:
+                options["roce_profile"] = profile_named(self.roce_profile).name
+            if self.roce_qps is not None:
+                options["roce_qps"] = self.roce_qps
         return options
 
 

@@ -54,8 +54,7 @@ from agent.io.out_dir import check_file_name, prepare_out_dir
 from agent.io.path_modes import PATH_MODES, path_mode_setup
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
-from agent.io.transport import Transport
-from agent.roce import RoceConfig
+from agent.io.transport import RoceSetup, Transport
 
 PROG = "mrc-agent"
 
@@ -210,8 +209,9 @@ def send_command(args: argparse.Namespace) -> int:
                 result = client.request(
                     SendRequest(
                         str(path.resolve()), args.to, name, args.message_size,
-                        transport=args.transport, roce_timeout=args.roce_timeout,
-                        roce_retry_cnt=args.roce_retry_cnt,
+                        transport=args.transport, roce_profile=args.roce_profile,
+                        roce_timeout=args.roce_timeout, roce_retry_cnt=args.roce_retry_cnt,
+                        roce_qps=args.qps,
                     )
                 )  # fmt: skip
     if result is None:
@@ -232,7 +232,7 @@ def _send_with_own_endpoint(
     data: bytes,
     name: str,
     transport: Transport,
-    roce: RoceConfig | None,
+    roce: RoceSetup | None,
 ) -> dict[str, Any]:
     planes = planes_from_args(args.plane, peer_host)
     runtime = AgentRuntime(

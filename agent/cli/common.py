@@ -35,15 +35,17 @@ from agent.io.inbound import InboundPolicy
 from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
 from agent.io.transport import (
+    MAX_QPS,
+    RoceSetup,
     Transport,
     check_transport_options,
     mrc_config_for,
     parse_transport,
-    roce_config_for,
+    roce_setup_for,
     transport_names,
 )
-from agent.roce import RoceConfig
 from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
+from agent.roce.profiles import PROFILES, profile_names
 from hostenv.netns import terminate_on_signals
 from wire.dscp import DscpMap
 
@@ -139,25 +141,40 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_transport_options(parser: argparse.ArgumentParser) -> None:
-    """``--transport`` and the RoCE QP's verbs settings (``agent.io.transport``)."""
+    """``--transport``, the RoCE profile and the RoCE QPs' settings (``agent.io.transport``)."""
     parser.add_argument(
         "--transport",
         choices=transport_names(),
-        help="mrc (default): MRC over its EVs; single: MRC on one EV (--evs 1); roce: a "
-        "standard RoCEv2 RC QP on one path (go-back-N, local ACK timeout, DCQCN)",
+        help="mrc (default): MRC over its EVs; single: MRC on one EV (--evs 1); roce: "
+        "standard RoCEv2 RC QPs, each on one path (local ACK timeout, DCQCN)",
+    )
+    parser.add_argument(
+        "--roce-profile",
+        choices=profile_names(),
+        help="RoCE settings as deployed: "
+        + "; ".join(f"{name}: {profile.summary}" for name, profile in PROFILES.items())
+        + " (default perftest)",
     )
     parser.add_argument(
         "--roce-timeout",
         type=_bounded_int(0, MAX_TIMEOUT_EXPONENT),
         metavar="N",
-        help="RoCE local ACK timeout as verbs encodes it: 4.096 us x 2^N (default 14, 67 ms; "
-        "0: none)",
+        help="RoCE local ACK timeout as verbs encodes it: 4.096 us x 2^N (default: the "
+        "profile's, perftest 14, 67 ms; 0: none)",
     )
     parser.add_argument(
         "--roce-retry-cnt",
         type=_bounded_int(0, MAX_RETRY_CNT),
         metavar="N",
-        help="RoCE retries before the QP fails and the transfer with it, exit 5 (default 7)",
+        help="RoCE retries before a QP fails and the transfer with it, exit 5 (default: the "
+        "profile's, 7)",
+    )
+    parser.add_argument(
+        "--qps",
+        type=_bounded_int(1, MAX_QPS),
+        metavar="N",
+        help="RoCE QPs the transfer is striped over, message by message, each on its own "
+        "source port, round-robin over the planes (default: the profile's, perftest 1)",
     )
 
 
@@ -174,9 +191,9 @@ def _bounded_int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceConfig | None]:
-    """The transport the options ask for and, for RoCE, the QP's settings (``UsageError``
-    for options that do not go together)."""
+def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceSetup | None]:
+    """The transport the options ask for and, for RoCE, the QPs' settings and count
+    (``UsageError`` for options that do not go together)."""
     transport = parse_transport(args.transport)
     check_transport_options(
         transport,
@@ -184,14 +201,18 @@ def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceConfig
         cc=args.cc,
         roce_timeout=args.roce_timeout,
         roce_retry_cnt=args.roce_retry_cnt,
+        roce_profile=args.roce_profile,
+        qps=args.qps,
     )
     if not transport.is_roce:
         return transport, None
-    roce = roce_config_for(
+    roce = roce_setup_for(
         args.dscp or DscpMap(),
+        profile=args.roce_profile,
         timeout=args.roce_timeout,
         retry_cnt=args.roce_retry_cnt,
         pmtu=args.payload,
+        qps=args.qps,
     )
     return transport, roce
 

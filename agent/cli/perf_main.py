@@ -3,10 +3,11 @@
 Client: ``mrc-perf --to HOST[:PORT] [--bytes N] [--duration S] [--evs K] [--cc NAME] [--json]``
 writes into the peer's sink as fast as the connection allows and reports goodput (bytes the
 receiver confirmed), retransmits by cause, trims, ECN, RTT, window and the per-EV table.
-``--transport single`` (``--evs 1``) is MRC on one path; ``--transport roce`` a standard
-RoCEv2 RC QP (``agent.roce``), the baseline MRC replaces. It runs through the host's agent when one
-is running (``--evs``/``--cc`` then apply to this connection only), otherwise on an endpoint of
-its own. Server: ``mrc-perf --server --plane ADDR`` (or any ``mrc-agent serve``).
+``--transport single`` (``--evs 1``) is MRC on one path; ``--transport roce`` standard
+RoCEv2 RC QPs (``agent.roce``), the baseline MRC replaces, as ``--roce-profile`` runs them over
+``--qps`` QPs. It runs through the host's agent when one is running (``--evs``/``--cc`` then
+apply to this connection only), otherwise on an endpoint of its own. Server: ``mrc-perf
+--server --plane ADDR`` (or any ``mrc-agent serve``).
 """
 
 from __future__ import annotations
@@ -52,8 +53,7 @@ from agent.io.perf_transfer import (
 )
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
-from agent.io.transport import MRC, Transport
-from agent.roce import RoceConfig
+from agent.io.transport import MRC, RoceSetup, Transport
 
 PROG = "mrc-perf"
 
@@ -167,8 +167,10 @@ def run_client(args: argparse.Namespace) -> int:
                         message_size=args.message_size,
                         interval=args.interval,
                         transport=args.transport,
+                        roce_profile=args.roce_profile,
                         roce_timeout=args.roce_timeout,
                         roce_retry_cnt=args.roce_retry_cnt,
+                        roce_qps=args.qps,
                     ),
                     on_progress=show,
                 )
@@ -190,7 +192,7 @@ def measure(
     args: argparse.Namespace,
     on_progress: Callable[[PerfSample], None],
     transport: Transport = MRC,
-    roce: RoceConfig | None = None,
+    roce: RoceSetup | None = None,
 ) -> dict[str, Any]:
     """One measurement on an endpoint of this process's own."""
     runtime = AgentRuntime(planes, config, side_channel_secret=side_channel_secret(args))

@@ -7,7 +7,7 @@ process or by the host's agent over the control socket.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Above this many EVs the text report summarises the set instead of listing every EV.
@@ -75,12 +75,23 @@ def connection_lines(connection: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def roce_line(roce: Mapping[str, Any]) -> str:
-    """A RoCE QP's RC and DCQCN state in one line."""
+def roce_line(roce: Mapping[str, Any], ports: Sequence[int] = ()) -> str:
+    """A RoCE transfer's RC and DCQCN state in one line (its QPs together); ``ports``: every
+    QP's source port, when there are several."""
+    if roce.get("selective_repeat"):
+        recovery = f"selective repeat (NAKs {roce['naks_received']}"
+    else:
+        recovery = f"go-back-N {roce['go_backs']}x (NAKs {roce['naks_received']}"
+    if roce.get("adaptive_retransmission"):
+        timer = f"adaptive timer, rto {format_seconds(roce['rto_s'])}"
+    else:
+        timer = f"timeouts after {format_seconds(roce['local_ack_timeout_s'])}"
+    source = f"source port {roce['source_port']}"
+    if len(ports) > 1:
+        source = f"{len(ports)} QPs, source ports {', '.join(map(str, ports))}"
     return (
-        f"roce        {roce['state']}, source port {roce['source_port']}; go-back-N "
-        f"{roce['go_backs']}x (NAKs {roce['naks_received']}, timeouts after "
-        f"{format_seconds(roce['local_ack_timeout_s'])}), retries {roce['retries']} of "
+        f"roce        {roce.get('profile', 'perftest')}: {roce['state']}, {source}; "
+        f"{recovery}, {timer}), retries {roce['retries']} of "
         f"{roce['retry_cnt']}; CNPs {roce['cnps_received']}, rate "
         f"{format_rate(roce['rate_bps'])} ({roce['dcqcn_stage']}, alpha {roce['alpha']:.3f})"
     )
@@ -111,7 +122,8 @@ def perf_report(result: Mapping[str, Any], full_ev_table: bool) -> str:
         lines.extend(connection_lines(connection))
     roce = result.get("roce")
     if roce is not None:
-        lines.append(roce_line(roce))
+        ports = [qp["source_port"] for qp in result.get("roce_qps", ())]
+        lines.append(roce_line(roce, ports))
     receiver = result.get("receiver") or {}
     if receiver:
         rconn = receiver.get("connection") or {}

@@ -7,11 +7,11 @@ send several requests and match the replies by id.
 Requests::
 
     {"id": 1, "op": "send", "path": "/abs/file", "to": "HOST[:PORT]",
-     "name": "file"?, "message_size": 1048576?, "transport": "mrc"?, "roce_timeout": 14?,
-     "roce_retry_cnt": 7?}
+     "name": "file"?, "message_size": 1048576?, "transport": "mrc"?, "roce_profile": "nccl"?,
+     "roce_timeout": 14?, "roce_retry_cnt": 7?, "roce_qps": 4?}
     {"id": 2, "op": "perf", "to": "HOST[:PORT]", "bytes": N?, "duration": S?,
      "evs": K?, "cc": "nscc"?, "message_size": 65536?, "interval": 1.0?, "transport": "mrc"?,
-     "roce_timeout": 14?, "roce_retry_cnt": 7?}
+     "roce_profile": "nccl"?, "roce_timeout": 14?, "roce_retry_cnt": 7?, "roce_qps": 4?}
     {"id": 3, "op": "status", "evs": true?}
 
 Replies (zero or more ``progress`` lines, then exactly one final line)::
@@ -40,7 +40,8 @@ from agent.io.fields import (
     get_str,
 )
 from agent.io.json_lines import Message
-from agent.io.transport import transport_names
+from agent.io.transport import MAX_QPS, transport_names
+from agent.roce.profiles import profile_names
 
 _MAX_BYTES = (1 << 62) - 1
 _MAX_MESSAGE = 0xFFFFFFFF
@@ -55,10 +56,13 @@ class SendRequest:
     to: str
     name: str | None = None
     message_size: int | None = None
-    #: ``--transport`` and the RoCE QP's verbs settings (see ``agent.io.transport``).
+    #: ``--transport``, the RoCE profile, its QPs' verbs settings and their count (see
+    #: ``agent.io.transport``).
     transport: str | None = None
+    roce_profile: str | None = None
     roce_timeout: int | None = None
     roce_retry_cnt: int | None = None
+    roce_qps: int | None = None
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
@@ -67,8 +71,10 @@ class SendRequest:
             "name": self.name,
             "message_size": self.message_size,
             "transport": self.transport,
+            "roce_profile": self.roce_profile,
             "roce_timeout": self.roce_timeout,
             "roce_retry_cnt": self.roce_retry_cnt,
+            "roce_qps": self.roce_qps,
         }
         message.update({key: value for key, value in optional.items() if value is not None})
         return message
@@ -86,8 +92,10 @@ class PerfRequest:
     message_size: int | None = None
     interval: float | None = None
     transport: str | None = None
+    roce_profile: str | None = None
     roce_timeout: int | None = None
     roce_retry_cnt: int | None = None
+    roce_qps: int | None = None
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
@@ -100,8 +108,10 @@ class PerfRequest:
             "message_size": self.message_size,
             "interval": self.interval,
             "transport": self.transport,
+            "roce_profile": self.roce_profile,
             "roce_timeout": self.roce_timeout,
             "roce_retry_cnt": self.roce_retry_cnt,
+            "roce_qps": self.roce_qps,
         }
         message.update({key: value for key, value in optional.items() if value is not None})
         return message
@@ -163,16 +173,24 @@ def parse_request(message: Message) -> Request:
 
 
 def _transport_fields(message: Message) -> dict[str, Any]:
-    """``transport``, ``roce_timeout`` and ``roce_retry_cnt``, checked (ranges: verbs')."""
+    """``transport``, ``roce_profile``, ``roce_timeout``, ``roce_retry_cnt`` and ``roce_qps``,
+    checked (names: the registries'; ranges: verbs')."""
     transport = get_optional_str(message, "transport", 16)
     if transport is not None and transport not in transport_names():
         raise ProtocolError(
             f"unknown transport {transport!r}: expected {', '.join(transport_names())}"
         )
+    profile = get_optional_str(message, "roce_profile", 32)
+    if profile is not None and profile not in profile_names():
+        raise ProtocolError(
+            f"unknown RoCE profile {profile!r}: expected {', '.join(profile_names())}"
+        )
     return {
         "transport": transport,
+        "roce_profile": profile,
         "roce_timeout": get_optional_int(message, "roce_timeout", 0, 31),
         "roce_retry_cnt": get_optional_int(message, "roce_retry_cnt", 0, 7),
+        "roce_qps": get_optional_int(message, "roce_qps", 1, MAX_QPS),
     }
 
 

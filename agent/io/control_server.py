@@ -44,13 +44,13 @@ from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import SIDE_CHANNEL_PORT
 from agent.io.stats_json import connection_stats_to_json
 from agent.io.transport import (
+    RoceSetup,
     Transport,
     check_transport_options,
     mrc_config_for,
     parse_transport,
-    roce_config_for,
+    roce_setup_for,
 )
-from agent.roce import RoceConfig
 
 log = logging.getLogger(__name__)
 
@@ -182,19 +182,22 @@ class ControlSession:
 
     def _transport(
         self, request: SendRequest | PerfRequest, evs: int | None, cc: str | None
-    ) -> tuple[Transport, RoceConfig | None]:
-        """The request's transport and, for RoCE, its QP's settings."""
+    ) -> tuple[Transport, RoceSetup | None]:
+        """The request's transport and, for RoCE, its QPs' settings and count."""
         transport = parse_transport(request.transport)
         check_transport_options(
             transport, evs=evs, cc=cc, roce_timeout=request.roce_timeout,
-            roce_retry_cnt=request.roce_retry_cnt,
+            roce_retry_cnt=request.roce_retry_cnt, roce_profile=request.roce_profile,
+            qps=request.roce_qps,
         )  # fmt: skip
         if not transport.is_roce:
             return transport, None
-        roce = roce_config_for(
+        roce = roce_setup_for(
             self.runtime.pool.default.config.dscp,
+            profile=request.roce_profile,
             timeout=request.roce_timeout,
             retry_cnt=request.roce_retry_cnt,
+            qps=request.roce_qps,
         )
         return transport, roce
 

@@ -23,8 +23,7 @@ from agent.io.out_dir import check_file_name
 from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Commit, Committed, Purpose, SideMessage
-from agent.io.transport import MRC, Transport
-from agent.roce import RoceConfig
+from agent.io.transport import MRC, RoceSetup, Transport
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class FileTransfer(OutboundTransfer):
         config: MrcConfig | None = None,
         stall_timeout: float = STALL_TIMEOUT,
         transport: Transport = MRC,
-        roce: RoceConfig | None = None,
+        roce: RoceSetup | None = None,
     ) -> None:
         if message_size < 1:
             raise UsageError(f"message size must be positive, got {message_size}")

@@ -9,7 +9,8 @@ peer asks: only if every byte of the region arrived and its digest matches, and 
 file is flushed and renamed into place, so the sender's exit status reflects what is on disk.
 A sink is simply counted. When the TCP connection ends, for any reason, the MRC connection is
 closed, the region released and a part file removed: a vanished peer leaves nothing behind.
-A hello that asks for ``transport: roce`` gets a RoCE RC QP (``agent.roce``) and a region on
+A hello that asks for ``transport: roce`` gets RoCE RC QPs (``agent.roce``), as many as it
+offers (``agent.io.qp_striping``), go-back-N or selective repeat as it asks, and a region on
 the runtime's RoCE endpoint instead; everything else is the same.
 
 Callers are checked first (``agent.io.caller_check``): an address outside ``--allow`` is
@@ -18,6 +19,7 @@ refused at accept, and with a secret every hello must carry a valid HMAC.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import mmap
@@ -58,6 +60,7 @@ from agent.io.errors import (
 )
 from agent.io.json_lines import LineChannel, Message, encode_line
 from agent.io.out_dir import PartFile, check_file_name
+from agent.io.qp_striping import connect_striped, merged_roce_stats, merged_stats
 from agent.io.reactor import READ, Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import (
@@ -67,14 +70,15 @@ from agent.io.side_channel import (
     Farewell,
     Hello,
     Purpose,
+    QpOffer,
     Refusal,
     Welcome,
     parse_side_message,
     peer_plane_addresses,
 )
 from agent.io.stats_json import connection_stats_to_json, roce_stats_to_json
-from agent.io.transport import roce_config_for
-from agent.roce import RoceEndpoint, RoceQpSpec
+from agent.io.transport import Engine, roce_config_for
+from agent.roce import RoceEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +264,8 @@ class InboundSession:
         self.peer = peer
         self.peer_host = peer_host
         self.hello: Hello | None = None
-        self.qp: int | None = None
+        #: The connection's QPs (several for a RoCE transfer striped over them).
+        self.qps: tuple[int, ...] = ()
         self.region: MemoryRegion | None = None
         #: Where the region is registered: the MRC endpoint's memory or the RoCE one's.
         self._region_owner: Endpoint | RoceEndpoint | None = None
@@ -332,15 +337,20 @@ class InboundSession:
             self._hello_timer.cancel()
             self._hello_timer = None
         pool = runtime.pool
-        endpoint: Endpoint | RoceEndpoint = pool.roce if hello.transport == "roce" else pool.default
+        roce = hello.transport == Engine.ROCE.value
+        endpoint: Endpoint | RoceEndpoint = pool.roce if roce else pool.default
         self.region = endpoint.register_memory(buffer)
         self._region_owner = endpoint
-        qp = pool.allocate_qp(endpoint)
-        psn = secrets.randbelow(_U24 + 1)
+        offered: tuple[QpOffer, ...] = ((hello.qp, hello.psn), *hello.extra_qps)
+        local = tuple((pool.allocate_qp(endpoint), secrets.randbelow(_U24 + 1)) for _ in offered)
+        (qp, psn), *extra = local
         try:
             if isinstance(endpoint, RoceEndpoint):
-                config = roce_config_for(pool.default.config.dscp)
-                pool.connect_roce(RoceQpSpec(qp, hello.qp, remote[0], psn, hello.psn, config))
+                config = dataclasses.replace(
+                    roce_config_for(pool.default.config.dscp),
+                    selective_repeat=hello.selective_repeat,
+                )
+                connect_striped(pool, local, offered, remote, config)
             else:
                 pool.connect(
                     endpoint,
@@ -353,11 +363,13 @@ class InboundSession:
                     ),
                 )
         except ValueError as exc:
-            runtime.pool.release_qp(qp)
+            for number, _psn in local:
+                pool.release_qp(number)
             raise ProtocolError(f"cannot open the connection: {exc}") from None
-        self.qp = qp
+        self.qps = tuple(number for number, _psn in local)
         self.hello = hello
-        runtime.on_events(qp, self._on_event)
+        for number in self.qps:
+            runtime.on_events(number, self._on_event)
         self.channel.send(
             Welcome(
                 qp=qp,
@@ -367,13 +379,15 @@ class InboundSession:
                 va=self.region.va,
                 length=hello.length,
                 transport=hello.transport,
+                extra_qps=tuple(extra),
+                selective_repeat=hello.selective_repeat,
             ).to_json()
         )
         self._end_setup()
         what = f"file {hello.name!r}" if hello.purpose is Purpose.FILE else "perf sink"
         log.info(
-            "%s: %s over %s, %d bytes, qp %#x <- %#x",
-            self.peer, what, hello.transport, hello.length, qp, hello.qp,
+            "%s: %s over %s, %d bytes, qp %#x <- %#x (%d QP(s))",
+            self.peer, what, hello.transport, hello.length, qp, hello.qp, len(local),
         )  # fmt: skip
 
     def _commit(self, commit: Commit) -> None:
@@ -415,11 +429,13 @@ class InboundSession:
             "drops": self.runtime.pool.drops(),
             "io": self.runtime.io.counters(),
         }
-        if self.qp is not None:
-            stats = self.runtime.pool.connection_stats(self.qp)
+        if self.qps:
+            pool = self.runtime.pool
+            stats = merged_stats([pool.connection_stats(qp) for qp in self.qps])
             result["connection"] = connection_stats_to_json(stats, with_evs=False)
             if isinstance(self._region_owner, RoceEndpoint):
-                result["roce"] = roce_stats_to_json(self._region_owner.roce_stats(self.qp))
+                each = [self._region_owner.roce_stats(qp) for qp in self.qps]
+                result["roce"] = roce_stats_to_json(merged_roce_stats(each))
         return result
 
     # --- MRC events -----------------------------------------------------------------------
@@ -456,10 +472,10 @@ class InboundSession:
         if self._hello_timer is not None:
             self._hello_timer.cancel()
         runtime = self.runtime
-        if self.qp is not None:
-            runtime.on_events(self.qp, None)
-            runtime.pool.close(self.qp)
-            self.qp = None
+        for qp in self.qps:
+            runtime.on_events(qp, None)
+            runtime.pool.close(qp)
+        self.qps = ()
         self._release_region()
         if self.part is not None:
             self.part.discard()

@@ -9,9 +9,10 @@ write and when they are done. A transfer ends in ``result`` (a JSON-ready dict) 
 It runs inside an ``AgentRuntime``: the host's agent (for requests arriving on the control
 socket) or one a command started for itself. Either way the loop calls in; nothing blocks.
 
-The connection is MRC's, or for a RoCE transport (``transport.is_roce``) a RoCE RC QP
-(``agent.roce``): the same handshake, writes and events, on the runtime's RoCE endpoint. A RoCE
-QP that uses up its retries fails the transfer with the QP's own error, as a training job sees it.
+The connection is MRC's, or for a RoCE transport (``transport.is_roce``) RoCE RC QPs
+(``agent.roce``): the same handshake, writes and events, on the runtime's RoCE endpoint, the
+writes striped over the QPs (``agent.io.qp_striping``). A RoCE QP that uses up its retries
+fails the transfer with the QP's own error, as a training job sees it.
 """
 
 from __future__ import annotations
@@ -48,11 +49,13 @@ from agent.io.errors import (
     error_from_code,
 )
 from agent.io.json_lines import LineChannel, Message
+from agent.io.qp_striping import connect_striped, merged_roce_stats, merged_stats
 from agent.io.reactor import WRITE, Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import (
     Hello,
     Purpose,
+    QpOffer,
     Refusal,
     SideMessage,
     Welcome,
@@ -60,8 +63,8 @@ from agent.io.side_channel import (
     peer_plane_addresses,
 )
 from agent.io.stats_json import connection_stats_to_json, ev_state_counts, roce_stats_to_json
-from agent.io.transport import MRC, Transport, roce_config_for
-from agent.roce import RoceConfig, RoceEndpoint, RoceQpSpec
+from agent.io.transport import MRC, RoceSetup, Transport, roce_config_for
+from agent.roce import RoceConfig, RoceEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +133,7 @@ class OutboundTransfer(ABC):
         reply_timeout: float = REPLY_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         transport: Transport = MRC,
-        roce: RoceConfig | None = None,
+        roce: RoceSetup | None = None,
     ) -> None:
         self.runtime = runtime
         self.peer = peer
@@ -140,11 +143,14 @@ class OutboundTransfer(ABC):
         self.transport = transport
         mrc_endpoint = runtime.pool.endpoint_for(config if not transport.is_roce else None)
         self.config = mrc_endpoint.config
-        #: The RoCE QP's settings (``transport`` ROCE only).
+        #: RoCE transports: the QPs' settings, their count and profile, and the settings
+        #: alone (each QP's).
+        self.roce_setup: RoceSetup | None = None
         self.roce: RoceConfig | None = None
         self.endpoint: Endpoint | RoceEndpoint = mrc_endpoint
         if transport.is_roce:
-            self.roce = roce or roce_config_for(self.config.dscp)
+            self.roce_setup = roce or RoceSetup(roce_config_for(self.config.dscp))
+            self.roce = self.roce_setup.config
             self.endpoint = runtime.pool.roce
             # The QP's own retries decide when it has failed; the stall watch only backs them.
             timeout = self.roce.local_ack_timeout
@@ -158,6 +164,14 @@ class OutboundTransfer(ABC):
         self._progress_at = 0.0
         self.qp = runtime.pool.allocate_qp(self.endpoint)
         self._psn = secrets.randbelow(_U24 + 1)
+        #: RoCE over several QPs: the QPs after ``qp`` and their first PSNs.
+        self._extra_qps: tuple[QpOffer, ...] = tuple(
+            (runtime.pool.allocate_qp(self.endpoint), secrets.randbelow(_U24 + 1))
+            for _ in range(self.roce_setup.qps - 1 if self.roce_setup is not None else 0)
+        )
+        #: Every QP the writes go over, ``qp`` first; the one the next write takes.
+        self.qps: tuple[int, ...] = (self.qp, *(qp for qp, _psn in self._extra_qps))
+        self._next_qp = 0
         self._sock: socket.socket | None = None
         self._channel: LineChannel | None = None
         self._timer: Timer | None = None
@@ -177,13 +191,14 @@ class OutboundTransfer(ABC):
             ),
         )
         if self.roce is not None:
-            self.max_outstanding = max(
+            per_qp = max(
                 2,
                 min(
                     self.roce.send_queue_depth,
                     math.ceil(self.roce.max_outstanding * self.roce.pmtu / message_size) + 1,
                 ),
             )
+            self.max_outstanding = per_qp * len(self.qps)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -236,6 +251,8 @@ class OutboundTransfer(ABC):
             length=self.length,
             name=self.name,
             transport=self.transport.on_wire,
+            extra_qps=self._extra_qps,
+            selective_repeat=self.roce is not None and self.roce.selective_repeat,
         )
         secret = self.runtime.side_channel_secret
         message = hello.to_json()
@@ -312,11 +329,19 @@ class OutboundTransfer(ABC):
                 )
             )
             return
+        refusal = self._roce_mismatch(welcome)
+        if refusal is not None:
+            self._fail(ProtocolError(f"peer {self.peer} {refusal}"))
+            return
         self.welcome = welcome
         try:
             if self.roce is not None:
-                self.runtime.pool.connect_roce(
-                    RoceQpSpec(self.qp, welcome.qp, remote[0], self._psn, welcome.psn, self.roce)
+                connect_striped(
+                    self.runtime.pool,
+                    ((self.qp, self._psn), *self._extra_qps),
+                    ((welcome.qp, welcome.psn), *welcome.extra_qps),
+                    remote,
+                    self.roce,
                 )
             else:
                 assert isinstance(self.endpoint, Endpoint)
@@ -337,13 +362,15 @@ class OutboundTransfer(ABC):
             self._fail(ProtocolError(f"cannot open the connection {self.peer} offered: {exc}"))
             return
         self._connected = True
-        self.runtime.on_events(self.qp, self._on_event)
+        for qp in self.qps:
+            self.runtime.on_events(qp, self._on_event)
         log.info(
-            "connected to %s (%s): qp %#x -> %#x, %d plane(s), %d-byte region",
+            "connected to %s (%s): qp %#x -> %#x (%d QP(s)), %d plane(s), %d-byte region",
             self.peer,
             self.transport.name,
             self.qp,
             welcome.qp,
+            len(self.qps),
             len(remote),
             welcome.length,
         )
@@ -352,12 +379,27 @@ class OutboundTransfer(ABC):
         self.runtime.reactor.call_at(self._progress_at + 1.0, self._watch_progress)
         self._begin()
 
+    def _roce_mismatch(self, welcome: Welcome) -> str | None:
+        """What the peer set up differently from the RoCE QPs asked for (None: nothing)."""
+        if len(welcome.extra_qps) != len(self._extra_qps):
+            return (
+                f"answered {1 + len(welcome.extra_qps)} QP(s) for the {len(self.qps)} offered "
+                f"(an agent without --qps?)"
+            )
+        selective = self.roce is not None and self.roce.selective_repeat
+        if welcome.selective_repeat != selective:
+            return (
+                f"set up {'selective repeat' if welcome.selective_repeat else 'go-back-N'} QPs, "
+                f"not the {'selective repeat' if selective else 'go-back-N'} ones asked for"
+            )
+        return None
+
     def _watch_progress(self) -> None:
         """Fail a transfer whose writes make no progress at all for ``stall_timeout``."""
         if self.finished or not self._writing:
             return
         now = self.runtime.clock()
-        stats = self.runtime.pool.connection_stats(self.qp)
+        stats = self._live_stats()
         acked = stats.bytes_acked
         if acked != self._progress_bytes:
             self._progress_bytes, self._progress_at = acked, now
@@ -388,13 +430,15 @@ class OutboundTransfer(ABC):
         full (retry after the next acknowledgement)."""
         welcome = self.welcome
         assert welcome is not None
+        qps = self.qps
         try:
-            self.endpoint.post_write(self.qp, data, welcome.va + offset, welcome.rkey)
+            self.endpoint.post_write(qps[self._next_qp], data, welcome.va + offset, welcome.rkey)
         except SendQueueFull:
             return False
         except ConnectionClosed as exc:
             self._fail(TransferFailedError(f"connection closed: {exc}"))
             return False
+        self._next_qp = (self._next_qp + 1) % len(qps)  # round-robin: agent.io.qp_striping
         return True
 
     def _on_event(self, event: Event) -> None:
@@ -425,7 +469,12 @@ class OutboundTransfer(ABC):
         """The connection's statistics now (None before it opened)."""
         if not self._connected:
             return self.stats
-        return self.runtime.pool.connection_stats(self.qp)
+        return self._live_stats()
+
+    def _live_stats(self) -> ConnectionStats:
+        """The open connection's statistics: its QPs' together (``agent.io.qp_striping``)."""
+        pool = self.runtime.pool
+        return merged_stats([pool.connection_stats(qp) for qp in self.qps])
 
     # --- subclass hooks -------------------------------------------------------------------
 
@@ -457,18 +506,21 @@ class OutboundTransfer(ABC):
         self.result = result
         self.error = error
         self._disarm()
+        pool = self.runtime.pool
         if self._connected:
-            self.stats = self.runtime.pool.connection_stats(self.qp)
+            self.stats = self._live_stats()
             if result is not None:
                 result["transport"] = self.transport.name
                 result["connection"] = connection_stats_to_json(self.stats)
-                if self.roce is not None:
-                    result["roce"] = roce_stats_to_json(self.runtime.pool.roce.roce_stats(self.qp))
-            self.runtime.on_events(self.qp, None)
-            self.runtime.pool.close(self.qp)
+                if self.roce_setup is not None:
+                    self._add_roce_result(result, self.roce_setup)
+            for qp in self.qps:
+                self.runtime.on_events(qp, None)
+                pool.close(qp)
             self._connected = False
         else:
-            self.runtime.pool.release_qp(self.qp)
+            for qp in self.qps:
+                pool.release_qp(qp)
         if self._channel is not None:
             self._channel.close_after_flush()
         elif self._sock is not None:
@@ -478,3 +530,14 @@ class OutboundTransfer(ABC):
             log.warning("transfer to %s failed: %s", self.peer, error)
         for callback in self.on_finished:
             callback(self)
+
+    def _add_roce_result(self, result: dict[str, Any], setup: RoceSetup) -> None:
+        """The RoCE sections of a result: the QPs together (``roce``, with the profile and
+        the QP count) and, over several QPs, each one's (``roce_qps``)."""
+        each = [self.runtime.pool.roce.roce_stats(qp) for qp in self.qps]
+        result["roce"] = roce_stats_to_json(merged_roce_stats(each)) | {
+            "profile": setup.profile,
+            "qps": len(each),
+        }
+        if len(each) > 1:
+            result["roce_qps"] = [roce_stats_to_json(stats) for stats in each]

@@ -26,9 +26,8 @@ from agent.io.outbound import STALL_TIMEOUT, OutboundTransfer
 from agent.io.reactor import Timer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Bye, Farewell, Purpose, SideMessage
-from agent.io.transport import MRC, Transport
+from agent.io.transport import MRC, RoceSetup, Transport
 from agent.native import running_build
-from agent.roce import RoceConfig
 
 #: ib_write_bw's default message size.
 DEFAULT_PERF_MESSAGE_SIZE = 1 << 16
@@ -87,7 +86,7 @@ class PerfTransfer(OutboundTransfer):
         on_progress: Callable[[PerfSample], None] | None = None,
         stall_timeout: float = STALL_TIMEOUT,
         transport: Transport = MRC,
-        roce: RoceConfig | None = None,
+        roce: RoceSetup | None = None,
     ) -> None:
         if message_size < 1:
             raise UsageError(f"message size must be positive, got {message_size}")
@@ -205,7 +204,8 @@ class PerfTransfer(OutboundTransfer):
                 "message_size": self.message_size,
                 "seconds": seconds,
                 "goodput_bps": self.bytes_acked * 8 / seconds,
-                "evs": 1 if self.roce is not None else self.config.ev_set_size,
+                # a RoCE QP is one path, as an EV is
+                "evs": len(self.qps) if self.roce is not None else self.config.ev_set_size,
                 "cc": "roce-dcqcn" if self.roce is not None else self.config.congestion_control,
                 "planes": len(self.runtime.local_addresses),
                 "agent_build": running_build(),

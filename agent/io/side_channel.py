@@ -8,9 +8,10 @@ receiver frees the memory it registered, so nothing outlives a crashed peer.
 Exchange (JSON lines, see ``agent.io.json_lines``; client = the side that sends data)::
 
     client -> server  {"type": "hello", "v": 1, "qp", "psn", "planes": [addr, ...],
-                       "purpose": "file" | "sink", "length", "name"?, "transport"?}
+                       "purpose": "file" | "sink", "length", "name"?, "transport"?,
+                       "extra_qps": [[qp, psn], ...]?, "selective_repeat": true?}
     server -> client  {"type": "welcome", "v": 1, "qp", "psn", "planes", "rkey", "va", "length",
-                       "transport"}
+                       "transport", "extra_qps"?, "selective_repeat"?}
                   or  {"type": "error", "code", "message"}
     ... MRC traffic on UDP 4791: the client writes into [va, va + length) with rkey ...
     file:  client -> server {"type": "commit", "sha256"}       once every write was ACKed
@@ -26,7 +27,12 @@ write overwrites, as ib_write_bw does.
 ``transport`` says which QP the receiver sets up: ``mrc`` (the default when absent) or ``roce``,
 a standard RoCEv2 RC QP (``agent.roce``); the welcome repeats it, so a sender whose peer did
 not set up what it asked for stops before sending a packet. Either way the QP numbers, PSNs
-and region exchanged are the same.
+and region exchanged are the same. A RoCE transfer striped over several QPs
+(``agent.io.qp_striping``) offers the QPs after the first in ``extra_qps``, each with its first
+PSN, and the welcome answers with as many of its own, in the same order: QP *i* of one side
+talks to QP *i* of the other, both on plane *i* mod *planes*. ``selective_repeat`` asks for
+responders that keep what arrives early (``agent.roce.selective_responder``); the welcome
+repeats it too. Both are absent for one go-back-N QP, and refused for MRC.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from agent.io.fields import (
     get_str_list,
 )
 from agent.io.json_lines import Message
-from agent.io.transport import WIRE_TRANSPORTS
+from agent.io.transport import MAX_QPS, WIRE_TRANSPORTS, Engine
 
 #: Default TCP port of the side channel: perftest's (ib_write_bw and friends).
 SIDE_CHANNEL_PORT = 18515
@@ -58,6 +64,9 @@ _U24 = 0xFFFFFF
 _U32 = 0xFFFFFFFF
 _U64 = (1 << 64) - 1
 _HEX_DIGITS = frozenset("0123456789abcdef")
+
+#: A QP number and the first PSN it sends.
+QpOffer = tuple[int, int]
 
 
 class Purpose(Enum):
@@ -81,6 +90,10 @@ class Hello:
     name: str | None = None
     #: ``mrc`` or ``roce`` (``agent.io.transport.Transport.on_wire``, the engine).
     transport: str = "mrc"
+    #: RoCE: the QPs after ``qp`` the transfer is striped over, and their first PSNs.
+    extra_qps: tuple[QpOffer, ...] = ()
+    #: RoCE: whether the QPs run selective repeat.
+    selective_repeat: bool = False
 
     def to_json(self) -> Message:
         """The wire form."""
@@ -96,6 +109,7 @@ class Hello:
         }
         if self.name is not None:
             message["name"] = self.name
+        _put_roce_fields(message, self.extra_qps, self.selective_repeat)
         return message
 
 
@@ -111,10 +125,14 @@ class Welcome:
     length: int
     #: The transport of the QP the server set up (the hello's).
     transport: str = "mrc"
+    #: RoCE: the server's QPs answering the hello's ``extra_qps``, in order, and their PSNs.
+    extra_qps: tuple[QpOffer, ...] = ()
+    #: RoCE: whether the server's QPs run selective repeat (the hello's).
+    selective_repeat: bool = False
 
     def to_json(self) -> Message:
         """The wire form."""
-        return {
+        message: Message = {
             "type": "welcome",
             "v": PROTOCOL_VERSION,
             "qp": self.qp,
@@ -125,6 +143,8 @@ class Welcome:
             "length": self.length,
             "transport": self.transport,
         }
+        _put_roce_fields(message, self.extra_qps, self.selective_repeat)
+        return message
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +224,7 @@ def parse_side_message(message: Message) -> SideMessage:
         name = get_optional_str(message, "name", 255)
         if purpose is Purpose.FILE and name is None:
             raise ProtocolError("a file transfer needs a 'name'")
+        transport = _get_transport(message)
         return Hello(
             qp=get_int(message, "qp", 2, _U24),
             psn=get_int(message, "psn", 0, _U24),
@@ -211,10 +232,13 @@ def parse_side_message(message: Message) -> SideMessage:
             purpose=purpose,
             length=get_int(message, "length", 1, _U32),
             name=name,
-            transport=_get_transport(message),
+            transport=transport,
+            extra_qps=_get_extra_qps(message, transport),
+            selective_repeat=_get_selective_repeat(message, transport),
         )
     if kind == "welcome":
         _check_version(message)
+        transport = _get_transport(message)
         return Welcome(
             qp=get_int(message, "qp", 2, _U24),
             psn=get_int(message, "psn", 0, _U24),
@@ -222,7 +246,9 @@ def parse_side_message(message: Message) -> SideMessage:
             rkey=get_int(message, "rkey", 0, _U32),
             va=get_int(message, "va", 0, _U64),
             length=get_int(message, "length", 1, _U32),
-            transport=_get_transport(message),
+            transport=transport,
+            extra_qps=_get_extra_qps(message, transport),
+            selective_repeat=_get_selective_repeat(message, transport),
         )
     if kind == "commit":
         return Commit(sha256=_get_digest(message))
@@ -264,6 +290,48 @@ def _get_transport(message: Message) -> str:
             f"unknown transport {transport!r}: this agent speaks {', '.join(WIRE_TRANSPORTS)}"
         )
     return transport
+
+
+def _put_roce_fields(message: Message, extra_qps: tuple[QpOffer, ...], selective: bool) -> None:
+    """The RoCE fields, where they differ from one go-back-N QP's (absent otherwise)."""
+    if extra_qps:
+        message["extra_qps"] = [list(offer) for offer in extra_qps]
+    if selective:
+        message["selective_repeat"] = True
+
+
+def _get_extra_qps(message: Message, transport: str) -> tuple[QpOffer, ...]:
+    value = message.get("extra_qps")
+    if value is None:
+        return ()
+    if transport != Engine.ROCE.value:
+        raise ProtocolError("'extra_qps' stripes a RoCE transfer; this one is MRC")
+    if not isinstance(value, list) or not 1 <= len(value) < MAX_QPS:
+        raise ProtocolError(f"field 'extra_qps' must be a list of 1-{MAX_QPS - 1} [qp, psn]")
+    offers: list[QpOffer] = []
+    for item in value:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or any(type(number) is not int for number in item)
+            or not 2 <= item[0] <= _U24
+            or not 0 <= item[1] <= _U24
+        ):
+            raise ProtocolError(f"field 'extra_qps' holds {item!r}, not a [qp, psn] pair")
+        offers.append((item[0], item[1]))
+    qps = [message.get("qp"), *(qp for qp, _psn in offers)]
+    if len(set(qps)) != len(qps):
+        raise ProtocolError("field 'extra_qps' repeats a QP number")
+    return tuple(offers)
+
+
+def _get_selective_repeat(message: Message, transport: str) -> bool:
+    value = message.get("selective_repeat", False)
+    if not isinstance(value, bool):
+        raise ProtocolError(f"field 'selective_repeat' must be true or false, got {value!r}")
+    if value and transport != Engine.ROCE.value:
+        raise ProtocolError("'selective_repeat' is a RoCE setting; this transfer is MRC")
+    return value
 
 
 def _get_digest(message: Message) -> str:

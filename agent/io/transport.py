@@ -4,9 +4,11 @@
 
 * ``mrc``: MRC as configured (256 EVs by default);
 * ``single``: MRC on one EV, i.e. ``--evs 1``: what spraying alone adds, everything else equal;
-* ``roce``: a standard RoCEv2 RC QP (``agent.roce``): one path, go-back-N, local ACK timeout
-  and ``retry_cnt``, DCQCN. Its verbs settings are ``--roce-timeout`` (the exponent, 14 ->
-  67 ms) and ``--roce-retry-cnt`` (7).
+* ``roce``: standard RoCEv2 RC QPs (``agent.roce``): each on one path, go-back-N, local ACK
+  timeout and ``retry_cnt``, DCQCN. ``--roce-profile`` names the settings a deployment runs
+  (``agent.roce.profiles``: ``perftest``, the default, ``nccl``, ``adaptive``);
+  ``--roce-timeout`` (the exponent, 14 -> 67 ms) and ``--roce-retry-cnt`` override its verbs
+  values, and ``--qps`` its count of QPs the transfer is striped over (``agent.io.qp_striping``).
 
 Transports are a registry (``register_transport``): each is declared once, and every
 ``--transport`` choice list and check (the agent's CLI and control socket, collectives, the
@@ -26,7 +28,12 @@ from agent.core import MrcConfig
 from agent.io.errors import UsageError
 from agent.roce import RoceConfig
 from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
+from agent.roce.profiles import DEFAULT_PROFILE, RoceProfile, profile_named
 from wire.dscp import DscpMap
+
+#: Most QPs one RoCE transfer is striped over: the papers' comparison uses 16; beyond it room
+#: to spare, and a bound on what one hello makes a receiver set up.
+MAX_QPS = 64
 
 
 class Engine(StrEnum):
@@ -34,6 +41,20 @@ class Engine(StrEnum):
 
     MRC = "mrc"
     ROCE = "roce"
+
+
+@dataclass(frozen=True, slots=True)
+class RoceSetup:
+    """How a RoCE transfer runs: each QP's settings, how many QPs carry it, and the profile
+    (``agent.roce.profiles``) they came from, for reports."""
+
+    config: RoceConfig
+    qps: int = 1
+    profile: str = DEFAULT_PROFILE
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.qps <= MAX_QPS:
+            raise ValueError(f"a RoCE transfer runs over 1-{MAX_QPS} QPs, got {self.qps}")
 
 
 @dataclass(frozen=True)
@@ -120,6 +141,8 @@ def check_transport_options(
     cc: str | None = None,
     roce_timeout: int | None = None,
     roce_retry_cnt: int | None = None,
+    roce_profile: str | None = None,
+    qps: int | None = None,
 ) -> None:
     """Refuse options that do not go with ``transport`` (``UsageError`` naming them)."""
     if transport.evs is not None and evs not in (None, transport.evs):
@@ -137,13 +160,15 @@ def check_transport_options(
         roce_only = [
             name
             for name, value in (
+                ("--roce-profile", roce_profile),
                 ("--roce-timeout", roce_timeout),
                 ("--roce-retry-cnt", roce_retry_cnt),
+                ("--qps", qps),
             )
             if value is not None
         ]
         if roce_only:
-            raise UsageError(f"{', '.join(roce_only)} configure a RoCE QP: add --transport roce")
+            raise UsageError(f"{', '.join(roce_only)} configure RoCE QPs: add --transport roce")
 
 
 def mrc_config_for(transport: Transport, config: MrcConfig) -> MrcConfig:
@@ -157,12 +182,15 @@ def mrc_config_for(transport: Transport, config: MrcConfig) -> MrcConfig:
 def roce_config_for(
     dscp: DscpMap,
     *,
+    profile: str | None = None,
     timeout: int | None = None,
     retry_cnt: int | None = None,
     pmtu: int | None = None,
 ) -> RoceConfig:
-    """A RoCE QP's settings: the verbs options given, the agent's DSCP classes, defaults for
-    the rest; ``UsageError`` naming the option for a value verbs would refuse."""
+    """A RoCE QP's settings: the profile's (``perftest`` if None), the verbs options given
+    over them, the agent's DSCP classes, defaults for the rest; ``UsageError`` naming the
+    option for an unknown profile or a value verbs would refuse."""
+    base = _profile(profile).config()
     if timeout is not None and not 0 <= timeout <= MAX_TIMEOUT_EXPONENT:
         raise UsageError(
             f"--roce-timeout is the verbs exponent 0-{MAX_TIMEOUT_EXPONENT} (4.096 us x 2^N; "
@@ -178,6 +206,33 @@ def roce_config_for(
     if pmtu is not None:
         changes["pmtu"] = pmtu
     try:
-        return dataclasses.replace(RoceConfig(), **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
     except ValueError as exc:
         raise UsageError(f"invalid --payload for a RoCE QP: {exc}") from None
+
+
+def roce_setup_for(
+    dscp: DscpMap,
+    *,
+    profile: str | None = None,
+    timeout: int | None = None,
+    retry_cnt: int | None = None,
+    pmtu: int | None = None,
+    qps: int | None = None,
+) -> RoceSetup:
+    """A RoCE transfer's setup: the QPs' settings (``roce_config_for``) and their count,
+    ``qps`` or else the profile's; ``UsageError`` naming the option that is wrong."""
+    chosen = _profile(profile)
+    if qps is not None and not 1 <= qps <= MAX_QPS:
+        raise UsageError(f"--qps must be in 1-{MAX_QPS}, got {qps}")
+    config = roce_config_for(
+        dscp, profile=chosen.name, timeout=timeout, retry_cnt=retry_cnt, pmtu=pmtu
+    )
+    return RoceSetup(config, chosen.qps if qps is None else qps, chosen.name)
+
+
+def _profile(name: str | None) -> RoceProfile:
+    try:
+        return profile_named(DEFAULT_PROFILE if name is None else name)
+    except ValueError as exc:
+        raise UsageError(f"--roce-profile: {exc}") from None

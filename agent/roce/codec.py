@@ -7,6 +7,8 @@ Byte layout, big-endian (IBTA Vol. 1 chapter 9; Annex A17 for RoCEv2 and the CNP
     RETH (16)  virtual address(64) | R_Key(32) | DMA length(32)   on WRITE FIRST / ONLY
     ImmDt (4)  immediate                                          on WRITE LAST_IMM / ONLY_IMM
     AETH  (4)  syndrome(8) | MSN(24)                              on ACKNOWLEDGE
+               (a selective NAK, syndrome 0x7F: missing-PSN count(24) in the MSN's place;
+               ``agent.roce.packets.SELECTIVE_NAK`` says why)
     CNP  (16)  reserved, zero                                     on CNP (0x81)
     payload, then pad bytes to a multiple of 4 (PadCnt of them), then the 4-byte ICRC
 

@@ -25,6 +25,9 @@ LOCAL_ACK_TIMEOUT_UNIT: Final = 4.096e-6
 MAX_TIMEOUT_EXPONENT: Final = 31
 #: Largest ``retry_cnt`` (a 3-bit field).
 MAX_RETRY_CNT: Final = 7
+#: Largest backoff exponent of the adaptive timer: past 2**30 times its floor the ceiling (the
+#: local ACK timeout) has long been reached, and the exponent stays a small integer.
+MAX_BACKOFF_EXPONENT: Final = 30
 #: A quiet spell longer than this many DCQCN timer periods (225 ms at 55 us) counts as this
 #: many: additive increase alone has long brought the rate from the floor to the line rate, and
 #: alpha is below 1e-7 of itself.
@@ -105,13 +108,33 @@ class RoceConfig:
     #: Verbs ``retry_cnt``: retries (after a local ACK timeout or a sequence-error NAK) before
     #: the QP enters the error state and its work requests fail; 7, the usual and the most.
     retry_cnt: int = MAX_RETRY_CNT
+    #: Selective repeat instead of go-back-N: the responder keeps packets that arrive ahead of
+    #: the PSN it expects (placing them at once), NAKs each gap once with the testbed's
+    #: selective NAK (``agent.roce.packets.SELECTIVE_NAK``), and the requester resends only
+    #: what is named missing. Off: the IBTA's RC, as perftest and NCCL run it on most NICs.
+    selective_repeat: bool = False
+    #: An adaptive retransmission timer instead of the fixed local ACK timeout: RFC 6298's
+    #: SRTT + 4 RTTVAR from the QP's own RTT samples, at least ``min_rto``, doubled on each
+    #: consecutive timeout up to the local ACK timeout (``agent.roce.rto``). Off: the verbs
+    #: timer, 4.096 us x 2**timeout every time.
+    adaptive_retransmission: bool = False
+    #: The adaptive timer's floor: 1 ms, MRC's (``MrcConfig.rto_min``): below it a software
+    #: agent's scheduling jitter fires the timer. A NIC's floor is lower (IRN simulates
+    #: 100 us); what NVIDIA's firmware uses is not published.
+    min_rto: float = 1e-3
+    #: The adaptive timer before the QP's first RTT sample: 10 ms, MRC's ``rto_initial``, above
+    #: a loaded BMv2 path's RTT so the first packets are not resent before their ACK can come.
+    initial_rto: float = 10e-3
     #: The responder acknowledges after this many packets even inside a message (it also
     #: acknowledges every message's last packet, which carries AckReq): 16 returns several
     #: ACKs per 64 KiB message, so a long write frees its requester's window as it goes.
     ack_every: int = 16
     #: Most packets sent and not yet acknowledged (the testbed's bound on what go-back-N may
     #: have to resend; a NIC's is its scheduler's): 256 packets, 256 KiB, a few times the
-    #: testbed's bandwidth-delay product.
+    #: testbed's bandwidth-delay product. Under selective repeat it is also the responder's
+    #: window: it keeps packets up to this many PSNs ahead of the one it expects, all a
+    #: requester of the same setting can have sent, so no packet of it is refused for being
+    #: too far ahead.
     max_outstanding: int = 256
     #: Most work requests posted and not completed (the send queue's depth, ``max_send_wr``).
     send_queue_depth: int = 1024
@@ -146,6 +169,8 @@ class RoceConfig:
             raise ValueError(f"send_queue_depth must be >= 1, got {self.send_queue_depth}")
         if self.pacing_slack < 0:
             raise ValueError("pacing_slack must be >= 0")
+        _positive("min_rto", self.min_rto)
+        _positive("initial_rto", self.initial_rto)
         if not 1 <= self.src_port_min <= self.src_port_max <= 0xFFFF:
             raise ValueError("source ports must satisfy 1 <= min <= max <= 65535")
 

@@ -40,7 +40,8 @@ _FIRST_QP: Final = 2  # QPs 0 and 1 are InfiniBand's special QPs
 
 
 class RoceEndpoint:
-    """A RoCE NIC over ``local_addresses``; its QPs use the first (one path per QP)."""
+    """A RoCE NIC over ``local_addresses``; each QP uses the one of its plane (one path per
+    QP)."""
 
     def __init__(self, local_addresses: Sequence[bytes], *, seed: int = 0) -> None:
         addresses = tuple(bytes(a) for a in local_addresses)
@@ -78,10 +79,15 @@ class RoceEndpoint:
             raise ValueError(f"QP {spec.local_qp:#x} is already in use")
         if spec.local_qp < _FIRST_QP:
             raise ValueError("local QPs 0 and 1 are reserved")
+        if spec.plane >= len(self.local_addresses):
+            raise ValueError(
+                f"plane {spec.plane} does not exist: this host has "
+                f"{len(self.local_addresses)} plane(s)"
+            )
         config = spec.config
         src_port = self._rng.randint(config.src_port_min, config.src_port_max)
         self._qps[spec.local_qp] = RoceQp(
-            spec, self.local_addresses[0], src_port, self.memory, self._events.append
+            spec, self.local_addresses[spec.plane], src_port, self.memory, self._events.append
         )
 
     def close(self, qp: int) -> None:

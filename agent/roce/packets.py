@@ -20,6 +20,19 @@ from wire.constants import ROCE_IMM_OPCODES, ROCE_RETH_OPCODES
 #: The default partition key, as MRC uses it.
 DEFAULT_PKEY: Final = 0xFFFF
 
+#: AETH syndrome of the testbed's *selective NAK*, the one addition to RoCE's wire format, sent
+#: only by a responder running selective repeat (``RoceConfig.selective_repeat``). The IBTA's
+#: AETH has no SACK bitmap, and its sequence-error NAK means "everything before this PSN
+#: arrived, resend from it", which cannot name a second gap. So a selective NAK is an
+#: ACKNOWLEDGE whose syndrome is a NAK with code 31 (0x7F: NAK class, the last code the IBTA
+#: reserves, the least likely to be given a meaning), whose BTH PSN is the first missing PSN of
+#: one gap and whose AETH low 24 bits (the MSN of every other AETH) count the missing PSNs. It
+#: acknowledges nothing: ACKs stay cumulative. One goes out per gap, when the packet that
+#: reveals the gap arrives. A requester not running selective repeat takes it for the unknown
+#: NAK it is and fails the QP, as a NIC would. NICs that do selective repeat (NVIDIA's recent
+#: ones) do not publish their wire format; this is the testbed's.
+SELECTIVE_NAK: Final = 0x7F
+
 _RETH_OPCODE_SET: Final = frozenset(int(op) for op in ROCE_RETH_OPCODES)
 _IMM_OPCODE_SET: Final = frozenset(int(op) for op in ROCE_IMM_OPCODES)
 
@@ -91,7 +104,9 @@ class RoceAck:
     """An RC ACKNOWLEDGE: AETH ``syndrome`` (ACK with a credit count, or NAK with a code) and
     ``msn``, the responder's count of completed messages. A positive ACK's ``psn`` is the
     newest PSN it acknowledges (all before it too); a NAK's is the PSN it refers to: for a
-    sequence error the PSN the responder expects, everything before which it acknowledges."""
+    sequence error the PSN the responder expects, everything before which it acknowledges.
+    A ``SELECTIVE_NAK``'s ``psn`` is a gap's first missing PSN and its ``msn`` field the
+    number of PSNs missing there."""
 
     dest_qp: int
     psn: int

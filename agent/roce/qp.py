@@ -1,10 +1,10 @@
 """One RC queue pair: a requester, a responder and DCQCN's two points on one fixed path.
 
 A RoCE QP talks to one peer QP over one path: its packets all leave from one local address
-(the first plane's) to one remote address, from one UDP source port drawn when the QP is
-created, so the fabric's ECMP hash puts every packet of the QP on the same path, as a NIC's
-does. Data is sent ECT(0) in the RoCE data class; ACKs and NAKs, and CNPs, in classes of their own
-(``RoceConfig.dscp``), not ECN-capable.
+(its plane's, the first unless the spec names another) to the peer's address on that plane,
+from one UDP source port drawn when the QP is created, so the fabric's ECMP hash puts every
+packet of the QP on the same path, as a NIC's does. Data is sent ECT(0) in the RoCE data
+class; ACKs and NAKs, and CNPs, in classes of their own (``RoceConfig.dscp``), not ECN-capable.
 
 States, as verbs names them: ``RTS`` once connected (the testbed opens a QP straight into it,
 the side channel having exchanged what RTR needs) and ``ERROR`` once its requester gave up or
@@ -25,9 +25,10 @@ from agent.core.memory import MemoryTable
 from agent.core.stats import ConnectionStats, EvReport, RetransmitCause
 from agent.roce.codec import encode
 from agent.roce.config import RoceConfig
-from agent.roce.packets import RoceAck, RoceCnp, RoceData, RocePacket
+from agent.roce.packets import SELECTIVE_NAK, RoceAck, RoceCnp, RoceData, RocePacket
 from agent.roce.requester import Requester
 from agent.roce.responder import Responder
+from agent.roce.selective_responder import SelectiveResponder
 from wire.constants import ECN_CE, ECN_ECT0, ECN_NOT_ECT, EvState
 from wire.entropy import ev_from_headers
 
@@ -48,6 +49,9 @@ class RoceQpSpec:
     #: Protection domain: the QP's writes land only in regions registered in it (as verbs),
     #: the host API's PDs; 0 is the side channel's, whose regions are registered in 0.
     pd: int = 0
+    #: The plane (the endpoint's local address, by index) the QP sends from, and on which
+    #: ``remote_address`` is the peer's.
+    plane: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.remote_qp <= _U24 or not 0 <= self.local_qp <= _U24:
@@ -56,6 +60,8 @@ class RoceQpSpec:
             raise ValueError("PSNs are 24-bit")
         if len(self.remote_address) not in (4, 16):
             raise ValueError("the peer's address is a packed IPv4 or IPv6 address")
+        if self.plane < 0:
+            raise ValueError(f"plane must be >= 0, got {self.plane}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,11 @@ class RoceStats:
     src_port: int
     local_ack_timeout: float | None
     retry_cnt: int
+    #: Recovery: selective repeat (else go-back-N), and whether the timer is adaptive.
+    selective_repeat: bool
+    adaptive_retransmission: bool
+    #: The timer in force now (the local ACK timeout, or the adaptive RTO with its backoff).
+    rto: float | None
     #: Retries since the last progress (the QP fails beyond ``retry_cnt``).
     retries: int
     go_backs: int
@@ -77,6 +88,8 @@ class RoceStats:
     acks_sent: int
     duplicate_acks: int
     out_of_sequence: int
+    #: Packets kept ahead of the expected PSN (selective repeat).
+    out_of_order_kept: int
     cnps_received: int
     cnps_sent: int
     #: DCQCN's R_C and R_T (bytes/s), alpha and the increase stage it is in.
@@ -106,12 +119,14 @@ class RoceQp:
         self.local_address = local_address
         self.remote_address = spec.remote_address
         self.src_port = src_port
+        self.plane = spec.plane
         self._path = IpContext(src=local_address, dst=spec.remote_address)
         self.rate = ReactionPoint(config.dcqcn.law())
         self.requester = Requester(
             spec.local_qp, spec.remote_qp, spec.send_psn, config, self.rate, emit
         )
-        self.responder = Responder(
+        responder = SelectiveResponder if config.selective_repeat else Responder
+        self.responder: Responder = responder(
             spec.local_qp, spec.remote_qp, spec.receive_psn, config, memory, emit, spec.pd
         )
         self.cnps_received = 0
@@ -141,6 +156,8 @@ class RoceQp:
         if type(packet) is RoceData:
             return self.responder.on_data(packet, datagram.ecn == ECN_CE, now)
         if type(packet) is RoceAck:
+            if packet.syndrome == SELECTIVE_NAK:
+                return self.requester.on_selective_nak(packet.psn, packet.msn, now)
             return self.requester.on_ack(packet.syndrome, packet.psn, now)
         self.cnps_received += 1
         self.rate.on_cnp(now)
@@ -197,13 +214,14 @@ class RoceQp:
     def stats(self) -> ConnectionStats:
         """The QP's statistics in the form every connection reports (``agent.core.stats``):
         retransmits and losses by what caused them (a NAK or a timeout; no SACK gaps in RC),
-        one "EV" (the fixed source port) and the local ACK timeout as the RTO (0 when the
-        QP has none)."""
+        one "EV" (the fixed source port) and the timer in force as the RTO (0 when the QP has
+        none), with the RTT it was measured from when it is adaptive."""
         req = self.requester.counters
         rsp = self.responder.counters
-        timeout = self.config.local_ack_timeout
+        timer = self.requester.timer
+        timeout = timer.rto
         ev = EvReport(
-            plane=0,
+            plane=self.plane,
             ev=ev_from_headers(self.src_port),
             state=EvState.ASSUMED_BAD if self.closed else EvState.GOOD,
             home=True,
@@ -244,9 +262,9 @@ class RoceQp:
             writes_rejected=rsp.writes_rejected,
             ev_probes_sent=0,
             ev_probes_answered=0,
-            srtt=None,
+            srtt=timer.srtt,
             min_rtt=None,
-            rttvar=0.0,
+            rttvar=timer.rttvar,
             rto=timeout if timeout is not None else 0.0,
             reorder_window=0.0,
             reorder_multiplier=1,
@@ -266,6 +284,9 @@ class RoceQp:
             src_port=self.src_port,
             local_ack_timeout=self.config.local_ack_timeout,
             retry_cnt=self.config.retry_cnt,
+            selective_repeat=self.config.selective_repeat,
+            adaptive_retransmission=self.requester.timer.adaptive,
+            rto=self.requester.timer.rto,
             retries=self.requester.retries,
             go_backs=req.go_backs,
             naks_received=req.naks_received,
@@ -274,6 +295,7 @@ class RoceQp:
             acks_sent=rsp.acks_sent,
             duplicate_acks=req.duplicate_acks,
             out_of_sequence=rsp.out_of_sequence,
+            out_of_order_kept=rsp.out_of_order_kept,
             cnps_received=self.cnps_received,
             cnps_sent=rsp.cnps_sent,
             rate=self.rate.rate,

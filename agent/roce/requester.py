@@ -1,4 +1,5 @@
-"""The requester half of an RC QP: RDMA writes out, ACKs and NAKs in, go-back-N on loss.
+"""The requester half of an RC QP: RDMA writes out, ACKs and NAKs in, go-back-N on loss
+(or selective repeat, for a NIC that does it).
 
 What a RoCE NIC does, and no more (IBTA Vol. 1, 9.7):
 
@@ -20,6 +21,19 @@ What a RoCE NIC does, and no more (IBTA Vol. 1, 9.7):
   ``MessageFailed`` for each), as a NIC completes them with ``IBV_WC_RETRY_EXC_ERR``.
 * A NAK for a remote access or invalid request error also puts the QP in the error state.
 
+Under selective repeat (``RoceConfig.selective_repeat``, a modern NIC's; no IBTA text) the
+responder keeps what arrives early and names each gap in a selective NAK
+(``agent.roce.packets.SELECTIVE_NAK``); the requester resends just the PSNs a selective NAK
+names, before new data and outside the outstanding cap (they are outstanding already). A
+selective NAK is routine recovery, not a retry: only timeouts count against ``retry_cnt``, and
+only an ACK acknowledging something new is progress. A timeout resends the oldest
+unacknowledged packet alone; until what was sent before the timeout is acknowledged, each ACK
+that advances but stops short of it names the next hole, resent at once (NewReno's partial
+ACK, RFC 6582), so a lost resend or a lost NAK costs one timeout, not one per hole.
+
+The timer (``agent.roce.rto``) is the verbs local ACK timeout, or adaptive: from RTT samples
+(one packet timed at a time, Karn's rule) with backoff. Either way it restarts on progress.
+
 Packets are paced at DCQCN's current rate (``agent.core.cc.dcqcn_law.ReactionPoint``), at most
 ``max_outstanding`` of them unacknowledged. PSNs are 24-bit on the wire; inside, every packet
 has a plain, ever-growing sequence number (``seq``), and wire PSN = (first PSN + seq) mod 2**24.
@@ -39,7 +53,8 @@ from agent.core.messages import SendQueueFull
 from agent.core.psn import PSN_MASK, psn_diff
 from agent.core.stats import RetransmitCause
 from agent.roce.config import RoceConfig
-from agent.roce.packets import RoceData
+from agent.roce.packets import SELECTIVE_NAK, RoceData
+from agent.roce.rto import RetransmitTimer
 from wire.constants import AethSyndrome, RoceOpcode
 
 _U32: Final = 0xFFFFFFFF
@@ -52,6 +67,7 @@ _NAK_NAMES: Final = {
     int(AethSyndrome.NAK_INVALID_REQUEST): "invalid request",
     int(AethSyndrome.NAK_REMOTE_ACCESS_ERROR): "remote access error",
     int(AethSyndrome.NAK_REMOTE_OPERATIONAL_ERROR): "remote operational error",
+    SELECTIVE_NAK: "selective NAK, and this QP does not run selective repeat",
 }
 
 _FIRST: Final = int(RoceOpcode.RC_RDMA_WRITE_FIRST)
@@ -139,7 +155,10 @@ class Requester:
         self._first_psn = first_psn & PSN_MASK
         self._config = config
         self._pmtu = config.pmtu
-        self._timeout = config.local_ack_timeout
+        self._selective = config.selective_repeat
+        #: The local ACK timer's duration: fixed, or adaptive (``agent.roce.rto``).
+        self.timer = RetransmitTimer(config)
+        self._adaptive = self.timer.adaptive
         self.rate = rate
         self._emit = emit
         self.counters = RequesterCounters()
@@ -158,6 +177,15 @@ class Requester:
         self._resend_from = -1
         self._resend_until = -1
         self._resend_cause = RetransmitCause.TIMEOUT
+        #: Selective repeat: PSNs (as ``seq``) to resend before new data, and why; the set
+        #: of them (a PSN is queued once).
+        self._resends: deque[tuple[int, RetransmitCause]] = deque()
+        self._queued: set[int] = set()
+        #: Selective repeat after a timeout: what had been sent by then (-1: no recovery).
+        self._recover_until = -1
+        #: The packet timed for an RTT sample (-1: none) and when it left (adaptive timer).
+        self._timed_seq = -1
+        self._timed_at = 0.0
         #: Retries since the last ACK that acknowledged something new.
         self.retries = 0
         self._deadline: float | None = None
@@ -204,7 +232,7 @@ class Requester:
     @property
     def wants_to_send(self) -> bool:
         """Whether a packet is waiting (for the pacer or the outstanding cap, or now)."""
-        return self.error is None and self._cursor < self._posted_end
+        return self.error is None and (self._cursor < self._posted_end or bool(self._resends))
 
     @property
     def unacked_packets(self) -> int:
@@ -219,7 +247,12 @@ class Requester:
     def pacing_wake(self) -> float | None:
         """When the pacer lets the next waiting packet go (None: nothing waits, or what waits
         waits for an acknowledgement). In the past when it may go at once."""
-        if not self.wants_to_send or self._cursor - self._una >= self._config.max_outstanding:
+        if self.error is not None:
+            return None
+        if not self._resends and (
+            self._cursor >= self._posted_end
+            or self._cursor - self._una >= self._config.max_outstanding
+        ):
             return None
         return self._next_send
 
@@ -233,26 +266,43 @@ class Requester:
         rate = self.rate
         slack = self._config.pacing_slack
         counters = self.counters
-        while len(out) < limit and self._cursor < self._posted_end:
-            if self._cursor - self._una >= cap:
-                break
+        while len(out) < limit:
             if self._next_send > now:
                 break
-            seq = self._cursor
-            packet = self._packet(seq)
+            if self._resends:
+                seq, cause = self._resends.popleft()
+                self._queued.discard(seq)
+                if seq < self._una:
+                    continue  # acknowledged since it was asked for
+                packet = self._build(self._wqes[self._wqe_index(seq)], seq)
+                counters.retransmits[cause] += 1
+                if seq <= self._timed_seq:
+                    self._timed_seq = -1  # Karn: its ACK may answer this copy
+            else:
+                seq = self._cursor
+                if seq >= self._posted_end or seq - self._una >= cap:
+                    break
+                packet = self._packet(seq)
+                if seq < self._sent_end:
+                    counters.retransmits[self._resend_cause] += 1
+                    if seq <= self._timed_seq:
+                        self._timed_seq = -1  # Karn: its ACK may answer this copy
+                else:
+                    self._sent_end = seq + 1
+                    if self._adaptive and self._timed_seq < 0:
+                        self._timed_seq = seq
+                        self._timed_at = now
+                self._cursor = seq + 1
             out.append(packet)
             size = len(packet.payload)
             self._next_send = max(self._next_send, now - slack) + size / rate.rate
             rate.on_sent(now, size)
             counters.data_packets_sent += 1
             counters.data_bytes_sent += size
-            if seq < self._sent_end:
-                counters.retransmits[self._resend_cause] += 1
-            else:
-                self._sent_end = seq + 1
-            self._cursor = seq + 1
-            if self._deadline is None and self._timeout is not None:
-                self._deadline = now + self._timeout
+            if self._deadline is None:
+                rto = self.timer.rto
+                if rto is not None:
+                    self._deadline = now + rto
         return out
 
     def _packet(self, seq: int) -> RoceData:
@@ -264,6 +314,10 @@ class Requester:
             index += 1
             wqe = wqes[index]
         self._cursor_wqe = index
+        return self._build(wqe, seq)
+
+    def _build(self, wqe: _Wqe, seq: int) -> RoceData:
+        """Packet ``seq`` of ``wqe``, read from the WQE's data again."""
         k = seq - wqe.first
         offset = k * self._pmtu
         # read from the WQE at every (re)send, as a NIC reads host memory (a view: the region)
@@ -345,6 +399,34 @@ class Requester:
             self._go_back(seq, RetransmitCause.NACK)
         return None
 
+    def on_selective_nak(self, psn: int, count: int, now: float) -> DropReason | None:
+        """A selective NAK arrived: ``count`` PSNs from ``psn`` on are missing at the
+        responder; returns why it was dropped, if it was. Without selective repeat it is the
+        unknown NAK it would be to a NIC, and the QP fails."""
+        if not self._selective:
+            return self.on_ack(SELECTIVE_NAK, psn, now)
+        if self.error is not None:
+            return DropReason.CONNECTION_CLOSED
+        seq = self._seq_of(psn)
+        end = seq + count
+        if count < 1 or end > self._sent_end:
+            return DropReason.UNEXPECTED  # names packets never sent
+        self.counters.naks_received += 1
+        for missing in range(max(seq, self._una), end):
+            self._resend(missing, RetransmitCause.NACK, False)
+        return None
+
+    def _resend(self, seq: int, cause: RetransmitCause, first: bool) -> None:
+        """Queue ``seq`` for resending (selective repeat), ahead of the rest if ``first``;
+        a PSN already queued stays where it is."""
+        if seq in self._queued:
+            return
+        self._queued.add(seq)
+        if first:
+            self._resends.appendleft((seq, cause))
+        else:
+            self._resends.append((seq, cause))
+
     def _acknowledge_through(self, seq: int, now: float) -> None:
         """Every packet up to ``seq`` arrived: complete the WQEs it finishes."""
         counters = self.counters
@@ -360,8 +442,19 @@ class Requester:
         if self._cursor < self._una:
             self._cursor = self._una  # the originals arrived after all: skip their resend
             self._cursor_wqe = self._wqe_index(self._una)
-        if self._timeout is not None:
-            self._deadline = now + self._timeout if self._una < self._sent_end else None
+        timer = self.timer
+        if 0 <= self._timed_seq <= seq:
+            timer.on_sample(now - self._timed_at)
+            self._timed_seq = -1
+        timer.on_progress()
+        if self._recover_until >= 0:
+            if self._una < self._recover_until:
+                self._resend(self._una, RetransmitCause.TIMEOUT, True)  # a partial ACK
+            else:
+                self._recover_until = -1
+        rto = timer.rto
+        if rto is not None:
+            self._deadline = now + rto if self._una < self._sent_end else None
 
     # --- time -----------------------------------------------------------------------------
 
@@ -370,7 +463,8 @@ class Requester:
         return self._deadline if self.error is None else None
 
     def handle_timer(self, now: float) -> None:
-        """Run the local ACK timer: go back to the oldest unacknowledged packet on expiry."""
+        """Run the local ACK timer: on expiry go back to the oldest unacknowledged packet
+        (selective repeat: resend it alone)."""
         deadline = self._deadline
         if deadline is None or now < deadline or self.error is not None:
             return
@@ -378,23 +472,33 @@ class Requester:
             self._deadline = None
             return
         self.counters.timeouts += 1
-        if self._retry(now, "local ACK timeout"):
+        self.timer.on_timeout()
+        if not self._retry(now, "local ACK timeout"):
+            return
+        if self._selective:
+            self._recover_until = self._sent_end
+            self._resend(self._una, RetransmitCause.TIMEOUT, True)
+        else:
             self._go_back(self._una, RetransmitCause.TIMEOUT)
 
     def _retry(self, now: float, what: str) -> bool:
         """Count a retry (True), or enter the error state when they are used up (False)."""
         self.retries += 1
+        timer = self.timer
         if self.retries > self._config.retry_cnt:
-            timeout = self._timeout
-            timer = f"{timeout * 1e3:.1f} ms" if timeout is not None else "none"
+            timeout = timer.ceiling
+            text = f"{timeout * 1e3:.1f} ms" if timeout is not None else "none"
+            if timer.adaptive:
+                text = f"adaptive, at most {text}"
             self.fail(
                 f"transport retry counter exceeded (IBV_WC_RETRY_EXC_ERR): {what} after "
                 f"retry_cnt={self._config.retry_cnt} retries without progress (local ACK "
-                f"timeout {timer}, timeout={self._config.timeout})"
+                f"timeout {text}, timeout={self._config.timeout})"
             )
             return False
-        if self._timeout is not None:
-            self._deadline = now + self._timeout
+        rto = timer.rto
+        if rto is not None:
+            self._deadline = now + rto
         return True
 
     def fail(self, reason: str) -> None:
@@ -409,6 +513,8 @@ class Requester:
             return
         self.error = reason
         self._deadline = None
+        self._resends.clear()
+        self._queued.clear()
         while self._wqes:
             wqe = self._wqes.popleft()
             self.counters.messages_failed += 1

@@ -19,6 +19,9 @@ What a RoCE NIC does (IBTA Vol. 1, 9.7.5; Annex A17 for the CNP):
   no ACK goes with it; a NAK whose gap was filled before it could leave becomes an ACK.
 * As DCQCN's notification point it answers CE-marked data with a CNP, at most one per N
   (``agent.core.cc.dcqcn_law.CnpPacer``), whatever the PSN of the marked packet.
+
+This is go-back-N's responder; ``agent.roce.selective_responder`` extends it for selective
+repeat (out-of-order packets kept and placed, selective NAKs).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class ResponderCounters:
         "ecn_marks_received",
         "messages_received",
         "naks_sent",
+        "out_of_order_kept",
         "out_of_sequence",
         "writes_rejected",
     )
@@ -75,8 +79,11 @@ class ResponderCounters:
         self.data_packets_received = 0
         self.data_bytes_received = 0
         self.duplicates_received = 0
-        #: Packets ahead of the ePSN, dropped (the first of each gap NAKed).
+        #: Packets ahead of the ePSN, dropped (the first of each gap NAKed); under selective
+        #: repeat only those beyond the window.
         self.out_of_sequence = 0
+        #: Packets ahead of the ePSN kept (selective repeat only).
+        self.out_of_order_kept = 0
         self.messages_received = 0
         self.writes_rejected = 0
         self.ecn_marks_received = 0
@@ -123,6 +130,8 @@ class Responder:
         self._nak_psn: int | None = None
         self._nak_pending = False
         self._error_naks: list[RoceAck] = []
+        #: Selective NAKs waiting to go out (selective repeat only).
+        self._gap_naks: list[RoceAck] = []
 
     def on_data(self, packet: RoceData, congested: bool, now: float) -> DropReason | None:
         """A data packet for this QP arrived (``congested``: CE-marked); returns why it was
@@ -130,9 +139,7 @@ class Responder:
         counted in ``counters``, not returned."""
         counters = self.counters
         if congested:
-            counters.ecn_marks_received += 1
-            if self._cnp.on_marked(now):
-                self._cnp_due = True
+            self._on_marked(now)
         distance = psn_diff(packet.psn, self.expected_psn)
         if distance < 0:
             counters.duplicates_received += 1
@@ -146,6 +153,12 @@ class Responder:
             return None
         return self._accept(packet)
 
+    def _on_marked(self, now: float) -> None:
+        """A CE-marked data packet arrived: a CNP falls due, at most one per N."""
+        self.counters.ecn_marks_received += 1
+        if self._cnp.on_marked(now):
+            self._cnp_due = True
+
     def _accept(self, packet: RoceData) -> DropReason | None:
         """The expected packet: check, place, advance the ePSN."""
         opcode = packet.opcode
@@ -156,10 +169,7 @@ class Responder:
                 return self._invalid(packet, "a new write began before the last one ended")
             refusal = self._memory.check(packet.rkey, packet.va, packet.dma_length, self._pd)
             if refusal is not None:
-                self.counters.writes_rejected += 1
-                self._emit(WriteRejected(self.qp, self._msn & 0xFFFF, refusal.value))
-                self._error_naks.append(self._aeth(_NAK_ACCESS))
-                return refusal
+                return self._refuse_access(refusal)
             self._in_message = True
             self._rkey = packet.rkey
             self._va = self._next_va = packet.va
@@ -177,11 +187,8 @@ class Responder:
         if size:
             refusal = self._memory.write(self._rkey, self._next_va, payload, self._pd)
             if refusal is not None:  # the region was withdrawn since the write began
-                self.counters.writes_rejected += 1
                 self._in_message = False
-                self._emit(WriteRejected(self.qp, self._msn & 0xFFFF, refusal.value))
-                self._error_naks.append(self._aeth(_NAK_ACCESS))
-                return refusal
+                return self._refuse_access(refusal)
         counters = self.counters
         counters.data_packets_received += 1
         counters.data_bytes_received += size
@@ -191,14 +198,7 @@ class Responder:
         self._unacked += 1
         if last:
             self._in_message = False
-            counters.messages_received += 1
-            self._emit(
-                MessageReceived(
-                    self.qp, self._msn & 0xFFFF, self._rkey, self._va, self._length,
-                    packet.immediate,
-                )
-            )  # fmt: skip
-            self._msn = (self._msn + 1) & _U24
+            self._complete(self._rkey, self._va, self._length, packet.immediate)
         if packet.ack_req or self._unacked >= self._ack_every:
             self._ack_due = True
         return None
@@ -210,13 +210,26 @@ class Responder:
         self._error_naks.append(self._aeth(_NAK_INVALID))
         return DropReason.BAD_FIELD
 
+    def _refuse_access(self, refusal: DropReason) -> DropReason:
+        """A write the memory table refused: reported, answered by a remote access NAK."""
+        self.counters.writes_rejected += 1
+        self._emit(WriteRejected(self.qp, self._msn & 0xFFFF, refusal.value))
+        self._error_naks.append(self._aeth(_NAK_ACCESS))
+        return refusal
+
+    def _complete(self, rkey: int, va: int, length: int, immediate: int | None) -> None:
+        """A write arrived whole: its completion, in order, counted by the MSN."""
+        self.counters.messages_received += 1
+        self._emit(MessageReceived(self.qp, self._msn & 0xFFFF, rkey, va, length, immediate))
+        self._msn = (self._msn + 1) & _U24
+
     def _aeth(self, syndrome: int) -> RoceAck:
         psn = self.expected_psn if syndrome != _ACK else (self.expected_psn - 1) & PSN_MASK
         return RoceAck(self._dest_qp, psn, syndrome, self._msn)
 
     def packets_to_send(self) -> list[RoceAck | RoceCnp]:
-        """The answers due since the last call: a CNP, error NAKs, then one sequence-error
-        NAK or one ACK."""
+        """The answers due since the last call: a CNP, error NAKs, selective NAKs, then one
+        sequence-error NAK or one ACK."""
         out: list[RoceAck | RoceCnp] = []
         counters = self.counters
         if self._cnp_due:
@@ -227,6 +240,10 @@ class Responder:
             counters.naks_sent += len(self._error_naks)
             out.extend(self._error_naks)
             self._error_naks.clear()
+        if self._gap_naks:
+            counters.naks_sent += len(self._gap_naks)
+            out.extend(self._gap_naks)
+            self._gap_naks.clear()
         if self._nak_pending:
             self._nak_pending = False
             if self._nak_psn == self.expected_psn:
@@ -246,4 +263,10 @@ class Responder:
     @property
     def has_output(self) -> bool:
         """Whether ``packets_to_send`` has something."""
-        return self._cnp_due or self._ack_due or self._nak_pending or bool(self._error_naks)
+        return (
+            self._cnp_due
+            or self._ack_due
+            or self._nak_pending
+            or bool(self._error_naks)
+            or bool(self._gap_naks)
+        )

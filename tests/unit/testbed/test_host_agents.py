@@ -1,4 +1,5 @@
-"""The testbed starts each host's agent with the host's planes and the topology's DSCP values."""
+"""The testbed starts each host's agent with the host's planes and the topology's DSCP values,
+and asks the agents for transfers with the RoCE settings given."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent.io.config_overrides import parse_dscp
-from testbed.agents import HostAgents
+from testbed.agents import HostAgents, TransferSpec
 from topologies import load_topology
 from wire.dscp import DscpMap
 
@@ -64,3 +65,12 @@ def test_in_srv6_mode_agents_run_over_ipv6_with_the_topology(tmp_path: Path) -> 
 def test_an_exact_path_mode_without_the_topology_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs the topology"):
         HostAgents(load_topology("leaf-spine"), tmp_path, "mnt", "srv6")
+
+
+def test_a_roce_transfer_asks_for_its_profile_and_qp_count_when_given() -> None:
+    spec = TransferSpec("h1", "h2", transport="roce", roce_profile="nccl", roce_qps=16)
+    options = spec.request_options()
+    assert (options["roce_profile"], options["roce_qps"]) == ("nccl", 16)
+    assert "roce_profile" not in TransferSpec("h1", "h2", transport="roce").request_options()
+    with pytest.raises(ValueError, match="unknown RoCE profile 'cx7'"):
+        TransferSpec("h1", "h2", transport="roce", roce_profile="cx7").request_options()

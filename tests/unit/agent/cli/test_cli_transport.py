@@ -1,5 +1,5 @@
-"""``--transport mrc|single|roce`` and the RoCE QP's verbs options on the command line and
-through the control socket; a failed RoCE transfer exits 5."""
+"""``--transport mrc|single|roce``, the RoCE profile, QP count and verbs options on the command
+line and through the control socket; a failed RoCE transfer exits 5."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ def _exit_code(main, argv: list[str]) -> int:
         (["--transport", "roce", "--roce-retry-cnt", "8"], "must be in 0-7"),
         (["--transport", "roce", "--payload", "1000"], "path MTU"),
         (["--transport", "tcp"], "invalid choice"),
+        (["--roce-profile", "nccl"], "add --transport roce"),
+        (["--qps", "4"], "add --transport roce"),
+        (["--transport", "roce", "--roce-profile", "cx7"], "invalid choice"),
+        (["--transport", "roce", "--qps", "65"], "must be in 1-64"),
     ],
 )
 def test_options_that_do_not_go_with_the_transport_are_refused_with_exit_2(argv, complaint, capsys):
@@ -92,6 +96,20 @@ def test_send_through_the_agent_carries_the_transport_and_a_failed_qp_exits_5(tm
     assert (request["roce_timeout"], request["roce_retry_cnt"]) == (12, 3)
 
 
+def test_perf_through_the_agent_carries_the_roce_profile_and_qp_count(tmp_path):
+    path = str(tmp_path / "agent.sock")
+    error = {"code": "transfer_failed", "message": "QP entered the error state"}
+    agent = FakeAgent(path, {"ok": False, "error": error})
+    try:
+        argv = ["--to", "h", "--socket", path, "--transport", "roce", "--roce-profile",
+                "adaptive", "--qps", "16"]  # fmt: skip
+        code = perf_main.main(argv)
+    finally:
+        agent.close()
+    assert code == ExitCode.TRANSFER_FAILED
+    assert (agent.request["roce_profile"], agent.request["roce_qps"]) == ("adaptive", 16)
+
+
 def test_the_control_protocol_round_trips_and_checks_the_transport_fields():
     send = SendRequest("/f", "h", transport="roce", roce_timeout=0, roce_retry_cnt=7)
     assert parse_request(send.to_json(1)) == send
@@ -102,9 +120,16 @@ def test_the_control_protocol_round_trips_and_checks_the_transport_fields():
         parse_request(SendRequest("/f", "h").to_json(4) | {"transport": "udp"})
     with pytest.raises(ProtocolError, match="roce_timeout"):
         parse_request(SendRequest("/f", "h").to_json(5) | {"roce_timeout": 40})
+    roce = PerfRequest("h", transport="roce", roce_profile="nccl", roce_qps=4)
+    assert parse_request(roce.to_json(6)) == roce
+    with pytest.raises(ProtocolError, match="unknown RoCE profile 'cx7'"):
+        parse_request(SendRequest("/f", "h").to_json(7) | {"roce_profile": "cx7"})
+    with pytest.raises(ProtocolError, match="roce_qps"):
+        parse_request(SendRequest("/f", "h").to_json(8) | {"roce_qps": 0})
 
 
 def test_help_names_the_transports(capsys):
     assert _exit_code(perf_main.main, ["--help"]) == 0
     text = capsys.readouterr().out
     assert "--transport {mrc,single,roce}" in text and "--roce-timeout" in text
+    assert "--roce-profile {perftest,nccl,adaptive}" in text and "--qps N" in text

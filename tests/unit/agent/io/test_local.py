@@ -249,6 +249,26 @@ def test_the_perf_report_shows_goodput_retransmits_by_cause_and_a_small_ev_table
     assert text.count("GOOD") == 3  # the state summary and two table rows
 
 
+def _roce_qp(port: int) -> dict:
+    return {
+        "state": "RTS", "source_port": port, "go_backs": 0, "naks_received": 4,
+        "selective_repeat": True, "adaptive_retransmission": True, "rto_s": 0.003,
+        "local_ack_timeout_s": 4.29, "retries": 0, "retry_cnt": 7, "cnps_received": 0,
+        "rate_bps": 1e10, "dcqcn_stage": "line rate", "alpha": 1.0,
+    }  # fmt: skip
+
+
+def test_the_perf_report_of_a_striped_roce_transfer_names_its_profile_qps_and_recovery():
+    result = _perf_result(2) | {
+        "transport": "roce",
+        "roce": _roce_qp(50000) | {"profile": "adaptive", "qps": 2},
+        "roce_qps": [_roce_qp(50000), _roce_qp(50001)],
+    }
+    text = perf_report(result, full_ev_table=False)
+    assert "roce        adaptive: RTS, 2 QPs, source ports 50000, 50001" in text
+    assert "selective repeat (NAKs 4, adaptive timer, rto 3.0 ms)" in text
+
+
 def test_a_large_ev_set_is_summarised_unless_the_table_is_asked_for():
     summary = perf_report(_perf_result(256), full_ev_table=False)
     assert "--ev-table" in summary

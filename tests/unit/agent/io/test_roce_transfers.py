@@ -24,7 +24,7 @@ from agent.io.inbound import InboundPolicy, SideChannelServer
 from agent.io.perf_transfer import PerfTransfer
 from agent.io.runtime import AgentRuntime
 from agent.io.side_channel import Hello, Purpose, Welcome, parse_side_message
-from agent.io.transport import ROCE, SINGLE, roce_config_for
+from agent.io.transport import ROCE, SINGLE, RoceSetup, roce_config_for, roce_setup_for
 from agent.roce import RoceConfig, RoceQpSpec
 from agent.roce.codec import encode
 from agent.roce.packets import RoceCnp
@@ -46,14 +46,17 @@ STEP = 20e-6
 class RocePair:
     """Client and server runtimes on one stepped clock, the server with a side channel."""
 
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(
+        self, out_dir: Path, client_planes: tuple[bytes, ...] = (PLANE_A,),
+        server_planes: tuple[bytes, ...] = (PLANE_B,),
+    ) -> None:  # fmt: skip
         self.clock = SteppedClock()
         self.link_a, self.link_b = memory_link()
         self.client = AgentRuntime(
-            [PLANE_A], MrcConfig(), datagram_io=self.link_a, seed=1, clock=self.clock
+            list(client_planes), MrcConfig(), datagram_io=self.link_a, seed=1, clock=self.clock
         )
         self.server = AgentRuntime(
-            [PLANE_B], MrcConfig(), datagram_io=self.link_b, seed=2, clock=self.clock
+            list(server_planes), MrcConfig(), datagram_io=self.link_b, seed=2, clock=self.clock
         )
         self.side = SideChannelServer(self.server, LOCALHOST, InboundPolicy(out_dir, 1 << 24))
         self.peer = PeerAddress("127.0.0.1", self.side.address.port)
@@ -84,10 +87,10 @@ def pair(tmp_path: Path) -> Iterator[RocePair]:
 
 
 def _roce_file(pair: RocePair, data: bytes, name: str, **roce: int) -> FileTransfer:
-    config = dataclasses.replace(RoceConfig(), **roce) if roce else None
+    setup = RoceSetup(dataclasses.replace(RoceConfig(), **roce)) if roce else None
     return FileTransfer(
         pair.client, pair.peer, data, name, message_size=64 * 1024,
-        transport=ROCE, roce=config,
+        transport=ROCE, roce=setup,
     )  # fmt: skip
 
 
@@ -263,3 +266,168 @@ def test_the_pool_sorts_datagrams_by_opcode_only_while_a_roce_qp_exists():
     assert pool.qps == (qp,)
     pool.close(qp)
     assert pool.qps == () and not pool.roce.has_qps
+
+
+# --- several QPs, profiles --------------------------------------------------------------------
+
+PLANE_A2 = bytes([10, 1, 0, 1])
+PLANE_B2 = bytes([10, 1, 0, 2])
+
+
+def _data_by_port(pair: RocePair) -> dict[int, list[OutgoingDatagram]]:
+    """The client's data packets by UDP source port (one per QP)."""
+    ports: dict[int, list[OutgoingDatagram]] = {}
+    for datagram in pair.sent:
+        if datagram.payload[0] in ROCE_DATA_OPCODES:
+            ports.setdefault(datagram.src_port, []).append(datagram)
+    return ports
+
+
+def test_a_file_striped_over_four_qps_arrives_whole_each_byte_once_on_four_source_ports(
+    pair, tmp_path
+):
+    data = os.urandom(300_000)
+    transfer = FileTransfer(
+        pair.client, pair.peer, data, "striped.bin", message_size=16 * 1024,
+        transport=ROCE, roce=RoceSetup(RoceConfig(), qps=4),
+    )  # fmt: skip
+    pair.run(transfer)
+    assert transfer.error is None, transfer.error
+    assert (tmp_path / "out" / "striped.bin").read_bytes() == data
+    result = transfer.result
+    assert result is not None
+    assert result["roce"]["qps"] == 4 and result["roce"]["state"] == "RTS"
+    ports = _data_by_port(pair)
+    assert set(ports) == {qp["source_port"] for qp in result["roce_qps"]}
+    assert len(ports) == 4
+    # round-robin by message, QP k taking messages k, k + 4, ...: 19 messages (18 of 16
+    # packets, the last of 5) over 4 QPs
+    per_qp = [len(ports[qp["source_port"]]) for qp in result["roce_qps"]]
+    assert per_qp == [5 * 16, 5 * 16, 4 * 16 + 5, 4 * 16]
+    assert sum(len(packets) for packets in ports.values()) == -(-len(data) // 1024)
+    assert result["connection"]["retransmits_total"] == 0
+    assert len(result["connection"]["evs"]) == 4  # each QP one path of the set
+    assert pair.server.pool.qps == () and pair.client.pool.qps == ()
+
+
+def test_on_a_multi_plane_host_the_qps_take_every_plane_in_turn(tmp_path):
+    (tmp_path / "out").mkdir()
+    pair = RocePair(tmp_path / "out", (PLANE_A, PLANE_A2), (PLANE_B, PLANE_B2))
+    try:
+        transfer = PerfTransfer(
+            pair.client, pair.peer, message_size=8192, total_bytes=100_000,
+            transport=ROCE, roce=RoceSetup(RoceConfig(), qps=4),
+        )  # fmt: skip
+        pair.run(transfer)
+        assert transfer.error is None, transfer.error
+        paths = {(d.ip.src, d.ip.dst) for ports in _data_by_port(pair).values() for d in ports}
+        assert paths == {(PLANE_A, PLANE_B), (PLANE_A2, PLANE_B2)}
+        planes = [d.ip.src for d in pair.sent if d.payload[0] in ROCE_DATA_OPCODES]
+        ports_per_plane = {
+            plane: {d.src_port for d in pair.sent if d.ip.src == plane} for plane in set(planes)
+        }
+        assert [len(ports) for ports in ports_per_plane.values()] == [2, 2]
+        assert pair.server.pool.drops() == {}
+    finally:
+        pair.close()
+
+
+def test_one_failing_qp_fails_the_whole_transfer(pair):
+    victim: list[int] = []
+
+    def lose_one_qp(datagram: OutgoingDatagram) -> bool:
+        if not victim and datagram.payload[0] in ROCE_DATA_OPCODES:
+            victim.append(datagram.src_port)
+        return datagram.src_port in victim
+
+    pair.link_a.drop = lose_one_qp
+    setup = RoceSetup(RoceConfig(timeout=10, retry_cnt=3), qps=2)
+    transfer = FileTransfer(
+        pair.client, pair.peer, os.urandom(200_000), "half.bin", message_size=16 * 1024,
+        transport=ROCE, roce=setup,
+    )  # fmt: skip
+    pair.run(transfer)
+    assert isinstance(transfer.error, TransferFailedError)
+    assert transfer.error.exit_code == ExitCode.TRANSFER_FAILED
+    assert "error state" in str(transfer.error) and "retry_cnt=3" in str(transfer.error)
+    assert pair.client.pool.qps == () and pair.server.pool.qps == ()
+
+
+def test_the_adaptive_profile_runs_selective_repeat_on_both_sides_through_loss(pair, tmp_path):
+    pair.link_a.drop = random_loss(0.02, seed=21)
+    pair.link_b.drop = random_loss(0.02, seed=22)
+    data = os.urandom(400_000)
+    setup = roce_setup_for(DscpMap(), profile="adaptive")
+    transfer = FileTransfer(
+        pair.client, pair.peer, data, "adaptive.bin", message_size=64 * 1024,
+        transport=ROCE, roce=setup,
+    )  # fmt: skip
+    pair.run(transfer)
+    assert transfer.error is None, transfer.error
+    assert (tmp_path / "out" / "adaptive.bin").read_bytes() == data
+    result = transfer.result
+    assert result is not None
+    roce = result["roce"]
+    assert (roce["profile"], roce["qps"]) == ("adaptive", 2)
+    assert roce["selective_repeat"] and roce["adaptive_retransmission"]
+    assert roce["go_backs"] == 0 and result["connection"]["retransmits_total"] > 0
+    assert result["connection"]["srtt_s"] is not None
+
+
+def test_the_receiver_keeps_early_packets_only_when_the_sender_asks_for_selective_repeat(pair):
+    pair.link_a.drop = random_loss(0.03, seed=31)
+    results = {}
+    for profile in ("nccl", "adaptive"):
+        transfer = PerfTransfer(
+            pair.client, pair.peer, message_size=16 * 1024, total_bytes=200_000,
+            transport=ROCE, roce=roce_setup_for(DscpMap(), profile=profile),
+        )  # fmt: skip
+        pair.run(transfer)
+        assert transfer.error is None, transfer.error
+        assert transfer.result is not None
+        results[profile] = transfer.result["receiver"]["roce"]
+    assert not results["nccl"]["selective_repeat"] and results["nccl"]["out_of_order_kept"] == 0
+    assert results["adaptive"]["selective_repeat"] and results["adaptive"]["out_of_order_kept"] > 0
+
+
+def test_a_peer_that_answers_fewer_qps_is_refused_before_any_packet(pair):
+    transfer = FileTransfer(
+        pair.client, pair.peer, b"x" * 1000, "x.bin", transport=ROCE,
+        roce=RoceSetup(RoceConfig(), qps=3),
+    )  # fmt: skip
+    transfer.start()
+    original = Welcome.to_json
+
+    def one_qp(self: Welcome) -> dict:
+        message = original(self)
+        del message["extra_qps"]
+        return message
+
+    Welcome.to_json = one_qp  # type: ignore[method-assign]
+    try:
+        run_in_steps([pair.client, pair.server], pair.clock, lambda: transfer.finished, STEP)
+    finally:
+        Welcome.to_json = original  # type: ignore[method-assign]
+    assert isinstance(transfer.error, ProtocolError)
+    assert "answered 1 QP(s) for the 3 offered" in str(transfer.error)
+    assert not [d for d in pair.sent if d.payload[0] in ROCE_DATA_OPCODES]
+    assert pair.client.pool.qps == ()
+
+
+def test_hello_and_welcome_carry_the_extra_qps_and_selective_repeat_for_roce_only():
+    hello = Hello(5, 0, ("10.0.0.1",), Purpose.SINK, 10, transport="roce",
+                  extra_qps=((6, 1), (7, 2)), selective_repeat=True)  # fmt: skip
+    assert parse_side_message(hello.to_json()) == hello
+    welcome = Welcome(8, 1, ("10.0.0.2",), 3, 0, 10, transport="roce",
+                      extra_qps=((9, 3), (10, 4)), selective_repeat=True)  # fmt: skip
+    assert parse_side_message(welcome.to_json()) == welcome
+    plain = Hello(5, 0, ("10.0.0.1",), Purpose.SINK, 10, transport="roce").to_json()
+    assert "extra_qps" not in plain and "selective_repeat" not in plain
+    mrc = Hello(5, 0, ("10.0.0.1",), Purpose.SINK, 10).to_json()
+    with pytest.raises(ProtocolError, match="RoCE"):
+        parse_side_message(mrc | {"extra_qps": [[6, 1]]})
+    with pytest.raises(ProtocolError, match="RoCE"):
+        parse_side_message(mrc | {"selective_repeat": True})
+    for bad in ([[6]], [[6, 1, 2]], [[1, 0]], [["6", 1]], [[5, 0]], [[6, 1]] * 64, []):
+        with pytest.raises(ProtocolError, match="extra_qps"):
+            parse_side_message(plain | {"extra_qps": bad})

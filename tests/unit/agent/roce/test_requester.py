@@ -1,5 +1,6 @@
 """The requester, as a RoCE NIC's: writes cut into standard packets, completion by ACK,
-go-back-N from a NAKed PSN, the local ACK timer with ``retry_cnt``, and the error state."""
+go-back-N from a NAKed PSN, the local ACK timer with ``retry_cnt``, and the error state; and
+as a modern NIC's: selective repeat and the adaptive timer."""
 
 from __future__ import annotations
 
@@ -275,3 +276,144 @@ def test_packets_are_paced_at_the_dcqcn_rate_with_a_little_slack():
     slack.next_packets(1.0, 1)
     # after a busy loop of 1 ms the QP may catch up on up to 600 us of sending at once
     assert len(slack.next_packets(2.0, 100)) == 3
+
+
+# --- selective repeat -------------------------------------------------------------------------
+
+
+def test_under_selective_repeat_a_selective_nak_resends_only_the_missing_psns():
+    requester, events = make(selective_repeat=True)
+    requester.post_write(bytes(8 * PMTU), 0, 1, None)
+    assert sent_psns(requester.next_packets(0.0, 100)) == list(range(8))
+    assert requester.on_selective_nak(psn(2), 1, 0.001) is None  # PSN 2 missing
+    assert requester.on_selective_nak(psn(5), 2, 0.001) is None  # and 5-6
+    assert sent_psns(requester.next_packets(0.001, 100)) == [2, 5, 6]
+    assert requester.counters.retransmits[RetransmitCause.NACK] == 3
+    assert requester.counters.go_backs == 0
+    # routine recovery, not a retry; only a cumulative ACK completes the write
+    assert requester.retries == 0 and events == []
+    requester.on_ack(ACK, psn(7), 0.002)
+    assert events == [MessageAcked(3, 0, 8 * PMTU)]
+
+
+def test_go_back_n_resends_everything_from_the_hole_where_selective_repeat_resends_the_hole():
+    go_back_n, _ = make()
+    selective, _ = make(selective_repeat=True)
+    for requester in (go_back_n, selective):
+        requester.post_write(bytes(6 * PMTU), 0, 1, None)
+        requester.next_packets(0.0, 100)
+    go_back_n.on_ack(NAK_SEQ, psn(2), 0.001)
+    selective.on_selective_nak(psn(2), 1, 0.001)
+    assert sent_psns(go_back_n.next_packets(0.001, 100)) == [2, 3, 4, 5]
+    assert sent_psns(selective.next_packets(0.001, 100)) == [2]
+
+
+def test_resends_go_first_and_are_not_held_back_by_the_outstanding_cap():
+    requester, _ = make(selective_repeat=True, max_outstanding=4)
+    requester.post_write(bytes(8 * PMTU), 0, 1, None)
+    assert sent_psns(requester.next_packets(0.0, 100)) == [0, 1, 2, 3]
+    requester.on_selective_nak(psn(1), 1, 0.001)
+    assert sent_psns(requester.next_packets(0.001, 100)) == [1]  # the cap still holds new data
+    requester.on_ack(ACK, psn(1), 0.002)
+    assert sent_psns(requester.next_packets(0.002, 100)) == [4, 5]
+
+
+def test_a_selective_nak_for_packets_acknowledged_since_is_not_acted_on():
+    requester, _ = make(selective_repeat=True)
+    requester.post_write(bytes(4 * PMTU), 0, 1, None)
+    requester.next_packets(0.0, 100)
+    requester.on_selective_nak(psn(1), 2, 0.001)
+    requester.on_ack(ACK, psn(1), 0.001)  # PSN 1 arrived after all (reordered, not lost)
+    assert sent_psns(requester.next_packets(0.001, 100)) == [2]
+    assert requester.on_selective_nak(psn(6), 1, 0.001) is DropReason.UNEXPECTED  # never sent
+
+
+def test_a_selective_timeout_resends_the_oldest_packet_and_partial_acks_the_next_holes():
+    requester, _ = make(selective_repeat=True, timeout=10)
+    requester.post_write(bytes(8 * PMTU), 0, 1, None)
+    requester.next_packets(0.0, 100)
+    deadline = requester.next_timer()
+    assert deadline is not None
+    requester.handle_timer(deadline)  # nothing heard: PSNs 0 and 4 were lost, say
+    assert sent_psns(requester.next_packets(deadline, 100)) == [0]
+    requester.on_ack(ACK, psn(3), deadline + 0.001)  # stops short of what was sent: a hole
+    assert sent_psns(requester.next_packets(deadline + 0.001, 100)) == [4]
+    requester.on_ack(ACK, psn(7), deadline + 0.002)
+    assert requester.next_packets(deadline + 0.002, 100) == []
+    assert requester.counters.retransmits[RetransmitCause.TIMEOUT] == 2
+    assert requester.counters.timeouts == 1 and requester.retries == 0
+
+
+def test_a_go_back_n_qp_takes_a_selective_nak_for_the_unknown_nak_it_is():
+    requester, events = make()
+    requester.post_write(bytes(PMTU), 0, 1, None)
+    requester.next_packets(0.0, 10)
+    requester.on_selective_nak(psn(0), 1, 0.0)
+    assert isinstance(events[0], ConnectionFailed)
+    assert "selective" in events[0].reason
+
+
+# --- the adaptive timer -----------------------------------------------------------------------
+
+
+def test_the_adaptive_timer_follows_rtt_samples_of_packets_sent_once():
+    requester, _ = make(adaptive_retransmission=True, timeout=20)
+    requester.post_write(bytes(4 * PMTU), 0, 1, None)
+    requester.next_packets(0.0, 1)  # PSN 0 is timed
+    assert requester.next_timer() == pytest.approx(RoceConfig().initial_rto)  # no sample yet
+    requester.next_packets(0.001, 100)
+    requester.on_ack(ACK, psn(1), 0.004)  # 4 ms after PSN 0 left
+    assert requester.timer.srtt == pytest.approx(0.004)
+    # RFC 6298: RTO = SRTT + 4 RTTVAR = 4 ms + 4 x 2 ms, restarted by the progress
+    assert requester.next_timer() == pytest.approx(0.004 + 0.012)
+
+
+def test_karns_rule_no_sample_from_an_ack_that_may_answer_a_retransmission():
+    requester, _ = make(adaptive_retransmission=True, selective_repeat=True, timeout=20)
+    requester.post_write(bytes(4 * PMTU), 0, 1, None)
+    requester.next_packets(0.0, 100)  # PSN 0 timed
+    requester.on_selective_nak(psn(0), 1, 0.001)
+    requester.next_packets(0.001, 100)  # PSN 0 resent
+    requester.on_ack(ACK, psn(3), 0.5)
+    assert requester.timer.samples == 0 and requester.timer.srtt is None
+    requester.post_write(bytes(PMTU), 0, 1, None)
+    requester.next_packets(0.5, 100)  # PSN 4, sent once: timed and sampled
+    requester.on_ack(ACK, psn(4), 0.503)
+    assert requester.timer.srtt == pytest.approx(0.003)
+
+
+def test_adaptive_backoff_doubles_per_timeout_and_ends_with_progress():
+    requester, _ = make(adaptive_retransmission=True, timeout=20, retry_cnt=7)
+    requester.post_write(bytes(4 * PMTU), 0, 1, None)
+    requester.next_packets(0.0, 1)
+    requester.on_ack(ACK, psn(0), 0.002)  # SRTT 2 ms, RTTVAR 1 ms: RTO 6 ms
+    requester.next_packets(0.002, 100)
+    waits = []
+    now = 0.002
+    for _ in range(3):
+        deadline = requester.next_timer()
+        assert deadline is not None
+        waits.append(deadline - now)
+        now = deadline
+        requester.handle_timer(now)
+        requester.next_packets(now, 100)
+    assert waits == pytest.approx([0.006, 0.012, 0.024])
+    requester.on_ack(ACK, psn(1), now)  # progress: back to the measured RTO
+    assert requester.timer.backoff == 0
+    assert requester.next_timer() == pytest.approx(now + 0.006)
+
+
+def test_adaptive_timeouts_still_run_out_of_retries():
+    requester, events = make(adaptive_retransmission=True, timeout=20, retry_cnt=2)
+    requester.post_write(bytes(PMTU), 0, 1, None)
+    requester.next_packets(0.0, 10)
+    now = 0.0
+    while requester.error is None:
+        deadline = requester.next_timer()
+        assert deadline is not None
+        now = deadline
+        requester.handle_timer(now)
+        requester.next_packets(now, 10)
+    initial = RoceConfig().initial_rto
+    assert now == pytest.approx(initial * (1 + 2 + 4))  # three timeouts, each twice as long
+    assert "retry_cnt=2" in events[0].reason and "adaptive" in events[0].reason
