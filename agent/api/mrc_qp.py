@@ -105,8 +105,10 @@ class MrcQpKind:
                 qp.wire_of[ev] = (plane, value)
                 qp.ev_states[ev] = CORE_TO_CTL[state]
         self._runtime.on_events(qp.num, lambda event: self._deliver(qp, event))
+        # The profile's denials as they are now: the controller may have changed them since
+        # the QP took the profile at INIT.
         now = self._runtime.clock()
-        for ev in binding.denied:
+        for ev in self._registry.ev_profile(qp.ev_profile_id).denied:
             where = qp.wire_of.get(ev)
             if where is not None:
                 endpoint.deny_ev(qp.num, where[0], where[1], now)

@@ -178,7 +178,16 @@ class Binding:
     config: MrcConfig
     evs: tuple[tuple[Ev, int], ...] | None
     min_active: int
-    denied: frozenset[Ev]
+
+
+def _set_states(profile: EvProfile, effects: Sequence[tuple[Ev, CtlEvState]]) -> None:
+    """The EV states a MODIFY_EV_STATE set, as the profile keeps them: which EVs are DENIED
+    (GOOD and ASSUMED_BAD lift a denial; on live QPs the caller applies all three)."""
+    for ev, state in effects:
+        if state is CtlEvState.DENIED:
+            profile.denied.add(ev)
+        else:
+            profile.denied.discard(ev)
 
 
 def _state(value: object, where: str) -> ProfileState:
@@ -333,9 +342,11 @@ class ProfileRegistry:
             if target is ProfileState.OFFLINE:
                 if profile.users:
                     raise Busy(f"{len(profile.users)} QPs use it", "profile_state")
-                profile.state = ProfileState.OFFLINE
             elif target not in (None, ProfileState.ONLINE):
                 raise InvalidArgument("ONLINE goes to OFFLINE first", "profile_state")
+            _set_states(profile, effects)
+            if target is not None:
+                profile.state = target
             return profile, effects
         if profile.state is ProfileState.INIT:
             if target is not ProfileState.OFFLINE:
@@ -353,6 +364,7 @@ class ProfileRegistry:
             self.ev_profiles.pop(profile_id, None)
             return EvProfile(profile_id), []
         effects = self._ev_op(candidate, ev_op, entries) if ev_op is not None else []
+        _set_states(candidate, effects)
         if target is ProfileState.ONLINE:
             self._go_online(candidate)
         elif target is not None:
@@ -495,6 +507,8 @@ class ProfileRegistry:
     def _ev_op(
         self, profile: EvProfile, op: EvOp, entries: Sequence[EvOpEntry]
     ) -> list[tuple[Ev, CtlEvState]]:
+        """REPLACE_EV applied to ``profile`` (a candidate the caller keeps only if the whole
+        call succeeds); MODIFY_EV_STATE checked, its states returned for ``_set_states``."""
         if len(entries) > self.limits.ev_op_max_entries:
             raise TooBig(f"at most {self.limits.ev_op_max_entries} entries", "ev_op.entries")
         if op is EvOp.REPLACE_EV:
@@ -504,6 +518,8 @@ class ProfileRegistry:
                 self._replace(profile, entry, f"ev_op.entries[{index}]")
             return []
         if op is EvOp.MODIFY_EV_STATE:
+            # Checked whole and applied by the caller once the call cannot fail any more: a
+            # refused batch leaves the profile and its live QPs as they were.
             effects: list[tuple[Ev, CtlEvState]] = []
             for index, entry in enumerate(entries):
                 where = f"ev_op.entries[{index}]"
@@ -515,10 +531,6 @@ class ProfileRegistry:
                     raise NotFound(
                         f"EV {entry.ev} is not in EV profile {profile.id}", f"{where}.ev"
                     )
-                if entry.state is CtlEvState.DENIED:
-                    profile.denied.add(entry.ev)
-                else:
-                    profile.denied.discard(entry.ev)
                 effects.append((entry.ev, entry.state))
             return effects
         raise InvalidArgument(f"{op!r} is a query, not a modification", "ev_op")
@@ -651,7 +663,7 @@ class ProfileRegistry:
             evs = self.wire_evs(ev_profile, ipv6)
         ev_profile.users.add(qp)
         cc_profile.users.add(qp)
-        return Binding(config, evs, ev_profile.min_active, frozenset(ev_profile.denied))
+        return Binding(config, evs, ev_profile.min_active)
 
     def wire_evs(self, profile: EvProfile, ipv6: bool) -> tuple[tuple[Ev, int], ...]:
         """The profile's EVs with their wire values (each distinct (port, wire EV) once)."""

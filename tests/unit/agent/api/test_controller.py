@@ -25,6 +25,7 @@ from agent.api.types import (
     FormatMode,
     PortAdminState,
     ProfileState,
+    QpState,
     SendWR,
     Sge,
     WcStatus,
@@ -306,3 +307,46 @@ def test_an_auto_profiles_evs_on_a_live_qp_are_listed_and_can_be_denied(agents):
     assert watch.ports[mark:] and used not in watch.ports[mark:]
     _, states = ctl.query_ev_profile(2, EvOp.QUERY_EV_STATE, [EvOpEntry(victim)])
     assert states[0].state is CtlEvState.DENIED
+
+
+def test_a_refused_ev_state_batch_leaves_the_profile_and_its_live_qps_alike(agents):
+    """The second entry is refused: the first applies neither to the profile nor to the QP."""
+    ctl = agents.controller("a")
+    _explicit_profile(ctl)
+    watch = Watch(agents)
+    a, b = Endpoint(agents.context("a")), Endpoint(agents.context("b"))
+    connect(a, b, ev_profile_id=1)
+    kept, freed = Ev.stev(EVS[3]), Ev.stev(EVS[5])
+    ctl.set_ev_states(1, [(freed, CtlEvState.DENIED)])
+    unknown = Ev.stev(0xC0FF0000)
+    with pytest.raises(NotFound) as raised:
+        ctl.set_ev_states(1, [(kept, CtlEvState.DENIED), (unknown, CtlEvState.DENIED)])
+    assert raised.value.field == "ev_op.entries[1].ev"
+    with pytest.raises(NotFound):
+        ctl.set_ev_states(1, [(freed, CtlEvState.GOOD), (unknown, CtlEvState.GOOD)])
+    _, states = ctl.query_ev_profile(1, EvOp.QUERY_EV_STATE, [EvOpEntry(kept), EvOpEntry(freed)])
+    assert [entry.state for entry in states] == [CtlEvState.GOOD, CtlEvState.DENIED]
+    _send(a, b, 200_000)
+    poll_until(a.cq, 1, agents)
+    assert EVS[3] >> 16 in watch.ports, "the QP still sprays on the EV the profile says is GOOD"
+    assert EVS[5] >> 16 not in watch.ports, "and not on the one it says is DENIED"
+
+
+def test_an_ev_denied_before_a_qp_connects_carries_nothing_of_it(agents):
+    """The QP took its profile at INIT; the controller denies an EV before the QP's RTR: the
+    QP connects with the profile's states of then, not of its INIT."""
+    ctl = agents.controller("a")
+    _explicit_profile(ctl)
+    watch = Watch(agents)
+    a, b = Endpoint(agents.context("a")), Endpoint(agents.context("b"))
+    a.qp.modify(QpState.INIT, ev_profile_id=1)
+    ctl.set_ev_states(1, [(Ev.stev(EVS[3]), CtlEvState.DENIED)])
+    b.qp.modify(QpState.INIT)
+    for me, peer in ((a, b), (b, a)):
+        info = peer.info()
+        me.qp.modify(QpState.RTR, dest_qp_num=info["qpn"], rq_psn=info["psn"], dgid=info["gid"])  # type: ignore[arg-type]
+    for me in (a, b):
+        me.qp.modify(QpState.RTS, sq_psn=me.info()["psn"])  # type: ignore[arg-type]
+    _send(a, b, 200_000)
+    poll_until(a.cq, 1, agents)
+    assert watch.ports and EVS[3] >> 16 not in watch.ports

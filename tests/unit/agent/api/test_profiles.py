@@ -248,3 +248,40 @@ def test_device_limits_bound_profiles_and_evs():
     with pytest.raises(TooBig) as raised:
         registry.modify_ev_profile(3, state=OFF, mode=EvMode.AUTO, ev_count=1)
     assert raised.value.field == "id"
+
+
+def test_a_refused_ev_state_batch_changes_no_ev_state():
+    """Every entry is checked before any applies: a batch refused for its second entry leaves
+    the first as it was."""
+    registry = _registry()
+    _explicit(registry)
+    registry.modify_ev_profile(1, state=ON)
+    first, second = registry.ev_profile(1).evs[:2]
+    assert first is not None and second is not None
+    registry.modify_ev_profile(
+        1, ev_op=EvOp.MODIFY_EV_STATE, entries=[EvOpEntry(first, state=CtlEvState.DENIED)]
+    )
+    with pytest.raises(NotFound):
+        registry.modify_ev_profile(1, ev_op=EvOp.MODIFY_EV_STATE, entries=[
+            EvOpEntry(first, state=CtlEvState.GOOD),
+            EvOpEntry(Ev.stev(0xC0FF0000), state=CtlEvState.GOOD),
+        ])  # fmt: skip
+    with pytest.raises(InvalidArgument):
+        registry.modify_ev_profile(1, ev_op=EvOp.MODIFY_EV_STATE, entries=[
+            EvOpEntry(second, state=CtlEvState.DENIED),
+            EvOpEntry(first, state=CtlEvState.UNKNOWN),
+        ])  # fmt: skip
+    assert registry.ev_profile(1).denied == {first}
+
+
+def test_ev_states_set_with_a_refused_state_change_are_not_kept():
+    registry = _registry()
+    _explicit(registry)
+    registry.modify_ev_profile(1, state=ON)
+    registry.bind(7, 1, 0, ipv6=True)
+    ev = registry.ev_profile(1).evs[0]
+    assert ev is not None
+    with pytest.raises(Busy):
+        registry.modify_ev_profile(1, state=OFF, ev_op=EvOp.MODIFY_EV_STATE,
+                                   entries=[EvOpEntry(ev, state=CtlEvState.DENIED)])  # fmt: skip
+    assert registry.ev_profile(1).denied == set()
