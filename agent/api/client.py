@@ -268,6 +268,7 @@ class QP:
         path_mtu: int | None = None,
         max_wimm_dest: int | None = None,
         mpr_dest: int | None = None,
+        cap: int | None = None,
         sq_psn: int | None = None,
         max_wimm: int | None = None,
         mpr: int | None = None,
@@ -276,7 +277,8 @@ class QP:
     ) -> dict[str, Any]:
         """``mrc_modify_qp``: RESET -> INIT (profiles) -> RTR (peer) -> RTS (send PSN), or
         ERR / RESET from anywhere. The keyword arguments are OCP's mask bits: only those
-        given are set. Returns the QP's attributes after the change."""
+        given are set, and each move takes its own (one of another move is refused by name;
+        ``docs/api.md``). Returns the QP's attributes after the change."""
         attrs: dict[str, Any] = {
             "ev_profile_id": ev_profile_id,
             "cc_profile_id": cc_profile_id,
@@ -288,6 +290,7 @@ class QP:
             "path_mtu": path_mtu,
             "max_wimm_dest": max_wimm_dest,
             "mpr_dest": mpr_dest,
+            "cap": cap,
             "sq_psn": sq_psn,
             "max_wimm": max_wimm,
             "mpr": mpr,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.api.qp_timing import active_mtu
+from agent.api.qp_timing import active_mtu, max_mpr
 from agent.api.requests import int_field
 from agent.api.resources import MAX_CQE, MAX_WIMM, PROTOCOL_VERSION_1
 from agent.api.types import DEVICE_CAP_TRIM_NACK
@@ -28,7 +28,7 @@ class Device:
             "mrc_protocol_version": PROTOCOL_VERSION_1,
             "max_wimm": MAX_WIMM,
             "max_wimm_dest": MAX_WIMM,
-            "max_mpr": config.max_psn_window // 128,
+            "max_mpr": max_mpr(config.max_psn_window),
             "mpr_resolution": 1,
             "max_qp_hint": 0,
             "cap": DEVICE_CAP_TRIM_NACK,

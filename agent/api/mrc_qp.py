@@ -11,10 +11,10 @@ from typing import Any
 from agent.api.errors import InvalidArgument
 from agent.api.ev_states import EvStates
 from agent.api.profiles import ProfileRegistry
-from agent.api.qp_kind import Deliver, expect_state
+from agent.api.qp_kind import Deliver
 from agent.api.qp_timing import DEFAULT_RETRY_LINEAR, mtu_bytes, retry_budget
-from agent.api.requests import U24, U32, int_field, opt_int_field
-from agent.api.resources import CORE_TO_CTL, MAX_WIMM, QpRecord
+from agent.api.requests import U24, int_field, opt_int_field
+from agent.api.resources import CORE_TO_CTL, QpRecord
 from agent.api.types import CtlEvState, Ev, QpState
 from agent.core import ConnectionSpec, Event
 from agent.core.events import EvStateChanged
@@ -42,34 +42,35 @@ class MrcQpKind:
     def to_init(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
         ev_id = opt_int_field(attrs, "ev_profile_id")
         cc_id = opt_int_field(attrs, "cc_profile_id")
-        if qp.state is QpState.INIT and (ev_id is not None or cc_id is not None):
-            self._registry.release(qp.num)
-            qp.binding = None
+        if qp.binding is not None and ev_id is None and cc_id is None:
+            return
         ev_id = qp.ev_profile_id if ev_id is None else ev_id
         cc_id = qp.cc_profile_id if cc_id is None else cc_id
-        if qp.binding is None:
-            qp.binding = self._registry.bind(qp.num, ev_id, cc_id, self._runtime.ipv6)
+        # The new profiles first: one refused, the QP keeps those it had.
+        binding = self._registry.bind(qp.num, ev_id, cc_id, self._runtime.ipv6)
+        self._registry.release(qp.num, keep=(ev_id, cc_id))
+        qp.binding = binding
         qp.ev_profile_id, qp.cc_profile_id = ev_id, cc_id
-        for key in ("cap",):
-            if key in attrs:
-                qp.attrs[key] = int_field(attrs, key, 0, U32)
 
-    def to_rtr(self, qp: QpRecord, dest: int, rq_psn: int, peers: tuple[bytes, ...]) -> None:
+    def to_rtr(
+        self,
+        qp: QpRecord,
+        dest: int,
+        rq_psn: int,
+        peers: tuple[bytes, ...],
+        path_mtu: int | None,
+    ) -> None:
         """The connection opens, with the profiles' EVs, or AUTO's own."""
         assert qp.binding is not None
         binding = qp.binding
         homes = None
         if binding.evs is not None:
             homes = tuple((ev.port - 1, value) for ev, value in binding.evs)
-            for ev, value in binding.evs:
-                qp.ev_of[(ev.port - 1, value)] = ev
-                qp.wire_of[ev] = (ev.port - 1, value)
-                qp.ev_states[ev] = CtlEvState.GOOD
         pool = self._runtime.pool
         config = binding.config
-        if "path_mtu" in qp.attrs:
+        if path_mtu is not None:
             link = pool.default.config.payload_size
-            payload = min(mtu_bytes(qp.attrs["path_mtu"]), link)
+            payload = min(mtu_bytes(path_mtu), link)
             if payload != config.payload_size:
                 config = dataclasses.replace(config, payload_size=payload)
         endpoint = pool.endpoint_for(config)
@@ -96,7 +97,12 @@ class MrcQpKind:
         except ValueError as exc:
             raise InvalidArgument(str(exc), "dest_qp_num") from None
         qp.endpoint = endpoint
-        if homes is None:
+        if binding.evs is not None:
+            for ev, value in binding.evs:
+                qp.ev_of[(ev.port - 1, value)] = ev
+                qp.wire_of[ev] = (ev.port - 1, value)
+                qp.ev_states[ev] = CtlEvState.GOOD
+        else:
             # AUTO: the QP's own random EVs, known from the start so that a controller can
             # list and deny them on the live QP (their later changes come as events).
             for plane, value, state in endpoint.ev_states(qp.num):
@@ -114,26 +120,23 @@ class MrcQpKind:
                 endpoint.deny_ev(qp.num, where[0], where[1], now)
 
     def to_rts(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
+        sq_psn = None
         if qp.state is QpState.RTS:
             if attrs.get("sq_psn") is not None:
                 raise InvalidArgument("the send PSN is set on the way to RTS only", "sq_psn")
         else:
-            expect_state(qp, QpState.RTS, QpState.RTR)
             sq_psn = int_field(attrs, "sq_psn", 0, U24)
-            assert qp.endpoint is not None
+        timing = {
+            key: int_field(attrs, key, 0, high)
+            for key, high in (("timeout", 24), ("retry_linear", 7), ("retry_exp", 25))
+            if attrs.get(key) is not None
+        }
+        assert qp.endpoint is not None
+        if sq_psn is not None:
             qp.endpoint.set_send_psn(qp.num, sq_psn)
             qp.attrs["sq_psn"] = sq_psn
-        for key, high in (
-            ("max_wimm", MAX_WIMM),
-            ("mpr", 255),
-            ("timeout", 24),
-            ("retry_linear", 7),
-            ("retry_exp", 25),
-        ):
-            if attrs.get(key) is not None:
-                qp.attrs[key] = int_field(attrs, key, 0, high)
+        qp.attrs.update(timing)
         if "timeout" in qp.attrs:
-            assert qp.endpoint is not None
             budget = retry_budget(
                 qp.attrs["timeout"],
                 qp.attrs.get("retry_linear", DEFAULT_RETRY_LINEAR),

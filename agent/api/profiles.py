@@ -692,9 +692,13 @@ class ProfileRegistry:
             out.append((ev, value))
         return tuple(out)
 
-    def release(self, qp: int) -> None:
-        """QP ``qp`` no longer uses any profile."""
+    def release(self, qp: int, keep: tuple[int, int] | None = None) -> None:
+        """QP ``qp`` no longer uses any profile, but the EV and CC profiles ``keep`` names
+        (those it just took in their stead)."""
+        ev_kept, cc_kept = keep if keep is not None else (None, None)
         for ev_profile in self.ev_profiles.values():
-            ev_profile.users.discard(qp)
+            if ev_profile.id != ev_kept:
+                ev_profile.users.discard(qp)
         for cc_profile in self.cc_profiles.values():
-            cc_profile.users.discard(qp)
+            if cc_profile.id != cc_kept:
+                cc_profile.users.discard(qp)

@@ -24,7 +24,8 @@ Deliver = Callable[[QpRecord, Event], None]
 
 class QpKind(Protocol):
     """One QP type's part in a QP's life; the QP operations set the new state after each
-    transition succeeds."""
+    transition succeeds. Each transition checks everything it reads before it changes
+    anything, so that a refused one leaves the QP as it was."""
 
     def max_send_wr(self) -> int:
         """The deepest send queue a QP of this type may ask for."""
@@ -32,16 +33,24 @@ class QpKind(Protocol):
 
     def to_init(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
         """RESET or INIT -> INIT (the state checked): the QP takes its profiles, or refuses
-        them."""
+        them and keeps those it had."""
         ...
 
-    def to_rtr(self, qp: QpRecord, dest: int, rq_psn: int, peers: tuple[bytes, ...]) -> None:
+    def to_rtr(
+        self,
+        qp: QpRecord,
+        dest: int,
+        rq_psn: int,
+        peers: tuple[bytes, ...],
+        path_mtu: int | None,
+    ) -> None:
         """INIT -> RTR towards QP ``dest`` at ``peers`` (one address a plane), receiving
-        from ``rq_psn`` on."""
+        from ``rq_psn`` on, with the ``path_mtu`` asked for if any."""
         ...
 
     def to_rts(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
-        """RTR -> RTS, or RTS again with the attributes that may change there."""
+        """RTR -> RTS, or RTS again with the attributes that may change there (the state
+        checked)."""
         ...
 
     def other_event(self, qp: QpRecord, event: Event) -> None:

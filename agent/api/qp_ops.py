@@ -19,7 +19,8 @@ from agent.api.objects import ClientObjects
 from agent.api.outbox import Outbox
 from agent.api.profiles import ProfileRegistry
 from agent.api.qp_kind import QpKind, expect_state
-from agent.api.qp_timing import MTU_256, MTU_4096
+from agent.api.qp_timing import max_mpr
+from agent.api.qp_transitions import given, shared
 from agent.api.rc_qp import RcQpKind
 from agent.api.requests import (
     U24,
@@ -116,14 +117,17 @@ class QpOps:
         }
 
     def modify(self, message: Message) -> dict[str, Any]:
+        """``mrc_modify_qp``: every attribute is checked before the QP changes, so a refused
+        move changes nothing (``agent.api.qp_transitions`` says what each move takes)."""
         qp = self._qp(message)
         target = enum_field(QpState, required(message, "qp_state"), "qp_state")
-        attrs = message.get("attrs") or {}
-        if not isinstance(attrs, dict):
+        raw = message.get("attrs") or {}
+        if not isinstance(raw, dict):
             raise InvalidArgument("must be an object", "attrs")
         current = message.get("cur_qp_state")
         if current is not None and enum_field(QpState, current, "cur_qp_state") is not qp.state:
             raise InvalidArgument(f"the QP is {qp.state.name}", "cur_qp_state")
+        attrs = given(target, raw)
         kind = self._kinds[qp.qp_type]
         if target is QpState.ERR:
             self._to_error(qp, "moved to ERR by the application")
@@ -131,30 +135,36 @@ class QpOps:
             self._reset(qp)
         elif target is QpState.INIT:
             expect_state(qp, QpState.INIT, QpState.RESET, QpState.INIT)
-            if attrs.get("qp_hint") is not None:
+            if "qp_hint" in attrs:
                 raise NotSupported("QP hints are not offered (max_qp_hint 0)", "qp_hint")
+            settings = self._shared(attrs)
             kind.to_init(qp, attrs)
+            qp.attrs.update(settings)
             qp.state = QpState.INIT
         elif target is QpState.RTR:
             self._to_rtr(qp, kind, attrs)
         elif target is QpState.RTS:
+            expect_state(qp, QpState.RTS, QpState.RTR, QpState.RTS)
+            settings = self._shared(attrs)
             kind.to_rts(qp, attrs)
+            qp.attrs.update(settings)
             qp.state = QpState.RTS
         else:
             raise NotSupported(f"{target.name} is not an MRC QP state", "qp_state")
         return self._attrs(qp)
+
+    def _shared(self, attrs: dict[str, Any]) -> dict[str, int]:
+        psn_window = self._runtime.pool.default.config.max_psn_window
+        return shared(attrs, max_mpr(psn_window))
 
     def _to_rtr(self, qp: QpRecord, kind: QpKind, attrs: dict[str, Any]) -> None:
         expect_state(qp, QpState.RTR, QpState.INIT)
         dest = int_field(attrs, "dest_qp_num", 2, U24)
         rq_psn = int_field(attrs, "rq_psn", 0, U24)
         peers = self._peer_addresses(attrs)
-        for key, high in (("max_wimm_dest", MAX_WIMM), ("mpr_dest", 255)):
-            if attrs.get(key) is not None:
-                qp.attrs[key] = int_field(attrs, key, 0, high)
-        if attrs.get("path_mtu") is not None:
-            qp.attrs["path_mtu"] = int_field(attrs, "path_mtu", MTU_256, MTU_4096)
-        kind.to_rtr(qp, dest, rq_psn, peers)
+        settings = self._shared(attrs)
+        kind.to_rtr(qp, dest, rq_psn, peers, settings.get("path_mtu"))
+        qp.attrs.update(settings)
         qp.attrs.update(dest_qp_num=dest, rq_psn=rq_psn, dgids=[format_address(p) for p in peers])
         qp.state = QpState.RTR
 

@@ -7,7 +7,9 @@ what its links carry): a QP asking for more gets what the link allows. ``timeout
 long a QP may go unanswered with work outstanding before its retries are exhausted: then the
 QP enters ERR, its oldest WRITE completes with RETRY_EXC_ERR and the context gets QP_FATAL.
 The core retransmits on its own measured timers (RACK, RTO with backoff), which serve MRC's
-spraying better than a fixed timeout; what these attributes set is when it gives up.
+spraying better than a fixed timeout; what these attributes set is when it gives up. ``mpr``
+and ``mpr_dest`` count 128 PSNs each, up to the device's ``max_mpr``: the core's PSN window,
+which governs (they are checked and kept, and change nothing).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ ACK_TIMEOUT_UNIT: Final = 1.024e-6
 RETRY_EXP_INFINITE: Final = 25
 #: ``retry.linear_cnt`` when only ``timeout`` is given: verbs' usual ``retry_cnt`` of 7.
 DEFAULT_RETRY_LINEAR: Final = 7
+#: OCP's unit of ``mpr``, ``mpr_dest`` and ``max_mpr``: 128 PSNs.
+MPR_UNIT_PSNS: Final = 128
 
 
 def mtu_bytes(path_mtu: int) -> int:
@@ -37,6 +41,11 @@ def active_mtu(payload_size: int) -> int:
     while path_mtu < MTU_4096 and mtu_bytes(path_mtu + 1) <= payload_size:
         path_mtu += 1
     return path_mtu
+
+
+def max_mpr(psn_window: int) -> int:
+    """The largest ``mpr`` the device advertises: the core's PSN window, in OCP's units."""
+    return psn_window // MPR_UNIT_PSNS
 
 
 def retry_budget(timeout: int, linear: int, exponential: int) -> float | None:

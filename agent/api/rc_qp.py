@@ -12,10 +12,10 @@ import ipaddress
 from typing import Any
 
 from agent.api.errors import InvalidArgument
-from agent.api.qp_kind import Deliver, expect_state
+from agent.api.qp_kind import Deliver
 from agent.api.qp_timing import active_mtu, mtu_bytes
 from agent.api.requests import U24, int_field, opt_int_field
-from agent.api.resources import MAX_WIMM, QpRecord
+from agent.api.resources import QpRecord
 from agent.api.types import QpState, WcStatus
 from agent.core import Event
 from agent.io.runtime import AgentRuntime
@@ -48,9 +48,17 @@ class RcQpKind:
             if value:
                 raise InvalidArgument("an RC QP has one path and DCQCN: no profiles", key)
 
-    def to_rtr(self, qp: QpRecord, dest: int, rq_psn: int, peers: tuple[bytes, ...]) -> None:
+    def to_rtr(
+        self,
+        qp: QpRecord,
+        dest: int,
+        rq_psn: int,
+        peers: tuple[bytes, ...],
+        path_mtu: int | None,
+    ) -> None:
         """Nothing opens yet: the RoCE core opens a QP with both PSNs, at RTS (the peer's
-        writes before then are not answered, and its requester retries)."""
+        writes before then are not answered, and its requester retries); the QP keeps the
+        peer and ``path_mtu`` until then."""
 
     def to_rts(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
         """The RoCE connection opens with verbs' ``timeout`` (4.096 us x 2**timeout) and
@@ -60,10 +68,7 @@ class RcQpKind:
                 if attrs.get(key) is not None:
                     raise InvalidArgument("an RC QP takes it on the way to RTS only", key)
         else:
-            expect_state(qp, QpState.RTS, QpState.RTR)
             self._connect(qp, attrs)
-        if attrs.get("max_wimm") is not None:
-            qp.attrs["max_wimm"] = int_field(attrs, "max_wimm", 0, MAX_WIMM)
 
     def _connect(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
         sq_psn = int_field(attrs, "sq_psn", 0, U24)

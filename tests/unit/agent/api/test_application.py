@@ -332,3 +332,22 @@ def test_a_socketpair_client_is_served_like_an_accepted_one(agents):
     with pytest.raises(InvalidArgument) as raised:
         ctx.query_port(2)
     assert raised.value.field == "port_num"
+
+
+def test_a_refused_move_to_init_keeps_the_profiles_the_qp_took(agents):
+    """INIT -> INIT naming a profile that is not ONLINE is refused, and the QP keeps its
+    profiles: it still connects with them."""
+    a, b = Endpoint(agents.context("a")), Endpoint(agents.context("b"))
+    a.qp.modify(QpState.INIT)
+    with pytest.raises(InvalidArgument) as raised:
+        a.qp.modify(QpState.INIT, ev_profile_id=9)
+    assert raised.value.field == "ev_profile_id"
+    assert a.qp.query()["ev_profile_id"] == 0
+    b.qp.modify(QpState.INIT)
+    for me, peer in ((a, b), (b, a)):
+        info = peer.info()
+        me.qp.modify(QpState.RTR, dest_qp_num=info["qpn"], rq_psn=info["psn"], dgid=info["gid"])  # type: ignore[arg-type]
+    for me in (a, b):
+        me.qp.modify(QpState.RTS, sq_psn=me.info()["psn"])  # type: ignore[arg-type]
+    _write(a, b, b"kept")
+    assert poll_until(a.cq, 1, agents)[0].status is WcStatus.SUCCESS

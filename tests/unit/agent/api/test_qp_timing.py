@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.api.qp_timing import active_mtu, mtu_bytes, retry_budget
+from agent.api.qp_timing import active_mtu, max_mpr, mtu_bytes, retry_budget
 
 US = 1e-6
 
@@ -50,3 +50,8 @@ def test_a_path_mtu_enum_is_its_payload_bytes(path_mtu, size):
 )
 def test_a_ports_active_mtu_is_the_largest_that_fits_the_agents_payload(payload, expected):
     assert active_mtu(payload) == expected
+
+
+@pytest.mark.parametrize(("psn_window", "mpr"), [(4096, 32), (128, 1), (64, 0)])
+def test_max_mpr_is_the_psn_window_in_units_of_128_psns(psn_window, mpr):
+    assert max_mpr(psn_window) == mpr

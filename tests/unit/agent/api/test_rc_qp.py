@@ -137,3 +137,16 @@ def test_reset_and_destroy_close_an_rc_qps_connection(agents):
     assert a.qp.qp_num not in agents.a.pool.qps and a.qp.query()["qp_state"] == "RESET"
     b.qp.destroy()
     assert b.qp.qp_num not in agents.b.pool.qps
+
+
+def test_an_rc_qp_refuses_a_bad_max_wimm_before_its_connection_opens(agents):
+    a = Endpoint(agents.context("a"), qp_type=QpType.RC)
+    a.qp.modify(QpState.INIT)
+    a.qp.modify(QpState.RTR, dest_qp_num=5, rq_psn=0, dgid=a.ctx.device.ports[0])
+    with pytest.raises(InvalidArgument) as refused:
+        a.qp.modify(QpState.RTS, sq_psn=0, max_wimm=a.ctx.device.max_wimm + 1)
+    assert refused.value.field == "max_wimm"
+    assert a.qp.query()["qp_state"] == "RTR"
+    assert a.qp.qp_num not in agents.a.pool.qps, "no connection opened"
+    a.qp.modify(QpState.RTS, sq_psn=0, max_wimm=4)
+    assert a.qp.qp_num in agents.a.pool.qps
