@@ -87,19 +87,29 @@ class ClientObjects:
         return {}
 
     def create_cq(self, message: Message) -> dict[str, Any]:
+        """A CQ for completions (``mrc_create_cq``). EV events are the controller's: an
+        application asking for them here is refused, lest it read what only the privileged
+        controller may (``create_ev_cq``)."""
+        if message.get("ev_events"):
+            raise InvalidArgument(
+                "EV event CQs are the controller's (api.ctl.ev_cq.create)", "ev_events"
+            )
+        return self._create_cq(message, events=False)
+
+    def create_ev_cq(self, message: Message) -> dict[str, Any]:
+        """A CQ that EV events go to (``mrc_ctl_create_ev_cq``)."""
+        return self._create_cq(message, events=True)
+
+    def _create_cq(self, message: Message, events: bool) -> dict[str, Any]:
         if len(self.cqs) >= MAX_CQS:
             raise OutOfResources(f"at most {MAX_CQS} CQs", "cq")
         cqe = int_field(message, "cqe", 1, MAX_CQE)
         channel = self.channel(message) if message.get("channel") is not None else None
         handle = self._new_handle()
-        self.cqs[handle] = CqRecord(handle, cqe, channel, bool(message.get("ev_events")))
+        self.cqs[handle] = CqRecord(handle, cqe, channel, events)
         if channel is not None:
             channel.users += 1
         return {"cq": handle, "cqe": cqe}
-
-    def create_ev_cq(self, message: Message) -> dict[str, Any]:
-        """A CQ that EV events go to (``mrc_ctl_create_ev_cq``)."""
-        return self.create_cq({**message, "ev_events": True})
 
     def cq(self, message: Message, key: str = "cq", events: bool = False) -> CqRecord:
         """The CQ (``events``: the EV event CQ) the request's ``key`` names."""

@@ -334,6 +334,17 @@ def test_a_socketpair_client_is_served_like_an_accepted_one(agents):
     assert raised.value.field == "port_num"
 
 
+def test_an_application_cannot_make_an_ev_event_cq(agents):
+    """EV events are the controller's (``api.ctl.ev_cq.create``): a plain CQ refuses them,
+    whoever asks."""
+    agents.server_a.is_privileged = lambda _credentials: False
+    ctx = open_in_process(agents.server_a, agents.pump)
+    with pytest.raises(InvalidArgument) as raised:
+        ctx.link.request("api.cq.create", cqe=16, channel=None, ev_events=True)
+    assert raised.value.field == "ev_events"
+    ctx.create_cq(16)  # a CQ without them is made
+
+
 def test_a_refused_move_to_init_keeps_the_profiles_the_qp_took(agents):
     """INIT -> INIT naming a profile that is not ONLINE is refused, and the QP keeps its
     profiles: it still connects with them."""
