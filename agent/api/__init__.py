@@ -18,6 +18,7 @@ from agent.api.errors import (
     NotSupported,
     OutOfResources,
     PermissionDenied,
+    ProbesTimedOut,
     TimedOut,
     TooBig,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "OutOfResources",
     "PermissionDenied",
     "PortAdminState",
+    "ProbesTimedOut",
     "ProfileState",
     "QpState",
     "QpType",

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.api.client import CQ, CompChannel, Context, Message
-from agent.api.errors import PermissionDenied
+from agent.api.errors import PermissionDenied, ProbesTimedOut, TimedOut
 from agent.api.types import (
     CtlEvState,
     EpRequest,
@@ -85,6 +85,13 @@ def _entry(entry: EvOpEntry) -> dict[str, Any]:
     if entry.state is not None:
         out["state"] = int(entry.state)
     return out
+
+
+def _responses(raw: list[dict[str, Any]]) -> list[EpResponse]:
+    return [
+        EpResponse(int(r["req_id"]), int(r["port"]), int(r["rtt"]), int(r["adj_svc_time"]))
+        for r in raw
+    ]
 
 
 def _field(field: EvField | dict[str, int]) -> dict[str, int]:
@@ -261,25 +268,32 @@ class Controller:
         self, requests: Sequence[EpRequest], rsp_timeout: int, req_tc: int = 0
     ) -> list[EpResponse]:
         """``mrc_ctl_ep_batch_send_wait`` of EV probes: blocks until every probe is answered
-        or ``rsp_timeout`` nanoseconds pass; returns the answers in arrival order (the
-        requests missing from it timed out)."""
-        result = self.link.request(
-            "api.ctl.ep_batch",
-            req_tc=req_tc,
-            op_type=0,
-            rsp_timeout=rsp_timeout,
-            req=[
-                {
-                    "req_id": r.req_id,
-                    "dgid": r.dgid,
-                    "sgid": r.sgid,
-                    "ev_fmt_mode": FormatMode(r.ev_fmt_mode).name,
-                    "req_ev": _ev(r.req_ev),
-                }
-                for r in requests
-            ],
-        )
-        return [
-            EpResponse(int(r["req_id"]), int(r["port"]), int(r["rtt"]), int(r["adj_svc_time"]))
-            for r in result["responses"]
-        ]
+        and returns the answers in arrival order, or raises ``ProbesTimedOut`` (ETIMEDOUT, as
+        OCP's call) once ``rsp_timeout`` nanoseconds passed with a probe unanswered; the error
+        holds the answers that came and the ``req_id`` of each probe that got none."""
+        try:
+            result = self.link.request(
+                "api.ctl.ep_batch",
+                req_tc=req_tc,
+                op_type=0,
+                rsp_timeout=rsp_timeout,
+                req=[
+                    {
+                        "req_id": r.req_id,
+                        "dgid": r.dgid,
+                        "sgid": r.sgid,
+                        "ev_fmt_mode": FormatMode(r.ev_fmt_mode).name,
+                        "req_ev": _ev(r.req_ev),
+                    }
+                    for r in requests
+                ],
+            )
+        except TimedOut as exc:
+            partial = exc.partial
+            raise ProbesTimedOut(
+                exc.reason,
+                exc.field,
+                _responses(partial.get("responses", [])),
+                [int(req_id) for req_id in partial.get("timed_out", [])],
+            ) from None
+        return _responses(result["responses"])

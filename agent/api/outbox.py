@@ -13,6 +13,7 @@ import logging
 import socket
 from typing import Any
 
+from agent.api.errors import ApiError
 from agent.api.resources import CqRecord
 from agent.api.types import EventType
 from agent.io.json_lines import LineChannel, Message, encode_line
@@ -41,6 +42,10 @@ class Outbox:
     def reply(self, request: int, result: dict[str, Any]) -> None:
         """The answer to request ``request``."""
         self.send({"id": request, "ok": True, "result": result})
+
+    def fail(self, request: int, error: ApiError) -> None:
+        """Request ``request`` refused, or failed, with ``error``."""
+        self.send({"id": request, "ok": False, "error": error.to_json()})
 
     def push(self, message: Message) -> None:
         """An unrequested line (completions, QP errors, EV events)."""

@@ -1,6 +1,8 @@
 """Connectionless EV probes (``mrc_ctl_ep_batch``): a batch of probes goes out on the agent's
-default endpoint, and its request is answered once every probe is answered or the batch's
-timeout passed. The probes of all clients share one 16-bit sequence space.
+default endpoint, and its request is answered once every probe is answered, or refused with
+ETIMEDOUT, as OCP's call returns, once the batch's timeout passed with a probe unanswered (the
+error carries the answers that came and the probes that got none). The probes of all clients
+share one 16-bit sequence space.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.api.errors import OutOfResources
+from agent.api.errors import OutOfResources, TimedOut
 from agent.api.outbox import Outbox
 from agent.api.requests import U16
 from agent.api.resources import NS_PER_S
@@ -92,7 +94,15 @@ class EvProbes:
             self._probes.pop(seq, None)
             timed_out.append(req_id)
         batch.pending.clear()
-        batch.outbox.reply(batch.request, {"responses": batch.responses, "timed_out": timed_out})
+        result = {"responses": batch.responses, "timed_out": timed_out}
+        if not timed_out:
+            batch.outbox.reply(batch.request, result)
+            return
+        asked = len(batch.responses) + len(timed_out)
+        error = TimedOut(
+            f"{len(timed_out)} of {asked} EV probes unanswered in time", "rsp_timeout", result
+        )
+        batch.outbox.fail(batch.request, error)
 
     def forget(self, outbox: Outbox) -> None:
         """The client of ``outbox`` left: its probes' answers go nowhere."""

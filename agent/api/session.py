@@ -101,7 +101,7 @@ class ApiSession:
             if op in ASYNC_OPS:
                 self.outbox.push({"p": "err", "op": op, "error": exc.to_json()})
             else:
-                self.outbox.send({"id": request, "ok": False, "error": exc.to_json()})
+                self.outbox.fail(request, exc)
         finally:
             for fd in fds:
                 os.close(fd)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.api.controller import Controller
-from agent.api.errors import AgentGone, ApiError, PermissionDenied
+from agent.api.errors import AgentGone, ApiError, PermissionDenied, ProbesTimedOut
 from agent.api.ev_document import DocumentError, load_document
 from agent.api.types import (
     EV_OP_F_ALL_COPIES,
@@ -341,9 +341,11 @@ def _probe(ctl: Controller, args: argparse.Namespace) -> Any:
     requests = [
         EpRequest(i + 1, args.to, ev, ev_fmt_mode=args.mode) for i, ev in enumerate(args.evs)
     ]
-    responses = {
-        r.req_id: r for r in ctl.ep_batch_send_wait(requests, round(args.timeout_ms * 1e6))
-    }
+    try:
+        answered = ctl.ep_batch_send_wait(requests, round(args.timeout_ms * 1e6))
+    except ProbesTimedOut as exc:
+        answered = exc.responses  # each unanswered probe is listed with its timeout below
+    responses = {r.req_id: r for r in answered}
     return [
         {
             **request.req_ev.to_json(),

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.api import Controller, CtlEvState, EpRequest, Ev
+from agent.api import Controller, CtlEvState, EpRequest, Ev, ProbesTimedOut
 from hostenv.netns import run
 from tests.e2e.agent.agent_lab import AgentLab
 from tests.e2e.agent.sniff import summarise
@@ -231,7 +231,10 @@ def test_denying_a_live_ev_stops_its_use_within_an_rtt(api, tmp_path):
         assert any(p.sport == victim_port for p in live), "the EV carried the QP's data"
         with Controller.open(api.sockets["tx"]) as ctl:
             requests = [EpRequest(i, api.lab.addresses["rx"], ev) for i, ev in enumerate(probed)]
-            answers = ctl.ep_batch_send_wait(requests, rsp_timeout=2 * 10**9)
+            try:
+                answers = ctl.ep_batch_send_wait(requests, rsp_timeout=2 * 10**9)
+            except ProbesTimedOut as exc:  # one lost under the load: the others' RTTs serve
+                answers = exc.responses
             assert answers, "the probes were answered"
             rtt = max(answer.rtt for answer in answers) / 1e9
             asked = time.time()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.api.controller import Controller
-from agent.api.errors import Busy, InvalidArgument, NotFound
+from agent.api.errors import Busy, InvalidArgument, NotFound, TimedOut
 from agent.api.types import (
     OPT_EP_OP_EV_PROBE,
     OPT_EV_EVENT,
@@ -178,10 +178,16 @@ def test_probes_answer_a_live_ev_with_an_rtt_and_a_dead_one_with_a_timeout(agent
         EpRequest(3, peer, Ev.stev(0xC2030000), sgid="10.0.0.1"),
     ]
     start = agents.clock()
-    responses = ctl.ep_batch_send_wait(requests, rsp_timeout=2_000_000)
+    with pytest.raises(TimedOut) as timed_out:  # OCP's ETIMEDOUT: not every probe answered
+        ctl.ep_batch_send_wait(requests, rsp_timeout=2_000_000)
+    assert timed_out.value.field == "rsp_timeout"
+    responses = timed_out.value.responses  # what came, in arrival order
     assert sorted(r.req_id for r in responses) == [1, 3]
     assert all(r.port == 1 and 0 < r.rtt < 2_000_000 for r in responses)
+    assert timed_out.value.timed_out == [2]
     assert agents.clock() - start >= 2e-3, "waited out the dead EV's timeout"
+    answered = ctl.ep_batch_send_wait([requests[0], requests[2]], rsp_timeout=2_000_000)
+    assert sorted(r.req_id for r in answered) == [1, 3], "every probe answered: no error"
     with pytest.raises(InvalidArgument) as raised:
         ctl.ep_batch_send_wait([EpRequest(1, peer, Ev.stev(0xC2010000), sgid="10.9.9.9")], 1000)
     assert raised.value.field == "req[0].sgid"
