@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from mypy_extensions import mypyc_attr
 
+
+# A controller registered from a module the native build does not compile subclasses this
+# compiled class (docs/extending.md); mypyc refuses that unless told.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CongestionControl(ABC):
     """A sender-side congestion controller."""
 
