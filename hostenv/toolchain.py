@@ -38,7 +38,7 @@ P4C_BAREFOOT = ToolSpec(
     "P4C_BAREFOOT",
     ("--version",),
     "the Tofino (TNA) build of `make build` and the test that checks p4src/build/tna/",
-    "make toolchain TOFINO=1 (p4c's Tofino backend: about 4-5 hours on 2 cores; docs/bmv2.md)",
+    "make toolchain TOFINO=1 (p4c's Tofino backend: hours on 2 cores; docs/bmv2.md)",
 )
 SIMPLE_SWITCH_GRPC = ToolSpec(
     "simple_switch_grpc",

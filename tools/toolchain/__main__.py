@@ -10,14 +10,18 @@ anything is built. Run it again after an interruption: it resumes.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
 import signal
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from tools.toolchain import apt
-from tools.toolchain.pins import PinError, load_pins
-from tools.toolchain.plan import Request, describe, make_plan
+from tools.toolchain.pins import PinError, Pins, load_pins
+from tools.toolchain.plan import Plan, Request, describe, make_plan
 from tools.toolchain.recipes import Context, recipe_id
 from tools.toolchain.runner import Runner, StepFailed, tail
 
@@ -52,9 +56,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # A stopped session or `kill` ends the build as Ctrl-C does: its processes stopped first.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _interrupt)
     try:
         pins = load_pins()
     except PinError as err:
@@ -82,25 +83,76 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if not args.no_apt:
-        packages = [*apt.BASE_PACKAGES, *(p for c in plan.to_build for p in c.component.apt)]
-        if missing := apt.missing_packages(packages):
-            print(f"toolchain: apt: installing {' '.join(missing)}", flush=True)
-            apt.install(missing)
     ctx = Context(prefix=request.prefix, work=work, jobs=max(1, args.jobs), tofino=args.tofino)
+    with _interruptible(), _exclusive(work) as holder:
+        if holder is not None:
+            print(
+                f"toolchain: another make toolchain ({holder}) is using {work}; wait for it "
+                "or stop it first",
+                file=sys.stderr,
+            )
+            return 2
+        return _build(plan, pins, ctx, install_apt=not args.no_apt)
+
+
+def _build(plan: Plan, pins: Pins, ctx: Context, install_apt: bool) -> int:
     runner = Runner(pins, plan, ctx)
     try:
+        if install_apt:
+            packages = [*apt.BASE_PACKAGES, *(p for c in plan.to_build for p in c.component.apt)]
+            if missing := apt.missing_packages(packages):
+                print(f"toolchain: apt: installing {' '.join(missing)}", flush=True)
+                apt.install(missing)
         runner.run()
+    except subprocess.CalledProcessError as err:
+        print(
+            f"toolchain: FAILED: {' '.join(map(str, err.cmd))} (exit {err.returncode})",
+            file=sys.stderr,
+        )
+        return 1
     except StepFailed as err:
         print(f"toolchain: FAILED: {err}", file=sys.stderr)
         for line in tail(err.log):
             print(f"  | {line}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("toolchain: interrupted; run it again to resume", file=sys.stderr)
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            print("toolchain: interrupted; run it again to resume", file=sys.stderr)
         return 130
     runner.say("all components installed")
     return 0
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """A stopped session or `kill` ends the build as Ctrl-C does: its processes stopped first
+    (a background job, as `make toolchain &` is, would otherwise ignore SIGINT)."""
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def _exclusive(work: Path) -> Iterator[str | None]:
+    """Hold the work folder's lock for the build: None, or who holds it when another run does
+    (two runs would restage trees under each other's compilers)."""
+    work.mkdir(parents=True, exist_ok=True)
+    with (work / "lock").open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            yield lock.read().strip() or "a process"
+            return
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()}")
+        lock.flush()
+        yield None
 
 
 if __name__ == "__main__":

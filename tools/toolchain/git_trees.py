@@ -22,6 +22,14 @@ class GitError(RuntimeError):
     pass
 
 
+def _git_in(path: Path, *args: str) -> str:
+    """``git -C path ARGS``: what it prints; ``GitError`` when it fails."""
+    proc = subprocess.run([*_GIT, "-C", str(path), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise GitError(f"git -C {path} {' '.join(args)}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
 def _git(
     git_dir: Path | None, *args: str, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> str:
@@ -40,22 +48,18 @@ def _git(
 
 
 def git_dir_of(path: Path) -> Path | None:
-    """The git directory of a work tree or bare repository at ``path``; None if it is neither."""
+    """The git directory of the repository whose root is ``path`` (a work tree, including a
+    linked worktree or one with a separate git directory, or a bare repository); None when
+    ``path`` is no repository's root (a plain folder, or a folder inside another tree)."""
     if not path.is_dir():
         return None
-    proc = subprocess.run(
-        [*_GIT, "-C", str(path), "rev-parse", "--absolute-git-dir"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
+    try:
+        bare = _git_in(path, "rev-parse", "--is-bare-repository").strip() == "true"
+        git_dir = Path(_git_in(path, "rev-parse", "--absolute-git-dir").strip())
+        root = git_dir if bare else Path(_git_in(path, "rev-parse", "--show-toplevel").strip())
+    except GitError:
         return None
-    found = Path(proc.stdout.strip())
-    # A folder inside some other repository is not a tree of its own.
-    if found != path.resolve() and found.parent != path.resolve():
-        return None
-    return found
+    return git_dir if root.resolve() == path.resolve() else None
 
 
 def has_commit(git_dir: Path, commit: str) -> bool:
@@ -113,7 +117,8 @@ def export_commit(git_dir: Path, commit: str, dest: Path) -> list[str]:
                 env=env,
                 stdin="\n".join(absent) + "\n",
             )
-        _git(git_dir, "checkout-index", "--all", "--force", f"--prefix={dest}/", env=env)
+        # A work tree named explicitly: a bare clone (core.bare) refuses checkout-index without.
+        _git(git_dir, "--work-tree", str(dest), "checkout-index", "--all", "--force", env=env)
     return absent
 
 

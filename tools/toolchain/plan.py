@@ -146,6 +146,9 @@ def _decide(
     recipe_of: RecipeOf,
     earlier: list[ComponentPlan],
 ) -> tuple[Action, str]:
+    """Keep or build, and why, in this order: files missing; something it needs being built;
+    no stamp (kept only when the tool's version names the pinned commit); another commit; the
+    Tofino backend asked for and absent; other build flags."""
     rebuilt = [
         p.component.name
         for p in earlier
@@ -236,7 +239,10 @@ def _submodule_pins(pins: Pins, checked: tuple[SourcePlan, ...]) -> list[SourceP
         if plan.status is not SourceStatus.OK or plan.git_dir is None:
             continue
         for path, sub in plan.source.submodules:
-            recorded = git_trees.gitlink(plan.git_dir, plan.source.commit, path)
+            try:
+                recorded = git_trees.gitlink(plan.git_dir, plan.source.commit, path)
+            except git_trees.GitError as err:  # a damaged tree: said, not a traceback
+                recorded = f"unreadable ({err})"
             pinned = pins.sources[sub].commit
             if recorded != pinned:
                 wrong.append(

@@ -8,6 +8,7 @@ by a step or a flag here, with its reason beside it.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -140,7 +141,8 @@ def _autotools(ctx: Context, tree: Path, configure: tuple[str, ...]) -> list[Ste
         ),
         Step("build", ("make", f"-j{ctx.jobs}"), tree, env, niced=True),
         Step("install", ("make", "install"), tree, env),
-        Step("ldconfig", ("ldconfig",), tree),
+        # Only root may refresh the linker's cache; a PREFIX of one's own needs LD_LIBRARY_PATH.
+        *([Step("ldconfig", ("ldconfig",), tree)] if os.geteuid() == 0 else []),
     ]
 
 
@@ -157,15 +159,20 @@ def steps(component: Component, ctx: Context) -> list[Step]:
                 _compiler_env(ctx),
                 niced=True,
             ),
+            # libtool installs it as make install would (a program of its own, with the
+            # installed libraries' path), though PI's Makefile does not install it.
             Step(
                 f"install-{PI_SERVER_DUMMY}",
                 (
+                    "./libtool",
+                    "--mode=install",
                     "install",
                     "-m",
                     "0755",
-                    str(demo / ".libs" / PI_SERVER_DUMMY),
+                    f"demo_grpc/{PI_SERVER_DUMMY}",
                     str(ctx.prefix / "bin" / PI_SERVER_DUMMY),
                 ),
+                tree / "proto",
             ),
         ]
     if component.name == "bmv2":
@@ -218,6 +225,7 @@ def _p4c(component: Component, ctx: Context) -> list[Step]:
                 done_if_exists=venv / "bin" / "python3",
             )
         )
+        out.append(Step("spdlog-link", action=_link_spdlog))
         out.append(
             Step(
                 "python-modules",
@@ -241,21 +249,23 @@ def _p4c(component: Component, ctx: Context) -> list[Step]:
     return out
 
 
-def prepare_tree(source: str, tree: Path, ctx: Context, log: Callable[[str], None]) -> list[Path]:
-    """After a tree is staged: the patches it needs, applied by the caller in this order."""
+def patches_for(source: str, ctx: Context) -> list[Path]:
+    """The patches a freshly staged tree needs, in the order the caller applies them."""
     patches = list(OWN_PATCHES.get(source, ()))
     if source == "z3":
         # p4c's FetchContent patches Z3 (its `uninstall` target clashes with p4c's); a source
         # folder override skips that step, so it is applied here.
         patches.append(ctx.src("p4c") / "cmake" / "z3.patch")
-    if source == "p4c" and ctx.tofino:
-        # The Tofino backend's CMake reads spdlog from this git-ignored path only.
-        link = tree / "backends" / "tofino" / "third_party" / "spdlog"
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.exists():
-            link.symlink_to(ctx.src("spdlog"))
-            log(f"linked {link} -> {ctx.src('spdlog')}")
     return patches
+
+
+def _link_spdlog(ctx: Context, log: Callable[[str], None]) -> None:
+    """The Tofino backend's CMake reads spdlog from this git-ignored path only."""
+    link = ctx.src("p4c") / "backends" / "tofino" / "third_party" / "spdlog"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink():
+        link.symlink_to(ctx.src("spdlog"))
+    log(f"{link} -> {ctx.src('spdlog')}")
 
 
 def _pin_bmv2_python(ctx: Context, log: Callable[[str], None]) -> None:

@@ -33,7 +33,7 @@ from tools.toolchain.plan import (
     stamp_content,
     stamp_path,
 )
-from tools.toolchain.recipes import OWN_PATCHES, Context, Step, prepare_tree, steps
+from tools.toolchain.recipes import OWN_PATCHES, Context, Step, patches_for, steps
 
 #: How often a running step reports that it is alive.
 HEARTBEAT_S = 60.0
@@ -70,14 +70,42 @@ class Runner:
     def build(self, component: ComponentPlan) -> None:
         name = component.component.name
         self.say(f"{name}: building ({component.reason})")
+        # What was built against the old install is stale from here on: a run that stops
+        # before rebuilding it must not leave it looking current.
+        for dependent in self._dependents(name):
+            if stamp_path(self.ctx.prefix, dependent).exists():
+                stamp_path(self.ctx.prefix, dependent).unlink()
+                self.say(f"{name}: {dependent} will be rebuilt against it (its stamp removed)")
+        stamp_path(self.ctx.prefix, name).unlink(missing_ok=True)
         for source in component.component.sources_for(self.ctx.tofino):
             self.stage(name, source)
         for step in steps(component.component, self.ctx):
             self.step(name, step)
+        if not self.ctx.tofino:
+            self._remove_stale_tofino_files(component)
         stamp = stamp_path(self.ctx.prefix, name)
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(json.dumps(stamp_content(self.pins, component, self.ctx.tofino), indent=2))
         self.say(f"{name}: installed under {self.ctx.prefix}")
+
+    def _dependents(self, name: str) -> list[str]:
+        """Every component that needs ``name``, directly or through another."""
+        found: list[str] = []
+        for component in self.pins.components:
+            if name in component.needs or set(component.needs) & set(found):
+                found.append(component.name)
+        return found
+
+    def _remove_stale_tofino_files(self, component: ComponentPlan) -> None:
+        """A rebuild without the Tofino backend leaves no p4c-barefoot of the old one behind."""
+        for relative in component.component.tofino_provides:
+            path = self.ctx.prefix / relative
+            if path.exists():
+                path.unlink()
+                self.say(
+                    f"{component.component.name}: removed {path}, built from the previous "
+                    "pins (make toolchain TOFINO=1 builds it again)"
+                )
 
     # -- sources ---------------------------------------------------------------------------
     def stage(self, component: str, name: str) -> None:
@@ -85,7 +113,7 @@ class Runner:
         source = self.pins.sources[name]
         tree = self.ctx.src(name)
         log_path = self.logs / f"{component}-stage-{name}.log"
-        wanted = self._stage_stamp(name)
+        wanted = self._stage_key(name)
         marker = tree.parent / f"{name}.staged"
         if marker.exists() and marker.read_text() == wanted and tree.is_dir():
             return
@@ -100,10 +128,11 @@ class Runner:
             try:
                 marker.unlink(missing_ok=True)
                 shutil.rmtree(tree, ignore_errors=True)
-                self._export(name, tree, note)
+                git_dir = self._export(name, tree, note)
                 for path, sub in source.submodules:
+                    self._check_submodule_pin(git_dir, name, path, sub)
                     self._export(sub, tree / path, note)
-                for patch in prepare_tree(name, tree, self.ctx, note):
+                for patch in patches_for(name, self.ctx):
                     self._patch(tree, patch, note)
             except (git_trees.GitError, OSError, subprocess.CalledProcessError) as err:
                 note(str(err))
@@ -111,14 +140,28 @@ class Runner:
         marker.write_text(wanted)
         self.say(f"{component}: staged {name} in {time.monotonic() - begin:.0f} s")
 
-    def _stage_stamp(self, name: str) -> str:
+    def _stage_key(self, name: str) -> str:
+        """What a staged tree holds: its commit, its submodules' and the patches applied."""
         source = self.pins.sources[name]
         parts = [source.commit, *(self.pins.sources[s].commit for _, s in source.submodules)]
+        if name == "z3":  # patched with p4c's cmake/z3.patch, of p4c's pinned commit
+            parts.append(self.pins.sources["p4c"].commit)
         marker = hashlib.sha256("\0".join(parts).encode())
         for patch in OWN_PATCHES.get(name, ()):
             marker.update(patch.read_bytes())
-        marker.update(b"tofino" if self.ctx.tofino and name == "p4c" else b"")
         return marker.hexdigest()
+
+    def _check_submodule_pin(self, git_dir: Path, parent: str, path: str, sub: str) -> None:
+        """The parent tree must record the submodule at the commit pins.toml gives (checked
+        here for cloned trees too, which the plan could not look into)."""
+        commit = self.pins.sources[parent].commit
+        recorded = git_trees.gitlink(git_dir, commit, path)
+        pinned = self.pins.sources[sub].commit
+        if recorded != pinned:
+            raise git_trees.GitError(
+                f"{parent} {commit[:12]} records {path} at {(recorded or 'no submodule')[:12]}, "
+                f"pins.toml gives {sub} {pinned[:12]}"
+            )
 
     def _git_dir(self, name: str) -> Path:
         plan: SourcePlan = self.plan.source(name)
@@ -131,7 +174,8 @@ class Runner:
             )
         raise git_trees.GitError(f"{name}: {plan.status.value}: {plan.detail}")
 
-    def _export(self, name: str, dest: Path, note: Callable[[str], None]) -> None:
+    def _export(self, name: str, dest: Path, note: Callable[[str], None]) -> Path:
+        """Write ``name``'s pinned commit into ``dest``; the git directory it came from."""
         source = self.pins.sources[name]
         git_dir = self._git_dir(name)
         absent = git_trees.export_commit(git_dir, source.commit, dest)
@@ -142,6 +186,7 @@ class Runner:
                 f"{', '.join(absent[:3])}{' ...' if len(absent) > 3 else ''}"
             )
             note("left out (absent from the source): " + " ".join(absent))
+        return git_dir
 
     def _patch(self, tree: Path, patch: Path, note: Callable[[str], None]) -> None:
         proc = subprocess.run(
@@ -223,15 +268,22 @@ class Runner:
 
 
 def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the step's whole process group, SIGKILL after :data:`STOP_GRACE_S`."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM to the step's whole process group, SIGKILL after :data:`STOP_GRACE_S`; a second
+    Ctrl-C or SIGTERM meanwhile does not cut this short."""
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stopping}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def last_line(path: Path) -> str:

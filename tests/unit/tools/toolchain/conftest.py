@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tools.toolchain.pins import Component, Pins
+from tools.toolchain.plan import RecipeOf, Request, make_plan, stamp_content, stamp_path
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -97,3 +101,28 @@ def pin_data(trees: dict[str, object], **over: str) -> dict[str, object]:
             },
         },
     }
+
+
+#: The fixture components' recipe ids, as ``recipe_id`` gives the real ones.
+RECIPES = {"base": "base-r1", "app": "app-r1"}
+
+
+def recipes(component: Component, tofino: bool) -> str:
+    return RECIPES[component.name] + ("-tofino" if tofino else "")
+
+
+def install(prefix: Path, files: list[str]) -> None:
+    """Files standing in for what a component installs (executable, for version probes)."""
+    for name in files:
+        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / name).write_text("#!/bin/sh\n")
+        (prefix / name).chmod(0o755)
+
+
+def stamp_all(pins: Pins, req: Request, recipe_of: RecipeOf = recipes) -> None:
+    """Every component stamped as a build for ``req`` would stamp it."""
+    plan = make_plan(pins, req, recipe_of)
+    for planned in plan.components:
+        path = stamp_path(req.prefix, planned.component.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(stamp_content(pins, planned, req.tofino)))

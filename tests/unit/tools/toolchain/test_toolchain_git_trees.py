@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.unit.tools.toolchain.conftest import make_repo
+from tests.unit.tools.toolchain.conftest import git, make_repo
 from tools.toolchain import git_trees
 
 
@@ -39,3 +39,18 @@ def test_a_folder_inside_another_repository_is_not_a_tree_of_its_own(tmp_path):
     assert git_trees.git_dir_of(repo) == repo / ".git"
     assert git_trees.git_dir_of(repo / "sub") is None
     assert git_trees.git_dir_of(tmp_path / "absent") is None
+
+
+def test_a_linked_worktree_a_separate_git_dir_and_a_bare_clone_are_trees_of_their_own(tmp_path):
+    repo = tmp_path / "repo"
+    commit = make_repo(repo, {"a": "a\n"})
+    git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"), commit)
+    git(tmp_path, "clone", "-q", "--separate-git-dir", str(tmp_path / "sep.git"), str(repo), "sep")
+    git(tmp_path, "clone", "-q", "--bare", str(repo), "bare.git")
+    for tree in ("linked", "sep", "bare.git"):
+        git_dir = git_trees.git_dir_of(tmp_path / tree)
+        assert git_dir is not None, tree
+        assert git_trees.has_commit(git_dir, commit), tree
+        git_trees.export_commit(git_dir, commit, tmp_path / "out" / tree)
+        assert (tmp_path / "out" / tree / "a").read_text() == "a\n", tree
+    assert git_trees.git_dir_of(tmp_path / "bare.git" / "refs") is None

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from tools.toolchain.pins import PinError, load_pins, parse_pins
-from tools.toolchain.recipes import recipe_id, steps  # noqa: F401 (a recipe for every component)
+from tools.toolchain.recipes import Context, recipe_id, steps
 
 GOOD = {
     "sources": {"a": {"url": "u", "commit": "a" * 40, "ref": "r", "folder": "a"}},
@@ -41,10 +41,14 @@ def test_the_committed_pins_name_p4cs_fetchcontent_trees_and_pis_submodules():
         assert source.url.startswith("https://")
 
 
-def test_every_component_has_a_recipe_whose_id_changes_with_the_tofino_backend():
+def test_every_component_has_a_recipe_whose_id_changes_with_the_tofino_backend(tmp_path):
     pins = load_pins()
     for component in pins.components:
         assert recipe_id(component, tofino=False).startswith(component.name)
+        for tofino in (False, True):
+            ctx = Context(prefix=tmp_path / "prefix", work=tmp_path / "work", jobs=2, tofino=tofino)
+            names = [step.name for step in steps(component, ctx)]
+            assert "install" in names, (component.name, names)
     p4c = pins.component("p4c")
     assert recipe_id(p4c, tofino=True) != recipe_id(p4c, tofino=False)
 

@@ -3,46 +3,22 @@ and names every source tree that is missing or at the wrong commit."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from tests.unit.tools.toolchain.conftest import add_commit, pin_data
+from tests.unit.tools.toolchain.conftest import add_commit, install, pin_data, recipes, stamp_all
 from tools.toolchain.pins import parse_pins
 from tools.toolchain.plan import (
     Action,
     Request,
     SourceStatus,
     make_plan,
-    stamp_content,
     stamp_path,
 )
-
-RECIPES = {"base": "base-r1", "app": "app-r1"}
-
-
-def recipes(component, tofino: bool) -> str:
-    return RECIPES[component.name] + ("-tofino" if tofino else "")
 
 
 def request(tmp_path: Path, src: Path | None, tofino: bool = False) -> Request:
     return Request(prefix=tmp_path / "prefix", p4_src=src, tofino=tofino, work=tmp_path / "work")
-
-
-def install(prefix: Path, files: list[str]) -> None:
-    for name in files:
-        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
-        (prefix / name).write_text("#!/bin/sh\n")
-        (prefix / name).chmod(0o755)
-
-
-def stamp_all(pins, req, tofino: bool = False) -> None:
-    plan = make_plan(pins, req, recipes)
-    assert plan.request.tofino == tofino
-    for c in plan.components:
-        path = stamp_path(req.prefix, c.component.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(stamp_content(pins, c, tofino)))
 
 
 def test_nothing_installed_builds_everything_from_trees_at_their_pinned_commits(trees, tmp_path):
@@ -188,7 +164,7 @@ def test_a_build_with_the_tofino_backend_is_kept_by_a_later_run_without_it(trees
     pins = parse_pins(pin_data(trees))
     tofino = request(tmp_path, trees["src"], tofino=True)
     install(tofino.prefix, ["lib/libbase.so", "bin/app", "bin/app-tf"])
-    stamp_all(pins, tofino, tofino=True)
+    stamp_all(pins, tofino)
     plain = request(tmp_path, trees["src"])
     plan = make_plan(pins, plain, recipes)
     assert [c.action for c in plan.components] == [Action.KEEP, Action.KEEP]

@@ -4,25 +4,20 @@ log and its last lines, and `make toolchain` with everything installed does noth
 from __future__ import annotations
 
 import io
-import json
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.unit.tools.toolchain.conftest import pin_data
+from tests.unit.tools.toolchain.conftest import add_commit, install, pin_data, recipes, stamp_all
 from tools.toolchain import __main__ as toolchain_main
 from tools.toolchain.pins import load_pins, parse_pins
-from tools.toolchain.plan import Request, make_plan, stamp_content, stamp_path
+from tools.toolchain.plan import Action, Request, make_plan
 from tools.toolchain.recipes import Context, Step, recipe_id
 from tools.toolchain.runner import Runner, StepFailed, progress_hint, stop_process_group
-
-RECIPES = {"base": "base-r1", "app": "app-r1"}
-
-
-def recipes(component, tofino: bool) -> str:
-    return RECIPES[component.name] + ("-tofino" if tofino else "")
 
 
 def runner_for(trees, tmp_path: Path) -> tuple[Runner, io.StringIO]:
@@ -75,9 +70,10 @@ def test_a_tree_is_staged_with_its_submodule_once(trees, tmp_path):
 
 
 def test_make_toolchain_names_missing_trees_and_builds_nothing(tmp_path, capsys):
+    handler = signal.getsignal(signal.SIGTERM)
     rc = toolchain_main.main(
         [
-            "--plan",
+            "--no-apt",
             "--src",
             str(tmp_path),
             "--prefix",
@@ -92,20 +88,15 @@ def test_make_toolchain_names_missing_trees_and_builds_nothing(tmp_path, capsys)
     for folder in ("PI", "behavioral-model", "p4c", "abseil-cpp", "protobuf", "p4runtime"):
         assert f"no {tmp_path / folder} " in err
     assert not (tmp_path / "work").exists()
+    assert signal.getsignal(signal.SIGTERM) is handler
 
 
 def test_make_toolchain_with_everything_installed_does_nothing(tmp_path, capsys):
     pins = load_pins()
     prefix = tmp_path / "prefix"
     for component in pins.components:
-        for name in component.provides:
-            (prefix / name).parent.mkdir(parents=True, exist_ok=True)
-            (prefix / name).write_text("")
-    req = Request(prefix, None, False, tmp_path / "work")
-    for planned in make_plan(pins, req, recipe_id).components:
-        stamp = stamp_path(prefix, planned.component.name)
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps(stamp_content(pins, planned, False)))
+        install(prefix, list(component.provides))
+    stamp_all(pins, Request(prefix, None, False, tmp_path / "work"), recipe_id)
     rc = toolchain_main.main(["--prefix", str(prefix), "--work", str(tmp_path / "work")])
     assert rc == 0
     assert "nothing to do" in capsys.readouterr().out
@@ -146,3 +137,61 @@ def _running(pid: int) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def test_a_second_run_on_the_same_work_folder_is_refused_while_one_builds(tmp_path):
+    with toolchain_main._exclusive(tmp_path / "work") as first:
+        assert first is None
+        with toolchain_main._exclusive(tmp_path / "work") as second:
+            assert second == f"pid {os.getpid()}"
+    with toolchain_main._exclusive(tmp_path / "work") as again:
+        assert again is None
+
+
+def test_a_rebuild_that_stops_halfway_leaves_what_needs_it_to_be_rebuilt(
+    trees, tmp_path, monkeypatch
+):
+    pins = parse_pins(pin_data(trees))
+    req = Request(tmp_path / "prefix", trees["src"], False, tmp_path / "work")
+    install(req.prefix, ["lib/libbase.so", "bin/app"])
+    stamp_all(pins, req)
+    newer = add_commit(trees["src"] / "top", "more.c", "int more;\n")
+    pins = parse_pins(pin_data(trees, top=newer))
+    plan = make_plan(pins, req, recipes)
+    ctx = Context(prefix=req.prefix, work=req.work, jobs=1, tofino=False)
+    runner = Runner(pins, plan, ctx, io.StringIO())
+    failing = [Step("build", ("sh", "-c", "exit 2"))]
+    monkeypatch.setattr("tools.toolchain.runner.steps", lambda component, ctx: failing)
+    with pytest.raises(StepFailed):
+        runner.run()
+    again = make_plan(pins, req, recipes)
+    assert [c.action for c in again.components] == [Action.BUILD, Action.BUILD]
+
+
+def test_a_cloned_tree_whose_submodule_differs_from_the_pins_is_refused_at_staging(trees, tmp_path):
+    data = pin_data(trees, sub="e" * 40)
+    for name in ("top", "sub", "tool"):
+        data["sources"][name]["url"] = str(trees["src"] / name)
+    pins = parse_pins(data)
+    req = Request(tmp_path / "prefix", None, False, tmp_path / "work")
+    plan = make_plan(pins, req, recipes)
+    assert plan.problems == []  # a tree to clone cannot be looked into before it is cloned
+    runner = Runner(pins, plan, Context(req.prefix, req.work, 1, False), io.StringIO())
+    with pytest.raises(StepFailed, match=r"records lib/sub at .*pins.toml gives sub eeeeeeeeeeee"):
+        runner.stage("base", "top")
+
+
+def test_a_rebuild_without_the_tofino_backend_leaves_no_old_tofino_compiler(
+    trees, tmp_path, monkeypatch
+):
+    pins = parse_pins(pin_data(trees))
+    req = Request(tmp_path / "prefix", trees["src"], False, tmp_path / "work")
+    install(req.prefix, ["lib/libbase.so", "bin/app-tf"])
+    plan = make_plan(pins, req, recipes)
+    runner = Runner(pins, plan, Context(req.prefix, req.work, 1, False), io.StringIO())
+    monkeypatch.setattr(
+        "tools.toolchain.runner.steps", lambda component, ctx: [Step("build", ("true",))]
+    )
+    runner.run()
+    assert not (req.prefix / "bin/app-tf").exists()
+    assert "removed" in runner.out.getvalue()
