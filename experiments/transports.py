@@ -14,15 +14,34 @@ prunes only its own dead next hops), ``reactive`` (every cut rerouted fabric-wid
 
 from __future__ import annotations
 
-from agent.io.transport import transport_names
+from agent.io.transport import Engine, transport_named, transport_names
 from controller.intent.policy import RoutingPolicy
 
 MRC = "mrc"
 SINGLE = "single"
 ROCE = "roce"
-#: Transports whose transfers may fail as a result (see the module's docstring).
-MAY_FAIL = (ROCE,)
 STATIC = "static"
+
+
+def may_fail(transport: str) -> bool:
+    """Whether the transport's transfers may fail as a result (a RoCE QP out of retries; see
+    the module's docstring): every RoCE transport of the registry."""
+    return transport_named(transport).is_roce
+
+
+def requested_evs(transport: str, mrc_evs: int) -> int | None:
+    """The ``--evs`` a transfer of ``transport`` asks for: ``mrc_evs`` for an MRC transport that
+    leaves the count free, none for one that fixes it (``single``) or for RoCE."""
+    chosen = transport_named(transport)
+    return mrc_evs if chosen.engine is Engine.MRC and chosen.evs is None else None
+
+
+def evs_used(transport: str, mrc_evs: int) -> int | None:
+    """How many EVs a transfer of ``transport`` runs on (None for RoCE), as recorded."""
+    chosen = transport_named(transport)
+    if chosen.engine is not Engine.MRC:
+        return None
+    return chosen.evs if chosen.evs is not None else mrc_evs
 
 
 def parse_choices(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.core import MrcConfig
-from agent.core.cc_registry import congestion_control_names
+from agent.core.cc_registry import congestion_control_names, congestion_control_spec
 from agent.io.addresses import (
     PeerAddress,
     format_address,
@@ -36,16 +36,18 @@ from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
 from agent.io.transport import (
     MAX_QPS,
+    MRC,
     RoceSetup,
     Transport,
     check_transport_options,
     mrc_config_for,
     parse_transport,
     roce_setup_for,
+    transport_named,
     transport_names,
 )
 from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
-from agent.roce.profiles import PROFILES, profile_names
+from agent.roce.profiles import DEFAULT_PROFILE, PROFILES, profile_names
 from hostenv.netns import terminate_on_signals
 from wire.dscp import DscpMap
 
@@ -123,7 +125,13 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         "--evs", type=positive_int, metavar="K", help="EVs per connection (default 256)"
     )
     parser.add_argument(
-        "--cc", choices=congestion_control_names(), help="congestion control (default nscc)"
+        "--cc",
+        choices=congestion_control_names(),
+        help="congestion control: "
+        + "; ".join(
+            f"{n}: {congestion_control_spec(n).summary}" for n in congestion_control_names()
+        )
+        + f" (default {MrcConfig().congestion_control})",
     )
     parser.add_argument(
         "--payload",
@@ -145,15 +153,15 @@ def add_transport_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--transport",
         choices=transport_names(),
-        help="mrc (default): MRC over its EVs; single: MRC on one EV (--evs 1); roce: "
-        "standard RoCEv2 RC QPs, each on one path (local ACK timeout, DCQCN)",
+        help="; ".join(f"{n}: {transport_named(n).summary}" for n in transport_names())
+        + f" (default {MRC.name})",
     )
     parser.add_argument(
         "--roce-profile",
         choices=profile_names(),
         help="RoCE settings as deployed: "
         + "; ".join(f"{name}: {profile.summary}" for name, profile in PROFILES.items())
-        + " (default perftest)",
+        + f" (default {DEFAULT_PROFILE})",
     )
     parser.add_argument(
         "--roce-timeout",

@@ -39,6 +39,7 @@ checks), ``connection`` and ``endpoint`` (assembly and demux), ``data_encoder`` 
 
 from __future__ import annotations
 
+import agent.core.cc  # noqa: F401  (registers the built-in congestion controls)
 from agent.core.config import DcqcnConfig, DscpMap, MrcConfig, NsccConfig
 from agent.core.connection import ConnectionClosed, ConnectionSpec
 from agent.core.datagram import IncomingDatagram, IpContext, OutgoingDatagram

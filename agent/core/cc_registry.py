@@ -51,19 +51,28 @@ class CongestionControlSpec(Generic[Config, Controller]):
 
 
 _SPECS: dict[str, CongestionControlSpec[Any, Any]] = {}
+_BUILTIN: set[str] = set()
 
 
-def register_congestion_control(spec: CongestionControlSpec[Any, Any]) -> None:
-    """Add a controller; a second one under a taken name or API algorithm is refused."""
+def register_congestion_control(
+    spec: CongestionControlSpec[Any, Any], *, builtin: bool = False
+) -> CongestionControlSpec[Any, Any]:
+    """Add a controller; a second one under a taken name or API algorithm is refused.
+    ``builtin``: one of ``agent.core.cc.builtin``'s, which cannot be unregistered."""
     for other in _SPECS.values():
         if spec.name == other.name or spec.api_algorithm == other.api_algorithm:
             raise ValueError(f"congestion control {spec.name!r} ({spec.api_algorithm}) is taken")
     _SPECS[spec.name] = spec
+    if builtin:
+        _BUILTIN.add(spec.name)
+    return spec
 
 
 def unregister_congestion_control(name: str) -> None:
-    """Remove a controller (a test's dummy one, say)."""
-    _SPECS.pop(name, None)
+    """Remove a controller (a test's dummy one, say); the built-in ones stay (``MrcConfig``'s
+    default is one of them)."""
+    if name not in _BUILTIN:
+        _SPECS.pop(name, None)
 
 
 def congestion_control_names() -> tuple[str, ...]:

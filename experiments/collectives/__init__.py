@@ -40,7 +40,7 @@ from experiments.collectives.modes import CollectiveMode, Params, modes_of, vari
 from experiments.collectives.rings import check_topology
 from experiments.collectives.run import CollectiveRun, CollectiveSeries, run_mode
 from experiments.experiment import Experiment
-from experiments.transports import MAY_FAIL
+from experiments.transports import may_fail as transport_may_fail
 
 NAME = "collective"
 DEFAULT_TOPOLOGY = "leaf-spine-4x4"
@@ -48,7 +48,7 @@ DEFAULT_TOPOLOGY = "leaf-spine-4x4"
 
 def may_fail(mode: CollectiveMode) -> bool:
     """A RoCE job whose QPs run out of retries fails: a result (see experiments.transports)."""
-    return mode.transport in MAY_FAIL
+    return transport_may_fail(mode.transport)
 
 
 EXPERIMENT: Experiment[

@@ -35,7 +35,7 @@ from experiments.failover.modes import FailoverMode, Params, modes_of
 from experiments.failover.run import FailoverRun, FailoverSeries, run_mode
 from experiments.placements import Placement, leaves_of
 from experiments.topology_variant import Variant
-from experiments.transports import MAY_FAIL
+from experiments.transports import may_fail as transport_may_fail
 from topologies.model import Topology
 
 NAME = "failover"
@@ -44,7 +44,7 @@ DEFAULT_TOPOLOGY = "leaf-spine"
 
 def may_fail(mode: FailoverMode) -> bool:
     """A RoCE transfer whose retries run out fails: a result (see experiments.transports)."""
-    return mode.transport in MAY_FAIL
+    return transport_may_fail(mode.transport)
 
 
 def check_topology(topology: Topology, params: Params) -> None:

@@ -18,7 +18,7 @@ from experiments.placements import Placement
 from experiments.records import CutFailure, Transfer
 from experiments.schedule import RESTORE_SETTLE_TIMEOUT_S
 from experiments.timeline import RunClock, Series, aggregate, flow_series, longest_stall
-from experiments.transports import MRC, SINGLE
+from experiments.transports import evs_used, requested_evs
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
 
@@ -101,7 +101,7 @@ def run_mode(
             source,
             destination,
             duration_s=params.duration_s,
-            evs=params.mrc_evs if mode.transport == MRC else None,
+            evs=requested_evs(mode.transport, params.mrc_evs),
             message_size=params.message_size,
             interval_s=params.bin_s,
             transport=mode.transport,
@@ -138,7 +138,7 @@ def run_mode(
     lost = [t.bytes_lost for t in transfers.values()]
     record = FailoverRun(
         mode=mode,
-        evs={MRC: params.mrc_evs, SINGLE: 1}.get(mode.transport),
+        evs=evs_used(mode.transport, params.mrc_evs),
         flows=tuple(transfers),
         transfers=transfers,
         cut=None if cut is None else cut.name,

@@ -30,7 +30,8 @@ from experiments.loss.modes import LossMode, Params, modes_of
 from experiments.loss.run import LossRun, LossSeries, run_mode
 from experiments.placements import leaves_of
 from experiments.topology_variant import Variant
-from experiments.transports import MAY_FAIL, parse_routing
+from experiments.transports import may_fail as transport_may_fail
+from experiments.transports import parse_routing
 from topologies.model import Topology
 
 NAME = "loss"
@@ -39,7 +40,7 @@ DEFAULT_TOPOLOGY = "leaf-spine"
 
 def may_fail(mode: LossMode) -> bool:
     """A RoCE transfer whose retries run out fails: a result (see experiments.transports)."""
-    return mode.transport in MAY_FAIL
+    return transport_may_fail(mode.transport)
 
 
 def check_topology(topology: Topology, params: Params) -> None:

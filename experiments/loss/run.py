@@ -15,7 +15,7 @@ from experiments.loss.modes import LossMode, Params
 from experiments.metrics import failed_transfer, transfer_metrics
 from experiments.records import AgentFailure, Transfer
 from experiments.timeline import RunClock, Series, flow_series, longest_stall
-from experiments.transports import MRC, SINGLE
+from experiments.transports import evs_used, requested_evs
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
 
@@ -55,7 +55,7 @@ def run_mode(
         params.source,
         params.destination,
         duration_s=params.duration_s,
-        evs=params.mrc_evs if mode.transport == MRC else None,
+        evs=requested_evs(mode.transport, params.mrc_evs),
         message_size=params.message_size,
         interval_s=params.bin_s,
         transport=mode.transport,
@@ -96,7 +96,7 @@ def run_mode(
     record = LossRun(
         mode=mode,
         routing=params.routing or None,
-        evs={MRC: params.mrc_evs, SINGLE: 1}.get(mode.transport),
+        evs=evs_used(mode.transport, params.mrc_evs),
         transfers={name: transfer},
         loss=loss,
         problems=tuple(problems),

@@ -25,6 +25,12 @@ class SwitchKind(StrEnum):
     KERNEL = "kernel"
 
     @property
+    def has_process(self) -> bool:
+        """Whether a switch is a process of its own, which the testbed can kill and start
+        again (a kernel switch is only its namespace's forwarding state)."""
+        return self is SwitchKind.BMV2
+
+    @property
     def in_own_namespace(self) -> bool:
         """Whether each switch lives in a namespace of its own (its controller is then told
         the run's prefix: switch ``s1`` is ``<prefix>-s1``)."""

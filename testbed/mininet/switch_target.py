@@ -86,6 +86,11 @@ def register_switch_target(target: SwitchTarget) -> SwitchTarget:
         raise ValueError(f"target {target.name!r}: register its controller side first")
     if target.name in _TARGETS:
         raise ValueError(f"switch target {target.name!r} is registered already")
+    if controller_target(target.name).capabilities.restart and not target.kind.has_process:
+        raise ValueError(
+            f"target {target.name!r} declares switch restart, but a {target.kind} switch has no "
+            "process to restart: declare Feature.RESTART among what it lacks"
+        )
     _TARGETS[target.name] = target
     return target
 

@@ -219,7 +219,10 @@ def _check_dummy(topology: Topology, settings: ControllerConfig) -> None:
 
 
 DUMMY_CAPABILITIES = Capabilities(
-    lacks={Feature.TRIMMING: "a dummy switch drops what it cannot queue"},
+    lacks={
+        Feature.TRIMMING: "a dummy switch drops what it cannot queue",
+        Feature.RESTART: "a dummy switch is a namespace, with no process to restart",
+    },
     ecn=EcnMarking(),
     link_evidence=LinkEvidence.CARRIER,
     link_source="the dummy switch's carrier",
@@ -289,7 +292,7 @@ def test_a_registered_target_is_offered_by_the_testbed(dummy_target, leaf_spine,
         path_mode=None,
         prefix="mn0a1b",
     )
-    assert TestbedActions(testbed).can_restart  # a dummy switch lacks no restart
+    assert not TestbedActions(testbed).can_restart  # a namespace has no process to restart
     assert isinstance(next_hops_of(testbed), KernelNextHops)
 
 
@@ -297,6 +300,8 @@ def test_a_registered_targets_capabilities_reach_every_lacks_line(dummy_target):
     lacks = [
         "no packet trimming: a dummy switch drops what it cannot queue",
         "no ECN marking",
+        "no switch restart: a dummy switch is a namespace, with no process to restart "
+        "(`restart` is refused)",
         "link state from the dummy switch's carrier, not LLDP probes",
     ]
     assert differences("dummy", None) == lacks
@@ -323,3 +328,21 @@ def test_an_unregistered_target_is_refused_by_each_entry_point(leaf_spine):
         register_switch_target(SwitchTarget("dummy", SwitchKind.KERNEL, "", ""))
     with pytest.raises(ValueError, match="'tofino' is hardware: there is no Tofino switch"):
         register_switch_target(SwitchTarget("tofino", SwitchKind.BMV2, "", ""))
+
+
+def test_a_target_declaring_restart_on_switches_without_a_process_is_refused(leaf_spine):
+    register_target(
+        ControllerTarget[ControllerConfig](
+            name="dummy",
+            summary="claims restart",
+            capabilities=dataclasses.replace(DUMMY_CAPABILITIES, lacks={}),
+            check=_check_dummy,
+            build=lambda topology, _: DummySouthbound([s.name for s in topology.switches]),
+        )
+    )
+    try:
+        with pytest.raises(ValueError, match="no process to restart"):
+            register_switch_target(SwitchTarget("dummy", SwitchKind.KERNEL, "", ""))
+    finally:
+        unregister_switch_target("dummy")
+        unregister_target("dummy")

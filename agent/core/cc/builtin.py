@@ -109,4 +109,4 @@ _BUILTIN: tuple[CongestionControlSpec[MrcConfig, CongestionControl], ...] = (
     ),
 )  # fmt: skip
 for _spec in _BUILTIN:
-    register_congestion_control(_spec)
+    register_congestion_control(_spec, builtin=True)
