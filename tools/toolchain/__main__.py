@@ -83,7 +83,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    ctx = Context(prefix=request.prefix, work=work, jobs=max(1, args.jobs), tofino=args.tofino)
+    ctx = Context(
+        prefix=request.prefix,
+        work=work,
+        jobs=max(1, args.jobs),
+        tofino=args.tofino,
+        commits={name: source.commit for name, source in pins.sources.items()},
+    )
     with _interruptible(), _exclusive(work) as holder:
         if holder is not None:
             print(

@@ -73,6 +73,8 @@ class Context:
     work: Path
     jobs: int
     tofino: bool
+    #: Each source's pinned commit, by source name.
+    commits: dict[str, str] = field(default_factory=dict)
 
     def src(self, source: str) -> Path:
         return self.work / "src" / source
@@ -113,7 +115,7 @@ def recipe_id(component: Component, tofino: bool) -> str:
     parts: tuple[str, ...] = {
         "pi": PI_CONFIGURE,
         "bmv2": BMV2_CONFIGURE,
-        "p4c": P4C_CMAKE + (("tofino",) if tofino else ()),
+        "p4c": P4C_CMAKE + ("P4C_VERSION from the pin",) + (("tofino",) if tofino else ()),
     }.get(component.name, ())
     patches = [p.read_bytes() for p in OWN_PATCHES.get(component.sources[0], ())]
     digest = hashlib.sha256("\0".join(parts).encode() + b"".join(patches)).hexdigest()[:16]
@@ -214,7 +216,7 @@ def _p4c(component: Component, ctx: Context) -> list[Step]:
         f"-DPython3_EXECUTABLE={python}",
         *launcher,
     )
-    env = _compiler_env(ctx)
+    env = {**_compiler_env(ctx), **_p4c_version(ctx)}
     out: list[Step] = []
     if ctx.tofino:
         venv = ctx.tofino_venv
@@ -241,12 +243,25 @@ def _p4c(component: Component, ctx: Context) -> list[Step]:
             None,
             env,
             done_file=build / ".mrc-configured",
-            done_text="\n".join(args),
+            done_text="\n".join((*args, *_p4c_version(ctx).values())),
         ),
         Step("build", ("ninja", "-C", str(build), f"-j{ctx.jobs}"), None, env, niced=True),
         Step("install", ("ninja", "-C", str(build), "install"), None, env),
     ]
     return out
+
+
+def _p4c_version(ctx: Context) -> dict[str, str]:
+    """p4c reads its SHA from git, and a staged tree has none: ``p4c --version`` would say
+    ``SHA: `` and the artifact check could not tell it is the recorded compiler. The version
+    is given as p4c's CMake lets one (``P4C_VERSION``), from Version.txt and the pin."""
+    version_file = ctx.src("p4c") / "Version.txt"
+    commit = ctx.commits.get("p4c")
+    if commit is None or not version_file.is_file():
+        return {}
+    return {
+        "P4C_VERSION": f"{version_file.read_text().strip()} (SHA: {commit[:10]} BUILD: Release)"
+    }
 
 
 def patches_for(source: str, ctx: Context) -> list[Path]:
