@@ -48,6 +48,11 @@ class Component:
     tofino_provides: tuple[str, ...] = ()
     tofino_python: tuple[str, ...] = ()
 
+    @property
+    def has_tofino_part(self) -> bool:
+        """Whether ``TOFINO=1`` changes what this component builds (p4c's Tofino backend)."""
+        return bool(self.tofino_sources or self.tofino_provides)
+
     def sources_for(self, tofino: bool) -> tuple[str, ...]:
         return self.sources + (self.tofino_sources if tofino else ())
 

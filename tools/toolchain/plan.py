@@ -125,8 +125,7 @@ RecipeOf = Callable[[Component, bool], str]
 def make_plan(pins: Pins, request: Request, recipe_of: RecipeOf) -> Plan:
     planned: list[ComponentPlan] = []
     for component in pins.components:
-        has_tofino_part = bool(component.tofino_sources or component.tofino_provides)
-        recipe = recipe_of(component, request.tofino and has_tofino_part)
+        recipe = recipe_of(component, request.tofino and component.has_tofino_part)
         action, reason = _decide(pins, request, component, recipe_of, planned)
         planned.append(ComponentPlan(component, action, reason, recipe))
     needed: list[str] = []
@@ -178,12 +177,11 @@ def _decide(
         name = changed[0]
         had = str(commits.get(name) or "none")[:7]
         return Action.BUILD, f"installed from {name} {had}, pinned {wanted[name][:7]}"
-    has_tofino_part = bool(component.tofino_sources or component.tofino_provides)
-    with_tofino = bool(stamp.get("tofino")) and has_tofino_part
-    if request.tofino and has_tofino_part and not with_tofino:
+    with_tofino = bool(stamp.get("tofino")) and component.has_tofino_part
+    if request.tofino and component.has_tofino_part and not with_tofino:
         return Action.BUILD, "installed without the Tofino backend"
     # A build with the Tofino backend serves a request without it as it is.
-    tofino_recipe = has_tofino_part and (with_tofino or request.tofino)
+    tofino_recipe = component.has_tofino_part and (with_tofino or request.tofino)
     if stamp.get("recipe") != recipe_of(component, tofino_recipe):
         return Action.BUILD, "installed with other build flags"
     extra = " with the Tofino backend" if with_tofino else ""
