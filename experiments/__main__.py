@@ -57,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "takes a comma-separated list): the experiment's routings/routing parameter",
     )
     parser.add_argument(
+        "--roce",
+        metavar="PROFILES",
+        help="the RoCE profiles a bare 'roce' transport stands for, comma-separated "
+        "(perftest, nccl, adaptive; default all): the experiment's roce_profiles parameter",
+    )
+    parser.add_argument(
         "--path-mode",
         choices=("ecmp", "structured", "srv6"),
         help="how the fabric reads EVs in every bring-up (default ecmp; the others on bmv2)",
@@ -84,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = dict(_split_setting(item) for item in args.set)
         if args.routing is not None:
             settings.update(_routing_setting(experiment, args.routing, settings))
+        if args.roce is not None:
+            settings.update(_roce_setting(experiment, args.roce, settings))
         params = parse_params(experiment, settings)
         topology = load_topology(args.topo or experiment.default_topology)
         if experiment.check_topology is not None:
@@ -136,6 +144,18 @@ def _routing_setting(
                 raise ValueError(f"--routing and --set {name}=... both given: keep one")
             return {name: routing}
     raise ValueError(f"{experiment.name} takes no routing policy: it cuts no link")
+
+
+def _roce_setting(
+    experiment: AnyExperiment, profiles: str, settings: dict[str, str]
+) -> dict[str, str]:
+    """``--roce`` (``make experiment ROCE=``) as the experiment's ``roce_profiles``."""
+    names = {field.name for field in dataclasses.fields(experiment.params_type)}
+    if "roce_profiles" not in names:
+        raise ValueError(f"{experiment.name} runs no RoCE: it takes no --roce")
+    if "roce_profiles" in settings:
+        raise ValueError("--roce and --set roce_profiles=... both given: keep one")
+    return {"roce_profiles": profiles}
 
 
 def _split_setting(item: str) -> tuple[str, str]:

@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from controller.intent.policy import RoutingPolicy
 from experiments.json_form import TEXT
 from experiments.placements import Placement
-from experiments.transports import parse_choices, parse_routings, parse_transports
+from experiments.transports import (
+    ALL_ROCE_PROFILES,
+    parse_choices,
+    parse_routings,
+    parse_transports,
+)
 
 #: How long before the cut the counters are read (the probe must not delay the cut).
 PROBE_LEAD_S = 1.0
@@ -32,9 +37,8 @@ class Params:
     #: Small messages, so that 100 ms bins hold many completions rather than one or two.
     message_size: int = 8192
     lldp_interval_ms: int = 50
-    #: RoCE's local ACK timeout as verbs encodes it (4.096 us x 2^14 = 67 ms) and its retries.
-    roce_timeout: int = 14
-    roce_retry_cnt: int = 7
+    #: The RoCE profiles a bare ``roce`` stands for (``make experiment ROCE=``).
+    roce_profiles: str = ALL_ROCE_PROFILES
     #: ``switch``: its links go dark as a powered-off switch's do (False, bmv2 only: the
     #: process dies and its ports stay lit, a hung switch its neighbours keep sending into).
     switch_dark: bool = True
@@ -98,7 +102,7 @@ class FailoverMode:
 
 def modes_of(params: Params) -> tuple[FailoverMode, ...]:
     """Every combination, policy by policy, then placement by placement, then transport."""
-    transports = parse_transports(params.transports)
+    transports = parse_transports(params.transports, params.roce_profiles)
     routings = [RoutingPolicy.parse(routing) for routing in parse_routings(params.routings)]
     return tuple(
         FailoverMode(transport, routing, placement)

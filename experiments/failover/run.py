@@ -18,7 +18,7 @@ from experiments.placements import Placement
 from experiments.records import CutFailure, Transfer
 from experiments.schedule import RESTORE_SETTLE_TIMEOUT_S
 from experiments.timeline import RunClock, Series, aggregate, flow_series, longest_stall
-from experiments.transports import evs_used, requested_evs
+from experiments.transports import evs_used, requested_evs, transfer_options
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
 
@@ -104,9 +104,7 @@ def run_mode(
             evs=requested_evs(mode.transport, params.mrc_evs),
             message_size=params.message_size,
             interval_s=params.bin_s,
-            transport=mode.transport,
-            roce_timeout=params.roce_timeout,
-            roce_retry_cnt=params.roce_retry_cnt,
+            **transfer_options(mode.transport),
         )
         for source, destination in flows
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiments.transports import parse_routing, parse_transports
+from experiments.transports import ALL_ROCE_PROFILES, parse_routing, parse_transports
 
 #: The highest rate a run may ask for, in percent: above it no transport moves data.
 MAX_RATE_PERCENT = 50.0
@@ -24,9 +24,8 @@ class Params:
     message_size: int = 65536
     bin_s: float = 0.5
     lldp_interval_ms: int = 50
-    #: RoCE's local ACK timeout as verbs encodes it (4.096 us x 2^14 = 67 ms) and its retries.
-    roce_timeout: int = 14
-    roce_retry_cnt: int = 7
+    #: The RoCE profiles a bare ``roce`` stands for (``make experiment ROCE=``).
+    roce_profiles: str = ALL_ROCE_PROFILES
     #: The controller's routing policy ("": its default); loss never cuts a link.
     routing: str = ""
 
@@ -89,5 +88,5 @@ class LossMode:
 def modes_of(params: Params) -> tuple[LossMode, ...]:
     """Every transport at every rate, rate by rate: the transports compared at one rate run
     side by side."""
-    transports = parse_transports(params.transports)
+    transports = parse_transports(params.transports, params.roce_profiles)
     return tuple(LossMode(t, rate) for rate in params.rates() for t in transports)

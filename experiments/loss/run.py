@@ -15,7 +15,7 @@ from experiments.loss.modes import LossMode, Params
 from experiments.metrics import failed_transfer, transfer_metrics
 from experiments.records import AgentFailure, Transfer
 from experiments.timeline import RunClock, Series, flow_series, longest_stall
-from experiments.transports import evs_used, requested_evs
+from experiments.transports import evs_used, requested_evs, transfer_options
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
 
@@ -58,9 +58,7 @@ def run_mode(
         evs=requested_evs(mode.transport, params.mrc_evs),
         message_size=params.message_size,
         interval_s=params.bin_s,
-        transport=mode.transport,
-        roce_timeout=params.roce_timeout,
-        roce_retry_cnt=params.roce_retry_cnt,
+        **transfer_options(mode.transport),
     )
     name = f"{params.source}->{params.destination}"
     testbed.set_fabric_loss(mode.loss_rate_percent / 100)

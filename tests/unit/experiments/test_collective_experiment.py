@@ -69,8 +69,8 @@ def test_modes_and_their_routing():
 
 
 def test_roce_runs_and_only_its_failures_are_results():
-    modes = modes_of(Params(transports="mrc,single,roce", scenarios="clean"))
-    assert labels(modes) == ("mrc-clean", "single-clean", "roce-clean")
+    modes = modes_of(Params(transports="mrc,single,roce:nccl", scenarios="clean"))
+    assert labels(modes) == ("mrc-clean", "single-clean", "roce:nccl-clean")
     assert [may_fail(m) for m in modes] == [False, False, True]
 
 

@@ -67,28 +67,38 @@ def _status(packets: dict[str, dict[int, int]]) -> dict[str, Any]:
 # -- modes -----------------------------------------------------------------------------------
 
 
-def test_failover_by_default_compares_all_three_transports_under_static_routing_cut_remotely() -> (
-    None
-):
+def test_failover_by_default_compares_mrc_with_every_roce_profile_under_static_routing() -> None:
     params = parse_params(EXPERIMENTS["failover"], {})
     assert labels(modes_of(params)) == (
         "mrc-static-remote",
         "single-static-remote",
-        "roce-static-remote",
+        "roce:perftest-static-remote",
+        "roce:nccl-static-remote",
+        "roce:adaptive-static-remote",
     )
-    mode = FailoverMode.parse("roce-converge:3-switch")
-    assert (mode.transport, str(mode.routing), mode.placement) == ("roce", "converge:3", "switch")
+    mode = FailoverMode.parse("roce:nccl-converge:3-switch")
+    assert (mode.transport, str(mode.routing), mode.placement) == (
+        "roce:nccl",
+        "converge:3",
+        "switch",
+    )
 
 
 def test_failover_modes_are_transports_x_policies_x_placements_one_bring_up_per_policy() -> None:
     experiment = EXPERIMENTS["failover"]
     params = parse_params(
         experiment,
-        {"transports": "mrc,roce", "routings": "static,converge", "placements": "local,remote"},
+        {
+            "transports": "mrc,roce:nccl",
+            "routings": "static,converge",
+            "placements": "local,remote",
+        },
     )
     modes = labels(modes_of(params))
     assert (
-        len(modes) == 8 and modes[0] == "mrc-static-local" and modes[-1] == "roce-converge:3-remote"
+        len(modes) == 8
+        and modes[0] == "mrc-static-local"
+        and modes[-1] == "roce:nccl-converge:3-remote"
     )
     plan = plan_bring_ups(experiment, params, seeds=2)
     # seed 0: static then converge; seed 1 reversed: converge continues, then static
@@ -112,6 +122,10 @@ def test_failover_modes_are_transports_x_policies_x_placements_one_bring_up_per_
         ({"flows": "h1-h3"}, "expected SOURCE:DESTINATION"),
         ({"flows": "h1:h3,h1:h3"}, "listed twice"),
         ({"transports": "mrc,mrc"}, "listed twice"),
+        ({"transports": "roce,roce:nccl"}, "listed twice: roce:nccl"),
+        ({"transports": "roce:fast"}, "'fast' is no RoCE profile"),
+        ({"transports": "mrc:nccl"}, "mrc takes no RoCE profile"),
+        ({"roce_profiles": "nccl,ib"}, "unknown RoCE profile ib"),
     ],
 )
 def test_failover_refuses_modes_and_flows_it_cannot_run(
@@ -146,7 +160,9 @@ def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None
     assert labels(modes_of(params)) == (
         "mrc-static-switch",
         "single-static-switch",
-        "roce-static-switch",
+        "roce:perftest-static-switch",
+        "roce:nccl-static-switch",
+        "roce:adaptive-static-switch",
     )
 
 
@@ -416,3 +432,55 @@ def test_a_run_left_uncut_because_every_transfer_had_failed_is_a_result_not_a_fa
 )
 def test_a_mode_is_read_back_from_its_label(parse: Any, label: str) -> None:
     assert str(parse(label)) == label
+
+
+# -- contenders ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label", "options"),
+    [
+        ("mrc", {"transport": "mrc"}),
+        (
+            "roce:nccl",
+            {"transport": "roce", "roce_profile": "nccl", "roce_qps": None, "roce_timeout": None},
+        ),
+        (
+            "roce:nccl:16qp",
+            {"transport": "roce", "roce_profile": "nccl", "roce_qps": 16, "roce_timeout": None},
+        ),
+        (
+            "roce:perftest:t10",
+            {"transport": "roce", "roce_profile": "perftest", "roce_qps": None, "roce_timeout": 10},
+        ),
+        (
+            "roce",
+            {
+                "transport": "roce",
+                "roce_profile": "perftest",
+                "roce_qps": None,
+                "roce_timeout": None,
+            },
+        ),
+    ],
+)
+def test_a_contender_label_names_its_transfer_settings(label: str, options: dict[str, Any]) -> None:
+    contender = transports.Contender.parse(label)
+    assert str(contender) == label
+    assert contender.transfer_options() == options
+
+
+def test_a_bare_roce_stands_for_every_profile_asked_for() -> None:
+    assert transports.parse_transports("mrc,roce", "adaptive,nccl") == (
+        "mrc",
+        "roce:adaptive",
+        "roce:nccl",
+    )
+    assert transports.parse_transports("roce:perftest:t10,roce:perftest") == (
+        "roce:perftest:t10",
+        "roce:perftest",
+    )
+    with pytest.raises(ValueError, match=r"QPs must be in 1\.\.256"):
+        transports.parse_transports("roce:nccl:0qp")
+    with pytest.raises(ValueError, match=r"verbs timeout is 0\.\.31"):
+        transports.parse_transports("roce:perftest:t40")
