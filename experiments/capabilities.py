@@ -48,3 +48,13 @@ def probe_target_facts(target: str) -> TargetFacts:
     """:func:`target_facts` for this machine (the kernel's qdiscs probed where the target's
     ECN marking depends on them, as on ``linux``)."""
     return target_facts(target, kernel_qdiscs_for(target))
+
+
+def roce_fabric_of(facts: TargetFacts) -> str:
+    """What a run's fabric gives RoCE, said beside every RoCE figure from it: a RoCE figure
+    from a fabric without ECN marking is RoCE without DCQCN."""
+    if facts.ecn_marking:
+        return f"RoCE data ECN-marked by {facts.ecn_by}, so DCQCN acts"
+    if facts.ecn_marking is None:
+        return "ECN marking unknown (the kernel's qdiscs were not probed)"
+    return "no ECN marking, so DCQCN never acts; RoCE data meets tail drops"

@@ -14,6 +14,9 @@ MODE_COLOURS = {
     "mrc": "tab:blue",
     "single": "tab:orange",
     "roce": "tab:purple",
+    "roce:perftest": "tab:purple",
+    "roce:nccl": "tab:brown",
+    "roce:adaptive": "tab:pink",
     "ecn_trim_on": "tab:green",
     "ecn_trim_off": "tab:red",
 }
@@ -21,7 +24,8 @@ MODE_COLOURS = {
 
 def colour_of(label: str) -> str | None:
     """A line's colour from the first word of its label: a mode (``ecn_trim_on``) or a
-    transport (``mrc (256 EVs)``)."""
+    transport (``mrc (256 EVs)``, ``roce:nccl``); None (matplotlib's next colour) for one
+    without its own, such as a swept variant (``roce:perftest:t10``)."""
     words = label.split()
     return MODE_COLOURS.get(words[0] if words else label)
 
@@ -80,7 +84,7 @@ def grouped_bars(
             heights,
             width=width,
             label=mode,
-            color=MODE_COLOURS.get(mode),
+            color=colour_of(mode),
         )
     axes.set_xticks([i + width * (len(values) - 1) / 2 for i in range(len(groups))])
     axes.set_xticklabels(groups, rotation=60, ha="right", fontsize=7)
@@ -108,7 +112,7 @@ def goodput_with_spans_and_durations(
         1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 1]}
     )
     for mode, points in series.items():
-        colour = MODE_COLOURS.get(mode)
+        colour = colour_of(mode)
         left.plot(
             [p["t_s"] for p in points],
             [p["goodput_bps"] / 1e6 for p in points],
@@ -126,7 +130,7 @@ def goodput_with_spans_and_durations(
     left.legend(fontsize=7)
     modes = list(durations)
     heights = [durations[m] or 0.0 for m in modes]
-    bars = right.bar(modes, heights, color=[MODE_COLOURS.get(m) for m in modes])
+    bars = right.bar(modes, heights, color=[colour_of(m) for m in modes])
     right.bar_label(
         bars, labels=["n/a" if durations[m] is None else f"{durations[m]:.1f} s" for m in modes]
     )

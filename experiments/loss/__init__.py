@@ -1,8 +1,9 @@
 """``loss``: goodput against random loss on the fabric's links, per transport.
 
 One transfer from ``source`` to ``destination`` (on different leaves) for ``duration_s``,
-once per transport (``mrc``, ``single``, ``roce``: see :mod:`experiments.transports`) and
-loss rate (``rates_percent``): every fabric link drops each UDP 4791 frame crossing it, in
+once per contender (``mrc``, ``single``, and RoCE in every profile of ``roce_profiles`` and
+perftest's at each verbs timeout of ``perftest_timeouts``: see :mod:`experiments.transports`)
+and loss rate (``rates_percent``): every fabric link drops each UDP 4791 frame crossing it, in
 either direction (data and acknowledgements), with that probability; LLDP and the side
 channel are never dropped (``testbed.mininet.link_loss``: nftables in the patch panel, the
 same on both targets). A data packet crosses two fabric links from leaf to leaf, so its
@@ -13,7 +14,8 @@ dropped (the loss it got, not only the rate it asked for).
 
 Per transport and rate: goodput as mean and spread over seeds; each transport's
 *retention*, its goodput at a rate over its own lossless goodput in the same seed (a 0 rate
-must be among the rates); MRC over RoCE at each rate, per seed. Figure ``loss.png``:
+must be among the rates); MRC over each RoCE contender at each rate, per seed, and at each
+rate the strongest RoCE contender and MRC's ratio to it. Figure ``loss.png``:
 goodput and retention against the rate. A RoCE transfer that fails (its retries ran out)
 is a result, with its error and when; MRC must complete and lose nothing at every rate.
 

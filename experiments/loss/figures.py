@@ -1,6 +1,6 @@
 """The loss experiment's figures over every mode and seed (goodput, measured loss,
-retention of the lossless goodput, MRC over RoCE), its figure file and its summary.txt
-lines."""
+retention of the lossless goodput, MRC over each RoCE contender and over the strongest one at
+each rate), its figure file and its summary.txt lines."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from pathlib import Path
 
 from experiments import plots
 from experiments.bottleneck import OverallBottleneck, overall_bottleneck
-from experiments.capabilities import TargetFacts
+from experiments.capabilities import TargetFacts, roce_fabric_of
 from experiments.json_form import FLAT, PREFIXED, TEXT, key
-from experiments.loss.modes import LossMode, Params, rate_text
+from experiments.loss.modes import LossMode, Params, contenders_of, rate_text
 from experiments.loss.run import LossRun, LossSeries
 from experiments.records import Run, Runs
 from experiments.stats import SeedPair, Spread, describe, mbit, seed_pairs, three_places, two_places
-from experiments.transports import MRC, ROCE, parse_transports
+from experiments.strongest import AgainstStrongest, against_strongest
+from experiments.transports import MRC, is_roce
 
 
 @dataclass(frozen=True)
@@ -51,20 +52,32 @@ class Retention:
 
 @dataclass(frozen=True)
 class Ratio:
-    """MRC's goodput over RoCE's at a rate, seed by seed."""
+    """MRC's goodput over a RoCE contender's at a rate, seed by seed."""
 
     ratio: Spread = field(metadata=PREFIXED)
 
 
 @dataclass(frozen=True)
+class Strongest:
+    """At one rate: the RoCE contender with the highest mean goodput, MRC's ratio to it over
+    the means, and the same ratio seed by seed."""
+
+    against: AgainstStrongest = field(metadata=FLAT)
+    ratio: Spread = field(metadata=key("mrc_over_strongest_per_seed", PREFIXED))
+
+
+@dataclass(frozen=True)
 class LossFigures:
     """Every mode's figures; per transport and rate (as :func:`rate_text` writes it) the
-    retention of its lossless goodput, and per rate MRC over RoCE, or why either was not
-    measured; each seed's modes side by side."""
+    retention of its lossless goodput; per RoCE contender and rate MRC over it, and per rate
+    the strongest RoCE contender and MRC over it, or why they were not measured; what the
+    target's fabric gives RoCE; each seed's modes side by side."""
 
     modes: Mapping[LossMode, ModeFigures] = field(metadata=FLAT)
     retention: Mapping[str, Mapping[str, Retention]] | str
-    mrc_over_roce: Mapping[str, Ratio] | str
+    mrc_over_roce: Mapping[str, Mapping[str, Ratio]] | str
+    strongest_roce: Mapping[str, Strongest] | str
+    roce_fabric: str
     pairs: tuple[SeedPair[LossMode], ...]
 
 
@@ -72,7 +85,6 @@ def summarize(runs: Runs[LossMode, LossRun], facts: TargetFacts) -> LossFigures:
     """Per mode its goodput and measured loss (mean and spread) and failures; per transport
     and rate the goodput and the retention of its own lossless goodput; MRC over RoCE per
     rate; each seed's modes side by side."""
-    del facts  # random loss is applied alike on every target (the patch panel)
     figures: dict[LossMode, ModeFigures] = {}
     transports: list[str] = []
     rates: list[float] = []
@@ -115,18 +127,39 @@ def summarize(runs: Runs[LossMode, LossRun], facts: TargetFacts) -> LossFigures:
         if lossless is not None
         else "not measured: no 0 % rate among rates_percent"
     )
-    mrc_over_roce: Mapping[str, Ratio] | str = (
-        {
-            rate_text(rate): Ratio(
-                Spread.of(_ratios(goodput.get((MRC, rate), {}), goodput.get((ROCE, rate), {})))
-            )
-            for rate in rates
+    roces = [transport for transport in transports if is_roce(transport)]
+    unmeasured = "not measured: needs mrc and a roce"
+    mrc_over_roce: Mapping[str, Mapping[str, Ratio]] | str = unmeasured
+    strongest: Mapping[str, Strongest] | str = unmeasured
+    if MRC in transports and roces:
+        ratios: dict[str, dict[str, Ratio]] = {
+            roce: {
+                rate_text(rate): Ratio(
+                    Spread.of(_ratios(goodput.get((MRC, rate), {}), goodput.get((roce, rate), {})))
+                )
+                for rate in rates
+            }
+            for roce in roces
         }
-        if MRC in transports and ROCE in transports
-        else "not measured: needs transports mrc and roce"
-    )
+        best: dict[str, Strongest] = {}
+        for rate in rates:
+            means = {
+                transport: figures[LossMode(transport, rate)].goodput.mean
+                for transport in transports
+                if LossMode(transport, rate) in figures
+            }
+            against = against_strongest(
+                f"goodput at {rate_text(rate)} %", means, higher_is_better=True
+            )
+            seed_ratios = (
+                Spread.of([])
+                if against.strongest is None
+                else ratios[against.strongest][rate_text(rate)].ratio
+            )
+            best[rate_text(rate)] = Strongest(against, seed_ratios)
+        mrc_over_roce, strongest = ratios, best
     pairs = seed_pairs(runs, {"goodput_bps": _goodput})
-    return LossFigures(figures, retention, mrc_over_roce, pairs)
+    return LossFigures(figures, retention, mrc_over_roce, strongest, roce_fabric_of(facts), pairs)
 
 
 def _goodput(run: Run[LossRun]) -> float:
@@ -152,7 +185,8 @@ def draw(
     del series
     figures = summarize(runs, TargetFacts("any", trimming=False, ecn_marking=None, ecn_by=None))
     rates = params.rates()
-    transports = parse_transports(params.transports)
+    ran = {mode.transport for mode in runs}
+    transports = [t for t in contenders_of(params) if t in ran]
     goodput = {
         t: [_bounds(_goodput_of(figures, LossMode(t, rate)), 1e-6) for rate in rates]
         for t in transports
@@ -214,16 +248,23 @@ def text(figures: LossFigures) -> list[str]:
                 for rate, r in by_rate.items()
             )
             lines.append(f"{transport} keeps of its lossless goodput: {kept}")
-    if isinstance(figures.mrc_over_roce, str):
+    if isinstance(figures.mrc_over_roce, str) or isinstance(figures.strongest_roce, str):
         lines.append(f"MRC / RoCE: {figures.mrc_over_roce}")
     else:
-        lines.append(
-            "MRC / RoCE goodput: "
-            + "; ".join(
-                f"{rate} %: {describe(r.ratio, two_places, seeds)}"
-                for rate, r in figures.mrc_over_roce.items()
+        for strongest in figures.strongest_roce.values():
+            lines.append(
+                f"{strongest.against.line(' Mbit/s', 1e-6)}; seed by seed "
+                f"{describe(strongest.ratio, two_places, seeds)}"
             )
-        )
+        for roce, ratios in figures.mrc_over_roce.items():
+            lines.append(
+                f"MRC / {roce} goodput: "
+                + "; ".join(
+                    f"{rate} %: {describe(r.ratio, two_places, seeds)}"
+                    for rate, r in ratios.items()
+                )
+            )
+    lines.append(f"RoCE's fabric here: {figures.roce_fabric}")
     for pair in figures.pairs:
         lines.append(f"seed {pair.seed}: {' then '.join(map(str, pair.order))}")
     return lines

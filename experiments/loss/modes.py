@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiments.transports import ALL_ROCE_PROFILES, parse_routing, parse_transports
+from agent.roce.config import MAX_TIMEOUT_EXPONENT
+from agent.roce.profiles import PERFTEST
+from experiments.transports import (
+    ALL_ROCE_PROFILES,
+    ROCE,
+    Contender,
+    parse_routing,
+    parse_transports,
+)
 
 #: The highest rate a run may ask for, in percent: above it no transport moves data.
 MAX_RATE_PERCENT = 50.0
@@ -16,8 +24,11 @@ class Params:
 
     duration_s: float = 10.0
     #: Loss rates on every fabric link, in percent, comma-separated.
-    rates_percent: str = "0,0.1,0.5,1,2,5"
+    rates_percent: str = "0,0.1,1,5"
     transports: str = "mrc,single,roce"
+    #: Verbs timeouts perftest's RoCE is also run with (``roce:perftest:tN``), comma-separated
+    #: ("": none): how much of its collapse under loss is its 67 ms timer.
+    perftest_timeouts: str = "10,12"
     source: str = "h1"
     destination: str = "h3"
     mrc_evs: int = 256
@@ -36,6 +47,10 @@ class Params:
         if self.routing:
             parse_routing(self.routing)
         modes_of(self)
+
+    def timeouts(self) -> tuple[int, ...]:
+        """``perftest_timeouts`` as verbs timeouts, each once."""
+        return parse_timeouts(self.perftest_timeouts)
 
     def rates(self) -> tuple[float, ...]:
         """The rates in percent, each once, in the order given."""
@@ -58,6 +73,22 @@ def parse_rates(text: str) -> tuple[float, ...]:
     if len(set(rates)) != len(rates):
         raise ValueError(f"a loss rate is listed twice: {text}")
     return tuple(rates)
+
+
+def parse_timeouts(text: str) -> tuple[int, ...]:
+    """``10,12`` -> (10, 12); ValueError for one that is no verbs timeout or is repeated."""
+    timeouts = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        try:
+            value = int(part)
+        except ValueError:
+            raise ValueError(f"perftest timeout {part!r} is no verbs timeout (0..31)") from None
+        if not 0 <= value <= MAX_TIMEOUT_EXPONENT:
+            raise ValueError(f"perftest timeout {value} is no verbs timeout (0..31)")
+        timeouts.append(value)
+    if len(set(timeouts)) != len(timeouts):
+        raise ValueError(f"a perftest timeout is listed twice: {text}")
+    return tuple(timeouts)
 
 
 def rate_text(percent: float) -> str:
@@ -85,8 +116,25 @@ class LossMode:
         return cls(transport, float(rate.removesuffix("%")))
 
 
-def modes_of(params: Params) -> tuple[LossMode, ...]:
-    """Every transport at every rate, rate by rate: the transports compared at one rate run
-    side by side."""
+def contenders_of(params: Params) -> tuple[str, ...]:
+    """Every transport asked for, then perftest at each swept timeout (when perftest's
+    profile is among them at all: the sweep is its own)."""
     transports = parse_transports(params.transports, params.roce_profiles)
-    return tuple(LossMode(t, rate) for rate in params.rates() for t in transports)
+    perftest = str(Contender(ROCE, PERFTEST.name))
+    if params.timeouts() and perftest not in transports:
+        raise ValueError(
+            f"perftest_timeouts sweeps {perftest}, which is not among the transports: add it "
+            "or set perftest_timeouts="
+        )
+    swept = tuple(str(Contender(ROCE, PERFTEST.name, timeout=t)) for t in params.timeouts())
+    twice = sorted(set(swept) & set(transports))
+    if twice:
+        raise ValueError(f"{', '.join(twice)} is both a transport and a swept timeout")
+    return transports + swept
+
+
+def modes_of(params: Params) -> tuple[LossMode, ...]:
+    """Every contender at every rate, rate by rate: the contenders compared at one rate run
+    side by side."""
+    contenders = contenders_of(params)
+    return tuple(LossMode(t, rate) for rate in params.rates() for t in contenders)

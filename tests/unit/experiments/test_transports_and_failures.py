@@ -166,19 +166,44 @@ def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None
     )
 
 
-def test_loss_modes_go_rate_by_rate_and_share_one_bring_up() -> None:
+def test_loss_modes_go_rate_by_rate_with_every_roce_profile_and_perftests_timer_swept() -> None:
     experiment = EXPERIMENTS["loss"]
     params = parse_params(experiment, {})
     modes = labels(loss_modes.modes_of(params))
-    assert modes[:3] == ("mrc@0%", "single@0%", "roce@0%")
-    assert modes[-1] == "roce@5%" and len(modes) == 18
-    assert tuple(map(loss_modes.rate_text, params.rates())) == ("0", "0.1", "0.5", "1", "2", "5")
+    at_zero = (
+        "mrc@0%",
+        "single@0%",
+        "roce:perftest@0%",
+        "roce:nccl@0%",
+        "roce:adaptive@0%",
+        "roce:perftest:t10@0%",
+        "roce:perftest:t12@0%",
+    )
+    assert modes[:7] == at_zero
+    assert modes[-1] == "roce:perftest:t12@5%" and len(modes) == 28
+    assert tuple(map(loss_modes.rate_text, params.rates())) == ("0", "0.1", "1", "5")
     (only,) = plan_bring_ups(experiment, params, seeds=2)
-    roce_5 = LossMode.parse("roce@5%")
-    assert only.runs[17] == (0, roce_5) and only.runs[18] == (1, roce_5)
+    last = LossMode.parse("roce:perftest:t12@5%")
+    assert only.runs[27] == (0, last) and only.runs[28] == (1, last)
     for bad, message in (("1,1", "listed twice"), ("x", "not a number"), ("80", "outside")):
         with pytest.raises(ValueError, match=message):
             parse_params(experiment, {"rates_percent": bad})
+
+
+def test_the_timeout_sweep_is_perftests_and_checked() -> None:
+    experiment = EXPERIMENTS["loss"]
+    only_nccl = parse_params(
+        experiment, {"transports": "mrc,roce:nccl", "perftest_timeouts": "", "rates_percent": "1"}
+    )
+    assert labels(loss_modes.modes_of(only_nccl)) == ("mrc@1%", "roce:nccl@1%")
+    for settings, message in (
+        ({"transports": "mrc,roce:nccl"}, "not among the transports"),
+        ({"perftest_timeouts": "10,10"}, "listed twice"),
+        ({"perftest_timeouts": "40"}, "no verbs timeout"),
+        ({"transports": "roce:perftest,roce:perftest:t10"}, "both a transport and a swept"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            parse_params(experiment, settings)
 
 
 # -- transfer options ----------------------------------------------------------------------
@@ -368,21 +393,53 @@ def test_each_transport_keeps_a_share_of_its_own_lossless_goodput_seed_by_seed()
     runs = _loss_runs(
         {
             "mrc@0%": {0: _loss_run(100.0, 0), 1: _loss_run(80.0, 7)},
-            "roce@0%": {0: _loss_run(100.0, 1), 1: _loss_run(100.0, 6)},
+            "roce:nccl@0%": {0: _loss_run(100.0, 1), 1: _loss_run(100.0, 6)},
             "mrc@1%": {0: _loss_run(90.0, 2), 1: _loss_run(76.0, 5)},
-            "roce@1%": {0: _loss_run(20.0, 3), 1: _loss_run(30.0, 4)},
+            "roce:nccl@1%": {0: _loss_run(20.0, 3), 1: _loss_run(30.0, 4)},
         }
     )
     summary = loss_figures.summarize(runs, BMV2)
     figures = to_json(summary)
     assert figures["retention"]["mrc"]["1"]["retention_mean"] == pytest.approx((0.9 + 0.95) / 2)
-    assert figures["retention"]["roce"]["1"]["retention_min"] == pytest.approx(0.2)
+    assert figures["retention"]["roce:nccl"]["1"]["retention_min"] == pytest.approx(0.2)
     assert figures["retention"]["mrc"]["0"]["retention_mean"] == pytest.approx(1.0)
-    assert figures["mrc_over_roce"]["1"]["ratio_mean"] == pytest.approx((4.5 + 76 / 30) / 2)
+    assert figures["mrc_over_roce"]["roce:nccl"]["1"]["ratio_mean"] == pytest.approx(
+        (4.5 + 76 / 30) / 2
+    )
     assert spread_problems(figures) == []
     lines = loss_figures.text(summary)
     assert any(line.startswith("mrc keeps of its lossless goodput: 0 %: 1.00") for line in lines)
-    assert any("MRC / RoCE goodput: 0 %: 0.90 (0.80-1.00) over 2 seeds" in line for line in lines)
+    assert any(
+        "MRC / roce:nccl goodput: 0 %: 0.90 (0.80-1.00) over 2 seeds" in line for line in lines
+    )
+
+
+def test_at_each_rate_mrc_is_held_against_the_strongest_roce() -> None:
+    runs = _loss_runs(
+        {
+            "mrc@1%": {0: _loss_run(90.0, 0), 1: _loss_run(80.0, 5)},
+            "roce:perftest@1%": {0: _loss_run(10.0, 1), 1: _loss_run(10.0, 6)},
+            "roce:adaptive@1%": {0: _loss_run(60.0, 2), 1: _loss_run(40.0, 7)},
+            "roce:perftest:t10@1%": {0: _loss_run(30.0, 3), 1: _loss_run(20.0, 8)},
+        }
+    )
+    summary = loss_figures.summarize(runs, BMV2)
+    figures = to_json(summary)
+    at_1 = figures["strongest_roce"]["1"]
+    assert at_1["strongest"] == "roce:adaptive"
+    assert at_1["mrc_over_strongest"] == pytest.approx(85.0 / 50.0)
+    assert at_1["mrc_over_strongest_per_seed_mean"] == pytest.approx((1.5 + 2.0) / 2)
+    assert [label for label, _ in at_1["roce_values"]] == [
+        "roce:adaptive",
+        "roce:perftest:t10",
+        "roce:perftest",
+    ]
+    lines = loss_figures.text(summary)
+    assert any(
+        line.startswith("goodput at 1 % (higher is better): strongest RoCE roce:adaptive")
+        for line in lines
+    )
+    assert any(line.startswith("RoCE's fabric here: ") for line in lines)
 
 
 def test_without_a_lossless_rate_retention_is_not_measured() -> None:
@@ -397,16 +454,19 @@ def test_the_loss_figure_is_drawn_with_failed_points_marked(tmp_path: Path) -> N
     runs = _loss_runs(
         {
             "mrc@0%": {0: _loss_run(100.0, 0)},
-            "roce@0%": {0: _loss_run(100.0, 1)},
+            "roce:perftest@0%": {0: _loss_run(100.0, 1)},
             "mrc@5%": {0: _loss_run(60.0, 2)},
-            "roce@5%": {0: failed},
+            "roce:perftest@5%": {0: failed},
         }
     )
-    params = parse_params(EXPERIMENTS["loss"], {"rates_percent": "0,5", "transports": "mrc,roce"})
+    params = parse_params(
+        EXPERIMENTS["loss"],
+        {"rates_percent": "0,5", "transports": "mrc,roce", "roce_profiles": "perftest"},
+    )
     assert loss_figures.draw(tmp_path, runs, {}, params) == ["loss.png"]
     assert (tmp_path / "loss.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     figures = to_json(loss_figures.summarize(runs, BMV2))
-    assert figures["roce@5%"]["failures"][0]["error"] == "retries exhausted"
+    assert figures["roce:perftest@5%"]["failures"][0]["error"] == "retries exhausted"
 
 
 def test_a_run_left_uncut_because_every_transfer_had_failed_is_a_result_not_a_fault() -> None:
