@@ -2,8 +2,8 @@
  *
  * Ingress: drop and count malformed packets, packet I/O with the controller, DSCP classification,
  * SRv6 uSID source routing of IPv6-in-IPv6 carriers, L3 routing to a multipath group hashed on the
- * entropy value or, with structured EV, to the uplink the EV's fields name, TTL, trimming and
- * priority.
+ * entropy value or, with structured EV, to the uplink the EV's fields name, TTL, the queue by
+ * class (normal, the lossless RoCE class, high) and trimming.
  * Egress: queue-occupancy tracking, RED-like ECN marking, per-port counters.
  * Every P4Runtime-visible name is pinned with an absolute @name, so P4Info never drifts when the
  * code is reorganised (controller/southbound maps to these names). */
@@ -20,6 +20,7 @@
 #include "include/control/srv6.p4"
 #include "include/control/structured_ev.p4"
 #include "include/control/next.p4"
+#include "include/control/priority.p4"
 #include "include/control/trim.p4"
 #include "include/control/ecn.p4"
 
@@ -38,6 +39,7 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
     Routing() routing;
     StructuredEv() structured_ev;
     Next() next;
+    Priority() priority;
     Trim() trim;
 
     @name(".MrcIngress.drop")
@@ -122,6 +124,7 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
                 hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
             }
         }
+        priority.apply(meta, std_meta);
         trim.apply(hdr, meta, std_meta);
     }
 }
@@ -134,7 +137,8 @@ control MrcEgress(inout headers_t hdr, inout local_metadata_t meta,
     EcnMarking() ecn;
 
     apply {
-        /* priority keeps the value ingress chose, i.e. the queue the packet came from. */
+        /* priority keeps the value ingress chose, i.e. the queue the packet came from: the
+         * lossless and high-priority queues never write the register trimming reads. */
         if (std_meta.priority == PRIO_NORMAL) {
             port_occupancy.write((bit<32>)std_meta.egress_port, std_meta.deq_qdepth);
         }

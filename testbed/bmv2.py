@@ -1,9 +1,11 @@
 """Start and stop simple_switch_grpc with the project's standard options.
 
 One place decides how BMv2 runs everywhere (PTF, Mininet, benchmarks): bounded rotating logs
-(`--log-level warn`, 4 files of 2.5 MB, so at most 10 MB), a CPU port for packet I/O, two priority
-queues (trimmed headers and control packets ride queue 1), a Thrift port for queue settings, and
-no program: the controller (or the test) pushes the pipeline over P4Runtime.
+(`--log-level warn`, 4 files of 2.5 MB, so at most 10 MB), a CPU port for packet I/O, three
+priority queues (``controller.southbound.queues.QueuePriority``: 0 normal, 1 the lossless RoCE
+class, 2 high for control packets, trimmed headers and RoCE ACK/NAK and CNP), a Thrift port for
+queue settings, and no program: the controller (or the test) pushes the pipeline over
+P4Runtime.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.southbound.queues import PRIORITY_QUEUES
 from hostenv.toolchain import SIMPLE_SWITCH_CLI, SIMPLE_SWITCH_GRPC, find_tool
 
 LOG_FILE_MAX_BYTES = 2_621_440
@@ -31,7 +34,7 @@ class Bmv2Options:
     grpc_port: int = 9559
     thrift_port: int = 9090
     cpu_port: int = CPU_PORT
-    priority_queues: int = 2
+    priority_queues: int = PRIORITY_QUEUES
     log_dir: Path = Path("/tmp")
     log_level: str = "warn"
     grpc_host: str = "127.0.0.1"

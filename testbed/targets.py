@@ -9,6 +9,8 @@ the last (``linux``, built from what ``make setup`` installs), and says why in o
 
 What a target lacks against BMv2's ``mrc.p4`` is read from its declared capabilities, one line
 each; ECN marking by the kernel depends on its qdiscs, probed here where a target needs them.
+:func:`roce_class` says in one sentence what the fabric makes of standard RoCE (a lossless class
+or tail drops, ECN for DCQCN or none), to stand beside every RoCE figure from the target.
 """
 
 from __future__ import annotations
@@ -156,7 +158,12 @@ def differences(target: str, qdiscs: Mapping[str, bool] | None) -> list[str]:
     lacks = capabilities.lacks
     lines = [
         f"no {feature}: {lacks[feature]}"
-        for feature in (Feature.TRIMMING, Feature.DSCP_CLASSES, Feature.MEMBER_COUNTERS)
+        for feature in (
+            Feature.TRIMMING,
+            Feature.DSCP_CLASSES,
+            Feature.LOSSLESS_ROCE,
+            Feature.MEMBER_COUNTERS,
+        )
         if feature in lacks
     ]
     ecn = ecn_difference(capabilities.ecn, qdiscs)
@@ -167,6 +174,22 @@ def differences(target: str, qdiscs: Mapping[str, bool] | None) -> list[str]:
     if capabilities.link_evidence is not LinkEvidence.PROBES:
         lines.append(f"link state from {capabilities.link_source}, not LLDP probes")
     return lines
+
+
+def roce_class(target: str, qdiscs: Mapping[str, bool] | None) -> str:
+    """How ``target``'s switches treat standard RoCE data, the one sentence every RoCE figure
+    from it carries: its lossless class, or why it has none, and whether ECN marks it for
+    DCQCN; ``qdiscs`` as for :func:`differences`."""
+    capabilities = controller_target(target).capabilities
+    marking = ecn_difference(capabilities.ecn, qdiscs)
+    if marking is None:
+        marking = f"ECN marking by {capabilities.ecn.program} on fabric ports"
+    dcqcn = {
+        True: "DCQCN acts",
+        False: "DCQCN never acts",
+        None: "DCQCN may not act",
+    }[capabilities.ecn.marks(qdiscs)]
+    return f"{capabilities.roce_class}; {marking}, so {dcqcn}"
 
 
 def ecn_difference(marking: EcnMarking, qdiscs: Mapping[str, bool] | None) -> str | None:

@@ -2,7 +2,8 @@
 
 Checks here need more than one item: unique names, device ids and service ports; links and NICs
 that name existing switches on free ports of the same plane; addresses inside their plane and
-used once; MACs used once; queues deep enough for the trimming threshold. Omitted NIC addresses
+used once; MACs used once; queues deep enough for the trimming threshold, and the lossless
+RoCE class's for ECN marking to reach its maximum before it fills. Omitted NIC addresses
 and MACs are derived here (``topologies.addressing``) because the scheme needs the whole file.
 """
 
@@ -71,6 +72,7 @@ def assemble_topology(doc: ParsedDocument, source: str, log: ProblemLog) -> Topo
     hosts = _build_hosts(doc, switches, settings, ports, log)
     _check_port_maps(doc, ports, log)
     _check_queue_depths(doc, log)
+    _check_lossless_queue(doc, log)
     log.raise_if_any()
     return Topology(
         name=doc.name,
@@ -363,3 +365,18 @@ def _check_queue_depths(doc: ParsedDocument, log: ProblemLog) -> None:
                 f"{owner}: queue_depth {params.queue_depth} must be above trim_threshold "
                 f"{threshold}, or the queue overflows before trimming starts",
             )
+
+
+def _check_lossless_queue(doc: ParsedDocument, log: ProblemLog) -> None:
+    """The lossless RoCE class's queue must be deeper than ECN's ``max_threshold``: DCQCN is
+    all that shortens it (no pause frame stops its senders), and a queue that filled before
+    every packet joining it is marked would drop RoCE data at its tail instead."""
+    settings = doc.settings.item
+    depth = settings.lossless_queue.depth
+    if depth <= settings.ecn.max_threshold:
+        log.add(
+            doc.settings.line("lossless_queue"),
+            f"settings lossless_queue: depth {depth} must be above ecn max_threshold "
+            f"{settings.ecn.max_threshold}, or the lossless RoCE class fills before DCQCN's "
+            "marks are certain",
+        )

@@ -2,8 +2,14 @@
 
 The queue defaults keep ECN marking (10..40 packets) below the trimming threshold (48), and that
 below the queue depth (64), so that a loaded queue first marks, then trims, and drops only when
-trimming cannot keep up. The high-priority queue (trimmed headers, control packets) gets its
-own depth, because BMv2 limits each priority queue separately.
+trimming cannot keep up. The high-priority queue (trimmed headers, control packets, RoCE
+ACK/NAK and CNP) gets its own depth, because BMv2 limits each priority queue separately.
+
+The lossless RoCE class's queue holds 4096 packets: sixteen RoCE QPs' worth of outstanding
+packets at the agent's ``max_outstanding`` of 256 (``agent/roce/config.py``), the most QPs an
+experiment stripes one transfer over, so congestion alone never fills it. A real lossless class
+stays short because pause frames (PFC) stop its senders; here nothing stops them, so the depth
+stands in for the pause, and DCQCN's ECN marks (from 10 packets on) are what shorten it.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from topologies.model import (
     EcnSettings,
     LinkParams,
     LldpSettings,
+    LosslessQueueSettings,
     QueueSettings,
     Settings,
 )
@@ -32,4 +39,5 @@ DEFAULT_SETTINGS = Settings(
     lldp=LldpSettings(interval_ms=10, miss_limit=3),
     link_defaults=DEFAULT_LINK_PARAMS,
     high_priority_queue=QueueSettings(depth=64, rate_pps=0),
+    lossless_queue=LosslessQueueSettings(depth=4096),
 )

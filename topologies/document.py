@@ -40,6 +40,7 @@ def explicit_document(topology: Topology) -> Document:
             "lldp": asdict(settings.lldp),
             "link_defaults": _params(settings.link_defaults),
             "high_priority_queue": asdict(settings.high_priority_queue),
+            "lossless_queue": asdict(settings.lossless_queue),
         },
         "planes": [
             {

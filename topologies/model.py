@@ -53,6 +53,19 @@ class QueueSettings:
 
 
 @dataclass(frozen=True)
+class LosslessQueueSettings:
+    """The lossless RoCE class's queue on every switch port (BMv2's priority queue 1): RoCE data
+    waits here instead of being dropped, "no congestion drops; pause frames (PFC) not modelled".
+
+    Only its depth (packets) is set here: its rate is the link's ``queue_rate_pps``, so RoCE
+    meets the same bottleneck as MRC. Deep enough that congestion never fills it: a queue that
+    did would drop at its tail, as no pause frame slows its senders.
+    """
+
+    depth: int
+
+
+@dataclass(frozen=True)
 class EcnSettings:
     """RED-like ECN marking between two queue depths, in packets."""
 
@@ -80,6 +93,7 @@ class Settings:
     lldp: LldpSettings
     link_defaults: LinkParams
     high_priority_queue: QueueSettings
+    lossless_queue: LosslessQueueSettings
     #: Whether switches trim at all (a switch without the feature: full queues drop at the tail).
     trimming: bool = True
 

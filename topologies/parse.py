@@ -31,6 +31,7 @@ from topologies.model import (
     Link,
     LinkParams,
     LldpSettings,
+    LosslessQueueSettings,
     Plane,
     QueueSettings,
     Role,
@@ -170,6 +171,7 @@ def _parse_settings(top: MapReader) -> Located[Settings]:
             "lldp",
             "link_defaults",
             "high_priority_queue",
+            "lossless_queue",
         ),
     )
     if reader is None:
@@ -209,6 +211,7 @@ def _parse_settings(top: MapReader) -> Located[Settings]:
                 reader.optional_map("link_defaults", _LINK_PARAM_FIELDS), default.link_defaults
             ),
             high_priority_queue=_parse_queue(reader),
+            lossless_queue=_parse_lossless_queue(reader),
         ),
         reader.lines(),
     )
@@ -252,6 +255,16 @@ def _parse_queue(settings: MapReader) -> QueueSettings:
     return QueueSettings(
         depth=_or(reader.optional_integer("depth", 1, _MAX_QUEUE_DEPTH), default.depth),
         rate_pps=_or(reader.optional_integer("rate_pps", 0, _MAX_QUEUE_RATE), default.rate_pps),
+    )
+
+
+def _parse_lossless_queue(settings: MapReader) -> LosslessQueueSettings:
+    default = DEFAULT_SETTINGS.lossless_queue
+    reader = settings.optional_map("lossless_queue", ("depth",))
+    if reader is None:
+        return default
+    return LosslessQueueSettings(
+        depth=_or(reader.optional_integer("depth", 1, _MAX_QUEUE_DEPTH), default.depth)
     )
 
 

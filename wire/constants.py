@@ -129,9 +129,10 @@ class RoceDscp(IntEnum):
     """Default DSCP values of the RoCE baseline's three traffic classes.
 
     Data 26 and CNP 48 are common NIC defaults for RoCEv2 (its lossless class and the CNP's
-    high priority); ACK/NAK travel in a class of their own, 28, so a switch can count them
-    apart from data and queue them as configured. Clear of MRC's six classes, so a fabric
-    carrying both tells them apart by DSCP alone, as it does MRC's classes.
+    high priority); ACK/NAK travel in a class of their own, 28, so a switch can queue them
+    apart from data: the testbed's switches put them on the high-priority queue with CNPs.
+    Clear of MRC's six classes, so a fabric carrying both tells them apart by DSCP alone, as it
+    does MRC's classes.
     """
 
     DATA = 26

@@ -7,9 +7,10 @@ into a ``DscpMap``, programmed into the switches and handed to every agent (``mr
 --dscp``); the defaults are ``DscpClass``'s and ``RoceDscp``'s.
 
 What a switch does with each class (``p4src/include/control/``): MRC data is ECN-marked and
-trimmed, trimmed headers and MRC control ride the high-priority queue; RoCE data is ECN-marked
-and never trimmed (a full queue drops it at the tail), RoCE ACK/NAKs share the normal queue with
-data and are never marked, and CNPs ride the high-priority queue.
+trimmed, trimmed headers and MRC control ride the high-priority queue; RoCE data rides the
+lossless class (a deep queue of its own: no congestion drops; pause frames not modelled), is
+ECN-marked and never trimmed, and RoCE ACK/NAKs and CNPs ride the high-priority queue, never
+marked.
 """
 
 from __future__ import annotations

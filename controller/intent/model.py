@@ -92,6 +92,9 @@ class PortIntent:
     queue_rate_pps: int
     high_priority_queue_depth: int
     high_priority_queue_rate_pps: int
+    #: The lossless RoCE class's queue (no congestion drops; pause frames not modelled); its
+    #: rate is ``queue_rate_pps``, the link's.
+    lossless_queue_depth: int
 
     @property
     def key(self) -> int:

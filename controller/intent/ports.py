@@ -31,6 +31,7 @@ def switch_ports(topology: Topology, switch: Switch) -> tuple[PortIntent, ...]:
                 queue_rate_pps=link.params.queue_rate_pps,
                 high_priority_queue_depth=settings.high_priority_queue.depth,
                 high_priority_queue_rate_pps=settings.high_priority_queue.rate_pps,
+                lossless_queue_depth=settings.lossless_queue.depth,
             )
         )
     return tuple(intents)

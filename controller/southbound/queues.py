@@ -1,5 +1,10 @@
 """Egress queue depth and rate, which BMv2 exposes over Thrift only (no P4Runtime call).
 
+Every port has ``mrc.p4``'s three priority queues (:class:`QueuePriority`, served by strict
+priority): the normal one gets the link's depth and rate; the lossless RoCE class gets its own
+depth (deep: no congestion drops; pause frames are not modelled) and the link's rate, so RoCE
+meets the same bottleneck as MRC; the high-priority one gets the fabric's setting for it.
+
 The southbound sets them with ``simple_switch_CLI`` behind the same ``program()`` call as the
 P4 entities. Thrift offers no way to read them back, so the backend remembers what it set on
 each switch during the current session and sends only differences; the southbound makes it
@@ -14,6 +19,7 @@ import asyncio
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Protocol
 
 from controller.intent import PortIntent
@@ -22,19 +28,34 @@ from hostenv.toolchain import SIMPLE_SWITCH_CLI, find_tool
 #: simple_switch_CLI imports Debian's thrift module: it runs with the system interpreter.
 SYSTEM_PYTHON = "/usr/bin/python3"
 CLI_TIMEOUT_S = 30.0
-NORMAL_PRIORITY = 0
-HIGH_PRIORITY = 1
+
+
+class QueuePriority(IntEnum):
+    """``mrc.p4``'s priority queues (``PRIO_*`` in p4src/include/defines.p4); BMv2 serves the
+    highest first."""
+
+    #: MRC data and any other IP: the queue trimming watches.
+    NORMAL = 0
+    #: Standard RoCE data, the lossless class: no congestion drops; pause frames not modelled.
+    LOSSLESS = 1
+    #: MRC control, trimmed headers, RoCE ACK/NAK and CNP.
+    HIGH = 2
+
+
+#: ``simple_switch_grpc --priority-queues``: one queue per :class:`QueuePriority`.
+PRIORITY_QUEUES = len(QueuePriority)
 
 
 @dataclass(frozen=True)
 class QueueConfig:
-    """Both priority queues of one egress port: depth in packets, rate in packets/s (0 means
-    unlimited)."""
+    """The priority queues of one egress port: depth in packets, rate in packets/s (0 means
+    unlimited). The lossless RoCE queue takes the normal queue's rate, the link's."""
 
     depth: int
     rate_pps: int
     high_priority_depth: int
     high_priority_rate_pps: int
+    lossless_depth: int
 
     @classmethod
     def of(cls, port: PortIntent) -> QueueConfig:
@@ -44,16 +65,27 @@ class QueueConfig:
             port.queue_rate_pps,
             port.high_priority_queue_depth,
             port.high_priority_queue_rate_pps,
+            port.lossless_queue_depth,
         )
+
+    def queues(self) -> dict[QueuePriority, tuple[int, int]]:
+        """(depth, rate) of each priority queue."""
+        return {
+            QueuePriority.NORMAL: (self.depth, self.rate_pps),
+            QueuePriority.LOSSLESS: (self.lossless_depth, self.rate_pps),
+            QueuePriority.HIGH: (self.high_priority_depth, self.high_priority_rate_pps),
+        }
 
 
 def queue_commands(port: int, config: QueueConfig) -> list[str]:
     """simple_switch_CLI commands that give ``port`` this queue configuration."""
     return [
-        f"set_queue_depth {config.depth} {port} {NORMAL_PRIORITY}",
-        f"set_queue_rate {config.rate_pps} {port} {NORMAL_PRIORITY}",
-        f"set_queue_depth {config.high_priority_depth} {port} {HIGH_PRIORITY}",
-        f"set_queue_rate {config.high_priority_rate_pps} {port} {HIGH_PRIORITY}",
+        command
+        for priority, (depth, rate_pps) in config.queues().items()
+        for command in (
+            f"set_queue_depth {depth} {port} {int(priority)}",
+            f"set_queue_rate {rate_pps} {port} {int(priority)}",
+        )
     ]
 
 

@@ -39,6 +39,8 @@ class Feature(StrEnum):
 
     TRIMMING = "packet trimming"
     DSCP_CLASSES = "DSCP classes or high-priority queue"
+    #: A queue of its own for standard RoCE data that congestion never drops it from.
+    LOSSLESS_ROCE = "lossless RoCE class"
     MEMBER_COUNTERS = "per-member counters"
     #: Killing a switch and starting it again, empty (a switch process to kill).
     RESTART = "switch restart"
@@ -79,6 +81,11 @@ class EcnMarking:
         return self.marker(offered) is not None
 
 
+#: What BMv2's ``mrc.p4`` makes of standard RoCE data: its own deep queue, ECN-marked, with
+#: nothing that pauses a sender as PFC would. Every RoCE figure from BMv2 carries these words.
+BMV2_LOSSLESS_CLASS = "lossless class: no congestion drops; pause frames (PFC) not modelled"
+
+
 def carries_every_path_mode(mode: PathMode | None) -> str | None:
     """The path-mode refusal of a target that carries every mode: never refused."""
     return None
@@ -100,9 +107,24 @@ class Capabilities:
     #: Why the testbed cannot start the target (its switches are hardware); None: software
     #: switches the testbed brings up.
     hardware: str | None = None
+    #: What the target's lossless RoCE class is (a clause beginning "lossless class"); a
+    #: target without one lists :attr:`Feature.LOSSLESS_ROCE` among what it lacks instead.
+    lossless_class: str = BMV2_LOSSLESS_CLASS
 
     def has(self, feature: Feature) -> bool:
         return feature not in self.lacks
+
+    @property
+    def lossless_roce(self) -> bool:
+        return self.has(Feature.LOSSLESS_ROCE)
+
+    @property
+    def roce_class(self) -> str:
+        """How the target's switches queue standard RoCE data, one clause: its lossless class,
+        or why it has none."""
+        if self.lossless_roce:
+            return self.lossless_class
+        return f"no {Feature.LOSSLESS_ROCE}: {self.lacks[Feature.LOSSLESS_ROCE]}"
 
     @property
     def trimming(self) -> bool:

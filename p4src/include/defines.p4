@@ -68,10 +68,11 @@ const bit<16> TSETH_LEN = 4;
 const bit<16> RETH_LEN = 16;
 const bit<16> IMM_LEN = 4;
 
-/* Internal traffic classes, set from the packet's DSCP by the classify table. The RoCE classes:
- * data is ECN-marked like MRC data and never trimmed (a full queue drops it at the tail);
- * ACK/NAK shares the normal queue with data, as a NIC sends it in its QP's traffic class, and is
- * never marked; CNP rides the high-priority queue, never marked. */
+/* Internal traffic classes, set from the packet's DSCP by the classify table. The RoCE classes,
+ * as a RoCE fabric is deployed: data rides the lossless class (its own queue, deep enough that
+ * congestion never drops it; pause frames, PFC, are not modelled), ECN-marked on that queue's
+ * depth so DCQCN acts, never trimmed; ACK/NAK and CNP ride the high-priority queue, never
+ * marked. */
 typedef bit<4> mrc_class_t;
 const mrc_class_t CLASS_OTHER           = 0;
 const mrc_class_t CLASS_TRIMMABLE       = 1;
@@ -84,9 +85,14 @@ const mrc_class_t CLASS_ROCE_DATA       = 7;
 const mrc_class_t CLASS_ROCE_ACK        = 8;
 const mrc_class_t CLASS_ROCE_CNP        = 9;
 
-/* v1model priority queues (simple_switch_grpc --priority-queues 2): 1 is served first. */
+/* v1model priority queues (simple_switch_grpc --priority-queues 3), served by strict priority,
+ * the highest first; each has its own depth and rate (controller/southbound/queues.py mirrors
+ * these numbers). NORMAL: MRC data and any other IP, the queue trimming watches. LOSSLESS: RoCE
+ * data, the lossless class (no congestion drops; pause frames, PFC, not modelled). HIGH: MRC
+ * control, trimmed headers, RoCE ACK/NAK and CNP. */
 const bit<3> PRIO_NORMAL = 0;
-const bit<3> PRIO_HIGH = 1;
+const bit<3> PRIO_LOSSLESS = 1;
+const bit<3> PRIO_HIGH = 2;
 
 /* ECN code points. */
 const bit<2> ECN_NOT_ECT = 0;

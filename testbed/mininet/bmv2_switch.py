@@ -5,7 +5,7 @@ namespace (its P4Runtime and Thrift ports are then reachable on 127.0.0.1 by the
 ``simple_switch_CLI``) and BMv2 binds the root-namespace veth ends named by the wiring plan.
 The command line comes from ``testbed.bmv2.bmv2_command``, so every BMv2 of the project runs with
 the same options: no program (the controller pushes it), bounded rotating logs, the CPU port,
-``--priority-queues 2`` and a Thrift port.
+three priority queues (``--priority-queues 3``) and a Thrift port.
 
 BMv2 is started in its own session: Ctrl-C in a terminal (the Mininet CLI interrupting a
 command, say) must not kill the switches; teardown ends them explicitly.

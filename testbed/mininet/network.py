@@ -287,9 +287,11 @@ class TestbedNetwork:
         one port: on BMv2 one priority queue, over Thrift (BMv2 has no P4Runtime call for it);
         on a kernel switch the port's ``tbf`` (see ``KernelSwitch.set_queue``).
 
-        Priority 0 is the normal queue (the bottleneck for ECN and trimming); 1 is BMv2's
-        high-priority queue of trimmed headers and control packets, limited separately. A
-        kernel switch has one queue per port (no trimming, so no high-priority queue).
+        Priorities are ``controller.southbound.queues.QueuePriority``'s: 0 the normal queue
+        (the bottleneck for ECN and trimming), 1 the lossless RoCE class (RoCE data), 2 the
+        high-priority queue (control packets, trimmed headers, RoCE ACK/NAK and CNP), each
+        limited separately. A kernel switch has one queue per port (no trimming and no lossless
+        class, so no other queue).
         """
         node = self.switch(switch)
         if port not in self.wiring.switch_ports[switch]:
@@ -302,7 +304,8 @@ class TestbedNetwork:
             if priority != 0:
                 raise ValueError(
                     f"the linux target has one queue per port (no trimming, so no "
-                    f"high-priority queue): priority must be 0, not {priority}"
+                    f"high-priority queue, and no lossless RoCE class): priority must be 0, "
+                    f"not {priority}"
                 )
             node.set_queue(port, rate_pps, depth)
             return

@@ -20,11 +20,14 @@ import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 
 from controller.southbound.p4_program import P4_CLASS_OF
+from controller.southbound.queues import QueuePriority
 from testbed.bmv2 import thrift_cli
 from tools.p4rt_sync import SyncSwitch
 
 SWITCH_MAC = "00:00:00:00:aa:01"
 BMV2_LINK_POLL_S = 0.2  # BMv2 polls link state every 200 ms (docs/bmv2.md)
+#: What simple_switch_grpc starts every priority queue with; tearDown puts it back.
+BMV2_DEFAULT_QUEUE_DEPTH = 64
 
 
 def host_mac(port: int) -> str:
@@ -58,10 +61,10 @@ class MrcPtfTest(BaseTest):
             if self._queue_ports:
                 cmds = []
                 for port in sorted(self._queue_ports):
-                    for prio in (0, 1):
+                    for prio in QueuePriority:
                         cmds += [
-                            f"set_queue_rate 0 {port} {prio}",
-                            f"set_queue_depth 64 {port} {prio}",
+                            f"set_queue_rate 0 {port} {int(prio)}",
+                            f"set_queue_depth {BMV2_DEFAULT_QUEUE_DEPTH} {port} {int(prio)}",
                         ]
                 thrift_cli(cmds, self.thrift_port)
         finally:
@@ -180,12 +183,18 @@ class MrcPtfTest(BaseTest):
             )
         )
 
-    def set_queue(self, port: int, rate_pps: int, depth_pkts: int, prio: int = 0) -> None:
+    def set_queue(
+        self,
+        port: int,
+        rate_pps: int,
+        depth_pkts: int,
+        prio: QueuePriority = QueuePriority.NORMAL,
+    ) -> None:
         """Slow one egress priority queue down over Thrift (no P4Runtime call exists for it)."""
         thrift_cli(
             [
-                f"set_queue_rate {rate_pps} {port} {prio}",
-                f"set_queue_depth {depth_pkts} {port} {prio}",
+                f"set_queue_rate {rate_pps} {port} {int(prio)}",
+                f"set_queue_depth {depth_pkts} {port} {int(prio)}",
             ],
             self.thrift_port,
         )

@@ -128,6 +128,11 @@ def _unsupported(intent: SwitchIntent, ecn_qdiscs: frozenset[str] | None) -> tup
             "no high-priority queue on the linux target (one tbf per port): control packets "
             "queue with data"
         )
+    if any(port.lossless_queue_depth for port in intent.ports):
+        notes.append(
+            "no lossless RoCE class on the linux target (one tbf per port): RoCE data shares "
+            "each port's one queue, and a full queue drops it at the tail"
+        )
     if intent.dscp_rules:
         notes.append(_dscp_note(intent))
     notes.append(
@@ -152,9 +157,9 @@ def _dscp_note(intent: SwitchIntent) -> str:
     )
     return (
         "DSCP classes have no kernel rendering (the kernel forwards by address only, DSCP "
-        f"kept): {classes}; MRC control, trimmed headers and RoCE CNPs share each port's one "
-        "queue with data, and ECN marking, where the kernel marks, takes any ECN-capable "
-        "packet (MRC and RoCE data alike)"
+        f"kept): {classes}; MRC control, trimmed headers, RoCE ACK/NAKs and RoCE CNPs share "
+        "each port's one queue with data, and ECN marking, where the kernel marks, takes any "
+        "ECN-capable packet (MRC and RoCE data alike)"
     )
 
 

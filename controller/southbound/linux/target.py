@@ -84,8 +84,10 @@ LINUX = ControllerTarget[LinuxSettings](
     capabilities=Capabilities(
         lacks={
             Feature.TRIMMING: "MRC recovers lost packets by SACK and timeout",
-            Feature.DSCP_CLASSES: "MRC control, trimmed headers and RoCE CNPs queue with data "
-            "(the kernel forwards RoCE and MRC alike, by address)",
+            Feature.DSCP_CLASSES: "MRC control, trimmed headers and RoCE ACK/NAKs and CNPs "
+            "queue with data (the kernel forwards RoCE and MRC alike, by address)",
+            Feature.LOSSLESS_ROCE: "RoCE data shares each port's one queue, and a full queue "
+            "drops it at the tail",
             Feature.MEMBER_COUNTERS: "per-interface rx/tx/drop counters instead",
             Feature.RESTART: "a kernel switch has no process to kill",
         },

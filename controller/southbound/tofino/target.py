@@ -114,6 +114,10 @@ TOFINO = ControllerTarget[TofinoSettings](
             "only; run `mrc-controller run TOPOLOGY --target tofino --config FILE` against your "
             "switches (docs/tofino.md)"
         ),
+        lossless_class=(
+            "lossless class (queue QID_LOSSLESS) as far as the switch's port configuration "
+            "runs PFC for it: bf-drivers, not P4 (docs/tofino.md)"
+        ),
     ),
     check=check_tofino,
     build=build_tofino,

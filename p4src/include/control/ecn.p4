@@ -5,7 +5,8 @@
  * no runtime division, so draw r uniformly in [min_depth, max_depth] and mark when depth > r.
  * The controller turns marking off toward hosts (no entry, or ecn_disabled): MRC wants a mark to
  * mean "this path is loaded", not "the receiver is in incast". Control and trimmed packets, RoCE
- * ACK/NAKs and CNPs are never marked; RoCE data is, as DCQCN needs. */
+ * ACK/NAKs and CNPs are never marked; RoCE data is, as DCQCN needs, on the depth of the lossless
+ * queue it joined (enq_qdepth is per priority queue). */
 #ifndef MRC_ECN_P4
 #define MRC_ECN_P4
 

@@ -5,12 +5,12 @@
  * its headers (Ethernet .. RETH[/ImmDt]): lengths are rewritten to the cut size, the UDP checksum
  * is zeroed (BMv2 would checksum the uncut payload, and a Linux receiver drops a wrong checksum),
  * DSCP becomes TRIMMED, or TRIMMED_LASTHOP when the port faces a host, and the header rides the
- * high-priority queue so that the receiver's NACK comes at once. Control and trimmed packets and
- * RoCE CNPs always ride the high-priority queue and are never trimmed. Standard RoCE data is never
- * trimmed, whatever its DSCP: it has no METH, and an RC responder could do nothing with a header
- * (it would see a PSN gap and NAK); a full queue drops it at the tail instead. The threshold is set
- * below the queue's depth limit by the controller; a port without a trim_config entry never
- * trims. */
+ * high-priority queue so that the receiver's NACK comes at once. Every other packet keeps the
+ * queue control/priority.p4 chose. Standard RoCE data is never trimmed, whatever its DSCP: it has
+ * no METH, and an RC responder could do nothing with a header (it would see a PSN gap and NAK);
+ * in its own class it rides the lossless queue, with another DSCP a full queue drops it at the
+ * tail. The threshold is set below the queue's depth limit by the controller; a port without a
+ * trim_config entry never trims. */
 #ifndef MRC_TRIM_P4
 #define MRC_TRIM_P4
 
@@ -48,11 +48,8 @@ control Trim(inout headers_t hdr, inout local_metadata_t meta,
     }
 
     apply {
-        if (meta.mrc_class == CLASS_CONTROL || meta.mrc_class == CLASS_TRIMMED
-                || meta.mrc_class == CLASS_TRIMMED_LASTHOP || meta.mrc_class == CLASS_ROCE_CNP) {
-            std_meta.priority = PRIO_HIGH;
-        } else if ((meta.mrc_class == CLASS_TRIMMABLE || meta.mrc_class == CLASS_TRIMMABLE_RETX)
-                   && hdr.meth.isValid()) {
+        if ((meta.mrc_class == CLASS_TRIMMABLE || meta.mrc_class == CLASS_TRIMMABLE_RETX)
+                && hdr.meth.isValid()) {
             if (trim_config.apply().hit) {
                 qdepth_t occupancy;
                 port_occupancy.read(occupancy, (bit<32>)std_meta.egress_spec);

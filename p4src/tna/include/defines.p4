@@ -13,10 +13,16 @@
 #endif
 const PortId_t TNA_CPU = TNA_CPU_PORT;
 
-/* Egress queues: the switch's queue configuration must give QID_HIGH strict priority over
- * QID_NORMAL (the SDE's port queue scheduling, not P4Runtime). */
+/* Egress queues, as mrc.p4's priority queues (the numbers are Tofino queue ids, not
+ * priorities). QID_NORMAL: MRC data and any other IP. QID_HIGH: MRC control, trimmed headers,
+ * RoCE ACK/NAK and CNP. QID_LOSSLESS: RoCE data, the lossless class. What makes each queue what
+ * it is lives in the switch's port and queue configuration (bf-drivers / the SDE's port and
+ * traffic-manager settings), not in P4 or P4Runtime: QID_HIGH strict priority over the others;
+ * QID_LOSSLESS mapped to a PFC-enabled priority (iCoS), with pause frames on and headroom
+ * buffer reserved on every port, for it to be lossless at all (docs/tofino.md). */
 const QueueId_t QID_NORMAL = 0;
 const QueueId_t QID_HIGH = 1;
+const QueueId_t QID_LOSSLESS = 2;
 
 /* First byte of what egress parses before Ethernet: who made this packet. */
 const bit<8> PKT_BRIDGED = 0;   /* came through ingress: bridged metadata follows */

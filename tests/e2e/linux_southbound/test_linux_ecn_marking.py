@@ -51,6 +51,7 @@ PORT = PortIntent(
     queue_rate_pps=2000,
     high_priority_queue_depth=0,
     high_priority_queue_rate_pps=0,
+    lossless_queue_depth=0,
 )
 SHAPER = tbf_parameters(PORT.queue_rate_pps, PORT.queue_depth)
 

@@ -116,7 +116,7 @@ def test_every_switch_runs_bmv2_with_the_projects_options_and_no_program(network
         assert options["--device-id"] == str(switch.device_id)
         assert options["--thrift-port"] == str(switch.thrift_port)
         assert options["--grpc-server-addr"] == f"127.0.0.1:{switch.grpc_port}"
-        assert options["--priority-queues"] == "2"
+        assert options["--priority-queues"] == "3"  # normal, lossless RoCE class, high
         assert options["--cpu-port"] == str(network.topology.settings.cpu_port)
         assert options["--log-level"] == "warn"
         assert int(options["--log-file-max-size"]) * (int(options["--log-file-max-files"]) + 1) <= (

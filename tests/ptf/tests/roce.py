@@ -1,7 +1,8 @@
 """Standard RoCEv2 through mrc.p4: the RC writes, ACK/NAK and CNP are forwarded and ECMP-hashed
-like MRC traffic, classified by DSCP (data, ACK/NAK, CNP: ``RoceDscp``); RoCE data is ECN-marked
-under load and never trimmed (a full queue drops it at the tail); ACK/NAKs share the normal queue
-and are never marked; CNPs ride the high-priority queue.
+like MRC traffic, classified by DSCP (data, ACK/NAK, CNP: ``RoceDscp``); RoCE data rides the
+lossless class's queue, is ECN-marked under load and never trimmed (with another DSCP, a full
+queue drops it at the tail); ACK/NAKs and CNPs ride the high-priority queue and are never marked.
+The lossless class itself, beside MRC's trimming, is tests/ptf/tests/lossless.py's.
 
 RoCE frames are built and read as bytes here (``roce_frame``, ``bth_offset``), not with
 ``wire.layers``' RoCE layers, so that the switch is checked against a layout of its own.
@@ -13,6 +14,7 @@ from collections import Counter
 
 import ptf.testutils as tu
 
+from controller.southbound.queues import QueuePriority
 from tests.ptf.base import SWITCH_MAC, MrcPtfTest, host_mac
 from tests.ptf.packets import DST_V4, DST_V6, bth_offset, roce_frame, routed
 from tests.ptf.tests.congestion import send_paced
@@ -45,6 +47,11 @@ def opcode(frame: bytes) -> int:
 def psn(frame: bytes) -> int:
     start = bth_offset(frame) + 9
     return int.from_bytes(frame[start : start + 3], "big")
+
+
+def syndrome(frame: bytes) -> int:
+    """The AETH syndrome of an ACK/NAK (the AETH follows the 12-byte BTH)."""
+    return frame[bth_offset(frame) + 12]
 
 
 def sport(frame: bytes) -> int:
@@ -132,10 +139,17 @@ class RoceFlowsSpreadByFiveTuple(RoceEcmpTest):
 
 
 class RoceCongestionTest(MrcPtfTest):
+    """Port 2 slowed to RATE_PPS: its normal queue and the lossless class's, as the controller
+    gives both the link's rate."""
+
     def setUp(self) -> None:
         super().setUp()
         self.route_to_port([f"{DST_V4}/32"], PORT, next_id=1)
-        self.set_queue(PORT, RATE_PPS, QUEUE_DEPTH)
+        self.set_queues(QUEUE_DEPTH)
+
+    def set_queues(self, depth: int) -> None:
+        for prio in (QueuePriority.NORMAL, QueuePriority.LOSSLESS):
+            self.set_queue(PORT, RATE_PPS, depth, prio)
 
     def received(self, timeout: float = 3.0) -> list[bytes]:
         return self.collect([PORT], timeout=timeout)[PORT]
@@ -152,7 +166,7 @@ class RoceDataIsMarkedUnderLoadAckAndCnpNever(RoceCongestionTest):
             if n % 10 == 5:  # ECT(0) on purpose: their class, not their bits, spares them
                 frames.append(roce_frame(SWITCH_MAC, Op.RC_ACKNOWLEDGE, psn=n, ecn=ECN_ECT0))
                 frames.append(roce_frame(SWITCH_MAC, Op.CNP, psn=n, ecn=ECN_ECT0))
-        self.set_queue(PORT, RATE_PPS, len(frames))  # room for all: none is tail-dropped
+        self.set_queues(len(frames))  # room for all: none is tail-dropped
         send_paced(self, frames, SEND_PPS)
         pkts = self.received()
         self.assertEqual(len(pkts), len(frames), "nothing dropped: the queue holds them all")
@@ -168,31 +182,31 @@ class RoceDataIsMarkedUnderLoadAckAndCnpNever(RoceCongestionTest):
         self.assertEqual(self.counter("MrcEgress.ecn.ecn_marks", PORT) - marks0, ce)
 
 
-class RoceDataIsNeverTrimmedButDroppedAtTheTail(RoceCongestionTest):
-    """On a trimming port whose queue overflows, RoCE data arrives whole or not at all: with its
-    own DSCP, and even with MRC's trimmable one (it has no METH to keep)."""
+class RoceDataOutsideItsClassIsNeverTrimmedButDroppedAtTheTail(RoceCongestionTest):
+    """On a trimming port whose normal queue overflows, RoCE data sent with MRC's trimmable DSCP
+    (so outside the lossless class) arrives whole or not at all: it has no METH to keep."""
 
     def runTest(self) -> None:
         self.set_trim(PORT, TRIM_THRESHOLD, host_facing=False)
-        for dscp in (RoceDscp.DATA, DscpClass.TRIMMABLE):
-            trims0 = self.counter("MrcIngress.trim.trims", PORT)
-            n = 200
-            frames = [
-                roce_frame(SWITCH_MAC, Op.RC_RDMA_WRITE_ONLY, psn=i, dscp=dscp, payload_len=1024)
-                for i in range(n)
-            ]
-            send_paced(self, frames, SEND_PPS)
-            pkts = self.received()
-            self.assertLess(len(pkts), n, "the queue overflowed: some were dropped")
-            self.assertGreater(len(pkts), QUEUE_DEPTH // 2)
-            self.assertTrue(all(len(p) == len(bytes(frames[0])) for p in pkts), "none cut")
-            self.assertTrue(all(tos(p) >> 2 == dscp for p in pkts), "DSCP kept")
-            self.assertEqual(self.counter("MrcIngress.trim.trims", PORT) - trims0, 0)
+        dscp = DscpClass.TRIMMABLE
+        trims0 = self.counter("MrcIngress.trim.trims", PORT)
+        n = 200
+        frames = [
+            roce_frame(SWITCH_MAC, Op.RC_RDMA_WRITE_ONLY, psn=i, dscp=dscp, payload_len=1024)
+            for i in range(n)
+        ]
+        send_paced(self, frames, SEND_PPS)
+        pkts = self.received()
+        self.assertLess(len(pkts), n, "the queue overflowed: some were dropped")
+        self.assertGreater(len(pkts), QUEUE_DEPTH // 2)
+        self.assertTrue(all(len(p) == len(bytes(frames[0])) for p in pkts), "none cut")
+        self.assertTrue(all(tos(p) >> 2 == dscp for p in pkts), "DSCP kept")
+        self.assertEqual(self.counter("MrcIngress.trim.trims", PORT) - trims0, 0)
 
 
-class CnpsOvertakeQueuedDataAcksDoNot(RoceCongestionTest):
-    """With the normal queue backed up, a CNP leaves ahead of data sent before it (high
-    priority); an ACK leaves behind every data packet sent before it (the same queue)."""
+class AcksNaksAndCnpsOvertakeQueuedData(RoceCongestionTest):
+    """With the lossless queue backed up, every ACK, NAK and CNP rides the high-priority queue:
+    the last of each kind (sent after data PSN 119) leaves ahead of data sent before it."""
 
     def runTest(self) -> None:
         frames = []
@@ -201,17 +215,35 @@ class CnpsOvertakeQueuedDataAcksDoNot(RoceCongestionTest):
             if n % 20 == 19:
                 frames.append(roce_frame(SWITCH_MAC, Op.CNP, psn=n))
                 frames.append(roce_frame(SWITCH_MAC, Op.RC_ACKNOWLEDGE, psn=n))
-        self.set_queue(PORT, RATE_PPS, len(frames))
+                frames.append(
+                    roce_frame(
+                        SWITCH_MAC,
+                        Op.RC_ACKNOWLEDGE,
+                        psn=n,
+                        syndrome=AethSyndrome.NAK_PSN_SEQUENCE_ERROR,
+                    )
+                )
+        self.set_queues(len(frames))
         send_paced(self, frames, SEND_PPS)
         pkts = self.received()
         self.assertEqual(len(pkts), len(frames), "nothing dropped: the queue holds them all")
-        order = [(opcode(p), psn(p)) for p in pkts]
-        cnps = [i for i, (op, _) in enumerate(order) if op == Op.CNP]
-        self.assertEqual(len(cnps), 6)
         self.assertTrue(all(tos(p) >> 2 == RoceDscp.CNP for p in pkts if opcode(p) == Op.CNP))
-        # The last CNP (sent after data PSN 119) arrives before the queued tail of the data.
-        self.assertLess(cnps[-1], len(pkts) - 1)
-        for i, (op, ack_psn) in enumerate(order):
-            if op == Op.RC_ACKNOWLEDGE:
-                earlier = {n for o, n in order[:i] if o == Op.RC_RDMA_WRITE_ONLY}
-                self.assertTrue(set(range(ack_psn + 1)) <= earlier, f"ACK {ack_psn} overtook")
+        acks = [p for p in pkts if opcode(p) == Op.RC_ACKNOWLEDGE]
+        self.assertTrue(all(tos(p) >> 2 == RoceDscp.ACK for p in acks))
+        for kind, is_kind in (
+            ("CNP", lambda p: opcode(p) == Op.CNP),
+            ("ACK", lambda p: opcode(p) == Op.RC_ACKNOWLEDGE and syndrome(p) == AethSyndrome.ACK),
+            (
+                "NAK",
+                lambda p: (
+                    opcode(p) == Op.RC_ACKNOWLEDGE
+                    and syndrome(p) == AethSyndrome.NAK_PSN_SEQUENCE_ERROR
+                ),
+            ),
+        ):
+            at = [i for i, p in enumerate(pkts) if is_kind(p)]
+            self.assertEqual(len(at), 6, f"every {kind} delivered")
+            last = at[-1]
+            overtaken = [psn(p) for p in pkts[last + 1 :] if opcode(p) == Op.RC_RDMA_WRITE_ONLY]
+            self.assertTrue(overtaken, f"the last {kind} overtook no queued data")
+            self.assertTrue(all(n < 120 for n in overtaken))

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from testbed import targets
-from testbed.targets import default_target, differences, kernel_qdiscs_for, target_help
+from testbed.targets import (
+    default_target,
+    differences,
+    kernel_qdiscs_for,
+    roce_class,
+    target_help,
+)
 
 BMV2_MISSING = [
     "simple_switch_grpc not found: make toolchain",
@@ -40,13 +46,45 @@ def test_bmv2_lacks_nothing_and_linux_lists_each_difference_in_order() -> None:
     assert differences("bmv2", None) == []
     assert differences("linux", {"red": True}) == [
         "no packet trimming: MRC recovers lost packets by SACK and timeout",
-        "no DSCP classes or high-priority queue: MRC control, trimmed headers and RoCE CNPs "
-        "queue with data (the kernel forwards RoCE and MRC alike, by address)",
+        "no DSCP classes or high-priority queue: MRC control, trimmed headers and RoCE ACK/NAKs "
+        "and CNPs queue with data (the kernel forwards RoCE and MRC alike, by address)",
+        "no lossless RoCE class: RoCE data shares each port's one queue, and a full queue drops "
+        "it at the tail",
         "no per-member counters: per-interface rx/tx/drop counters instead",
         "ECN marking by the kernel's red, on rate-limited fabric ports only",
         "no switch restart: a kernel switch has no process to kill (`restart` is refused)",
         "link state from netlink carrier events, not LLDP probes",
     ]
+
+
+def test_a_roce_figure_from_bmv2_names_its_lossless_class_and_dcqcns_marks() -> None:
+    assert roce_class("bmv2", None) == (
+        "lossless class: no congestion drops; pause frames (PFC) not modelled; ECN marking by "
+        "mrc.p4 on fabric ports, so DCQCN acts"
+    )
+
+
+def test_a_roce_figure_from_linux_says_it_meets_tail_drops_and_whether_dcqcn_acts() -> None:
+    tail_drops = (
+        "no lossless RoCE class: RoCE data shares each port's one queue, and a full queue drops "
+        "it at the tail"
+    )
+    assert roce_class("linux", {"red": False, "codel": False, "fq_codel": False}) == (
+        f"{tail_drops}; no ECN marking: this kernel offers neither RED nor codel "
+        "(hostenv/qdiscs.py), so DCQCN never acts"
+    )
+    assert roce_class("linux", {"red": True}) == (
+        f"{tail_drops}; ECN marking by the kernel's red, on rate-limited fabric ports only, so "
+        "DCQCN acts"
+    )
+    unprobed = roce_class("linux", None)
+    assert unprobed.endswith("could not be probed (needs root), so DCQCN may not act")
+
+
+def test_a_roce_figure_from_tofino_rests_on_the_switchs_pfc_configuration() -> None:
+    assert roce_class("tofino", None).startswith(
+        "lossless class (queue QID_LOSSLESS) as far as the switch's port configuration runs PFC"
+    )
 
 
 def test_a_hardware_target_has_its_differences_too() -> None:

@@ -241,6 +241,10 @@ CASES: dict[str, tuple[str, str]] = {
         HEAD + "settings:\n  trim_threshold: 100\n  link_defaults: {queue_depth: 64}  # <-\n",
         "settings link_defaults: queue_depth 64 must be above trim_threshold 100",
     ),
+    "lossless queue not deeper than ecn max": (
+        HEAD + "settings:\n  lossless_queue: {depth: 40}  # <-\n",
+        "settings lossless_queue: depth 40 must be above ecn max_threshold 40",
+    ),
     "non-positive bandwidth": (
         HEAD + "links:\n  - a: 'l1:5'\n    b: 's1:1'\n    bandwidth_mbps: 0  # <-\n",
         "field 'bandwidth_mbps' must be greater than 0",

@@ -88,6 +88,7 @@ def test_settings_default_to_the_documented_values(load_yaml, small_fabric):
     assert settings.dscp.by_class() == {member: member.value for member in defaults}
     assert settings.ecn.min_threshold < settings.ecn.max_threshold < settings.trim_threshold
     assert settings.trim_threshold < settings.link_defaults.queue_depth
+    assert settings.lossless_queue.depth == 4096
 
 
 def test_settings_given_in_the_file_replace_the_defaults(load_yaml, small_fabric):
@@ -102,6 +103,7 @@ settings:
   lldp: {interval_ms: 50}
   link_defaults: {bandwidth_mbps: 10, queue_depth: 30, queue_rate_pps: 100}
   high_priority_queue: {depth: 8}
+  lossless_queue: {depth: 500}
 """
     )
     settings = topology.settings
@@ -112,6 +114,7 @@ settings:
     assert settings.dscp.trimmable == DscpClass.TRIMMABLE
     assert (settings.lldp.interval_ms, settings.lldp.miss_limit) == (50, 3)
     assert settings.high_priority_queue.depth == 8
+    assert settings.lossless_queue.depth == 500
     assert topology.links[0].params == LinkParams(10.0, 30, 100)
     assert topology.host("h1").nics[0].params == LinkParams(10.0, 30, 100)
 

@@ -28,11 +28,13 @@ def test_port_thresholds_and_queues_come_from_settings_and_links(leaf_spine):
     document["links"][0]["queue_rate_pps"] = 300
     document["links"][0]["queue_depth"] = 100
     document["settings"]["high_priority_queue"] = {"depth": 16, "rate_pps": 5000}
+    document["settings"]["lossless_queue"] = {"depth": 2000}
     topology = load_topology_text(dump_document(document))
     settings = topology.settings
     port = compute_intent(topology).switch("l1").port(3)  # links[0] is l1:3 - s1:1
     assert (port.queue_depth, port.queue_rate_pps) == (100, 300)
     assert (port.high_priority_queue_depth, port.high_priority_queue_rate_pps) == (16, 5000)
+    assert port.lossless_queue_depth == 2000
     assert port.ecn_min_threshold == settings.ecn.min_threshold
     assert port.ecn_max_threshold == settings.ecn.max_threshold
     assert port.trim_threshold == settings.trim_threshold

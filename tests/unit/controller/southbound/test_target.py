@@ -23,6 +23,16 @@ def test_a_lacking_feature_is_declared_with_why() -> None:
     assert capabilities.lacks[Feature.TRIMMING] == "no queue to trim from"
 
 
+def test_roce_data_gets_bmv2s_lossless_class_unless_the_target_says_why_not() -> None:
+    assert Capabilities().lossless_roce
+    assert Capabilities().roce_class == (
+        "lossless class: no congestion drops; pause frames (PFC) not modelled"
+    )
+    without = Capabilities(lacks={Feature.LOSSLESS_ROCE: "one queue per port"})
+    assert not without.lossless_roce
+    assert without.roce_class == "no lossless RoCE class: one queue per port"
+
+
 def test_a_program_marks_whatever_the_kernel() -> None:
     program = EcnMarking(program="mrc.p4")
     assert program.marker(None) == "mrc.p4" and program.marks({}) is True

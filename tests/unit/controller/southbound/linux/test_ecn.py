@@ -31,6 +31,7 @@ FABRIC_PORT = PortIntent(
     queue_rate_pps=1000,
     high_priority_queue_depth=0,
     high_priority_queue_rate_pps=0,
+    lossless_queue_depth=0,
 )
 
 

@@ -21,6 +21,15 @@ def test_every_class_is_named_with_its_value_and_the_cnp_shares_the_data_queue(
     for spelled in ("roce_data=26", "roce_ack=28", "roce_cnp=48", "control=46", "trimmable=4"):
         assert spelled in note
     assert "RoCE CNPs share each port's one queue with data" in note
+    assert "RoCE ACK/NAKs" in note
+
+
+def test_the_lossless_roce_class_is_named_as_missing(leaf_spine: Topology) -> None:
+    notes = render(compute_intent(leaf_spine).switch("l1")).unsupported
+    assert (
+        "no lossless RoCE class on the linux target (one tbf per port): RoCE data shares each "
+        "port's one queue, and a full queue drops it at the tail"
+    ) in notes
 
 
 def test_renumbered_roce_classes_change_the_note_but_no_route(leaf_spine: Topology) -> None:
