@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controller.targets import controller_target
-from testbed.targets import differences, kernel_qdiscs_for
+from testbed.targets import differences, kernel_qdiscs_for, roce_class
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,9 @@ class TargetFacts:
     ecn_marking: bool | None
     ecn_by: str | None
     lacks: tuple[str, ...] = ()
+    #: What the fabric gives standard RoCE data (its lossless class or why none, and whether
+    #: ECN marks it for DCQCN): said beside every RoCE figure from the target.
+    roce_class: str = "not stated"
 
 
 def target_facts(target: str, qdiscs: Mapping[str, bool] | None) -> TargetFacts:
@@ -41,6 +44,7 @@ def target_facts(target: str, qdiscs: Mapping[str, bool] | None) -> TargetFacts:
         ecn_marking=capabilities.ecn.marks(qdiscs),
         ecn_by=capabilities.ecn.marker(qdiscs),
         lacks=tuple(differences(target, qdiscs)),
+        roce_class=roce_class(target, qdiscs),
     )
 
 
@@ -48,13 +52,3 @@ def probe_target_facts(target: str) -> TargetFacts:
     """:func:`target_facts` for this machine (the kernel's qdiscs probed where the target's
     ECN marking depends on them, as on ``linux``)."""
     return target_facts(target, kernel_qdiscs_for(target))
-
-
-def roce_fabric_of(facts: TargetFacts) -> str:
-    """What a run's fabric gives RoCE, said beside every RoCE figure from it: a RoCE figure
-    from a fabric without ECN marking is RoCE without DCQCN."""
-    if facts.ecn_marking:
-        return f"RoCE data ECN-marked by {facts.ecn_by}, so DCQCN acts"
-    if facts.ecn_marking is None:
-        return "ECN marking unknown (the kernel's qdiscs were not probed)"
-    return "no ECN marking, so DCQCN never acts; RoCE data meets tail drops"

@@ -119,6 +119,12 @@ def run_experiment(
         f"{summary.versions['agent_build']}",
         f"order: {_order_text(order)} ({len(done)} bring-up(s))",
         *(f"target lacks: {line}" for line in facts.lacks),
+        # The modes that may fail are the RoCE ones: each RoCE figure needs its fabric beside it.
+        *(
+            [f"RoCE's fabric here: {facts.roce_class}"]
+            if any(experiment.may_fail(mode) for mode in modes)
+            else []
+        ),
         *experiment.text(figures),
         *(f"bottleneck, {mode}: {phrase(bottleneck[mode])}" for mode in modes),
         *invariant_lines(held),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from experiments import plots
 from experiments.bottleneck import OverallBottleneck, overall_bottleneck
-from experiments.capabilities import TargetFacts, roce_fabric_of
+from experiments.capabilities import TargetFacts
 from experiments.json_form import FLAT, PREFIXED, TEXT, key
 from experiments.loss.modes import LossMode, Params, contenders_of, rate_text
 from experiments.loss.run import LossRun, LossSeries
@@ -159,7 +159,7 @@ def summarize(runs: Runs[LossMode, LossRun], facts: TargetFacts) -> LossFigures:
             best[rate_text(rate)] = Strongest(against, seed_ratios)
         mrc_over_roce, strongest = ratios, best
     pairs = seed_pairs(runs, {"goodput_bps": _goodput})
-    return LossFigures(figures, retention, mrc_over_roce, strongest, roce_fabric_of(facts), pairs)
+    return LossFigures(figures, retention, mrc_over_roce, strongest, facts.roce_class, pairs)
 
 
 def _goodput(run: Run[LossRun]) -> float:
@@ -264,7 +264,6 @@ def text(figures: LossFigures) -> list[str]:
                     for rate, r in ratios.items()
                 )
             )
-    lines.append(f"RoCE's fabric here: {figures.roce_fabric}")
     for pair in figures.pairs:
         lines.append(f"seed {pair.seed}: {' then '.join(map(str, pair.order))}")
     return lines

@@ -513,7 +513,14 @@ NO_ECN_KERNEL = {"pfifo": True, "tbf": True, "htb": True, "red": False, "codel":
 
 def test_bmv2_trims_and_marks_and_lacks_nothing() -> None:
     bmv2 = target_facts("bmv2", None)
-    assert bmv2 == TargetFacts("bmv2", trimming=True, ecn_marking=True, ecn_by="mrc.p4")
+    assert bmv2 == TargetFacts(
+        "bmv2",
+        trimming=True,
+        ecn_marking=True,
+        ecn_by="mrc.p4",
+        roce_class="lossless class: no congestion drops; pause frames (PFC) not modelled; "
+        "ECN marking by mrc.p4 on fabric ports, so DCQCN acts",
+    )
 
 
 def test_a_kernel_switch_never_trims_and_marks_only_with_red_or_codel() -> None:
@@ -521,6 +528,8 @@ def test_a_kernel_switch_never_trims_and_marks_only_with_red_or_codel() -> None:
     assert (bare.trimming, bare.ecn_marking, bare.ecn_by) == (False, False, None)
     assert any("no packet trimming" in line for line in bare.lacks)
     assert any("no ECN marking" in line for line in bare.lacks)
+    assert bare.roce_class.startswith("no lossless RoCE class")
+    assert bare.roce_class.endswith("so DCQCN never acts")
     red = target_facts("linux", {**NO_ECN_KERNEL, "red": True})
     assert (red.trimming, red.ecn_marking, red.ecn_by) == (False, True, "red")
     assert target_facts("linux", None).ecn_marking is None  # not probed: unknown, not "no"
