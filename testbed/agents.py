@@ -25,6 +25,7 @@ from agent.io.control_client import connect_to_agent
 from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
 from agent.io.transport import transport_named
+from agent.roce.config import DcqcnParams
 from agent.roce.profiles import profile_named
 from testbed.mininet.naming import host_netns
 from testbed.processes import ManagedProcess
@@ -69,11 +70,14 @@ class TransferSpec:
     #: striped over (None: the profile's count).
     roce_profile: str | None = None
     roce_qps: int | None = None
+    #: The RoCE NIC's line rate in bits/s, DCQCN scaled to it (``DcqcnParams.scaled_to``):
+    #: on links slowed far below 10 Gbit/s, about the link's rate. None: 10 Gbit/s.
+    roce_line_rate: float | None = None
 
     def request_options(self) -> dict[str, Any]:
         """The perf request's transport and EV options (with ``roce``, the QPs' verbs
-        settings, and the profile and QP count when given); ValueError for a transport or a
-        RoCE profile the agent does not have."""
+        settings, and the profile, QP count and line rate when given); ValueError for a
+        transport or a RoCE profile the agent does not have, or a line rate it refuses."""
         transport = None if self.transport is None else transport_named(self.transport)
         options: dict[str, Any] = {"transport": self.transport, "evs": self.evs}
         if transport is not None and transport.is_roce:
@@ -82,6 +86,9 @@ class TransferSpec:
                 options["roce_profile"] = profile_named(self.roce_profile).name
             if self.roce_qps is not None:
                 options["roce_qps"] = self.roce_qps
+            if self.roce_line_rate is not None:
+                DcqcnParams.scaled_to(self.roce_line_rate / 8)  # refuses what the agent would
+                options["roce_line_rate"] = self.roce_line_rate
         return options
 
 

@@ -211,7 +211,7 @@ def send_command(args: argparse.Namespace) -> int:
                         str(path.resolve()), args.to, name, args.message_size,
                         transport=args.transport, roce_profile=args.roce_profile,
                         roce_timeout=args.roce_timeout, roce_retry_cnt=args.roce_retry_cnt,
-                        roce_qps=args.qps,
+                        roce_qps=args.qps, roce_line_rate=args.roce_line_rate,
                     )
                 )  # fmt: skip
     if result is None:

@@ -36,6 +36,8 @@ from agent.io.log_limit import RateLimitFilter
 from agent.io.side_channel import SIDE_CHANNEL_PORT
 from agent.io.transport import (
     MAX_QPS,
+    MAX_ROCE_LINE_RATE,
+    MIN_ROCE_LINE_RATE,
     MRC,
     RoceSetup,
     Transport,
@@ -184,6 +186,15 @@ def add_transport_options(parser: argparse.ArgumentParser) -> None:
         help="RoCE QPs the transfer is striped over, message by message, each on its own "
         "source port, round-robin over the planes (default: the profile's, perftest 1)",
     )
+    parser.add_argument(
+        "--roce-line-rate",
+        type=_bounded_float(MIN_ROCE_LINE_RATE, MAX_ROCE_LINE_RATE),
+        metavar="BPS",
+        help="the RoCE NIC's line rate in bits/s: its QPs start at it and never exceed it, and "
+        "DCQCN's floor and steps scale with it (floor a thousandth); set it near a slowed "
+        "link's rate so that DCQCN can slow a QP to the link (default 10 Gbit/s, its floor "
+        "10 Mbit/s)",
+    )
 
 
 def _bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -194,6 +205,19 @@ def _bounded_int(low: int, high: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be in {low}-{high}, got {value}")
+        return value
+
+    return parse
+
+
+def _bounded_float(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in {low:g}-{high:g}, got {text}")
         return value
 
     return parse
@@ -211,6 +235,7 @@ def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceSetup 
         roce_retry_cnt=args.roce_retry_cnt,
         roce_profile=args.roce_profile,
         qps=args.qps,
+        roce_line_rate=args.roce_line_rate,
     )
     if not transport.is_roce:
         return transport, None
@@ -221,6 +246,7 @@ def transport_from_args(args: argparse.Namespace) -> tuple[Transport, RoceSetup 
         retry_cnt=args.roce_retry_cnt,
         pmtu=args.payload,
         qps=args.qps,
+        line_rate=args.roce_line_rate,
     )
     return transport, roce
 

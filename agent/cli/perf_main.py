@@ -171,6 +171,7 @@ def run_client(args: argparse.Namespace) -> int:
                         roce_timeout=args.roce_timeout,
                         roce_retry_cnt=args.roce_retry_cnt,
                         roce_qps=args.qps,
+                        roce_line_rate=args.roce_line_rate,
                     ),
                     on_progress=show,
                 )

@@ -8,10 +8,11 @@ Requests::
 
     {"id": 1, "op": "send", "path": "/abs/file", "to": "HOST[:PORT]",
      "name": "file"?, "message_size": 1048576?, "transport": "mrc"?, "roce_profile": "nccl"?,
-     "roce_timeout": 14?, "roce_retry_cnt": 7?, "roce_qps": 4?}
+     "roce_timeout": 14?, "roce_retry_cnt": 7?, "roce_qps": 4?, "roce_line_rate": 4e5?}
     {"id": 2, "op": "perf", "to": "HOST[:PORT]", "bytes": N?, "duration": S?,
      "evs": K?, "cc": "nscc"?, "message_size": 65536?, "interval": 1.0?, "transport": "mrc"?,
-     "roce_profile": "nccl"?, "roce_timeout": 14?, "roce_retry_cnt": 7?, "roce_qps": 4?}
+     "roce_profile": "nccl"?, "roce_timeout": 14?, "roce_retry_cnt": 7?, "roce_qps": 4?,
+     "roce_line_rate": 4e5?}
     {"id": 3, "op": "status", "evs": true?}
 
 Replies (zero or more ``progress`` lines, then exactly one final line)::
@@ -40,7 +41,12 @@ from agent.io.fields import (
     get_str,
 )
 from agent.io.json_lines import Message
-from agent.io.transport import MAX_QPS, transport_names
+from agent.io.transport import (
+    MAX_QPS,
+    MAX_ROCE_LINE_RATE,
+    MIN_ROCE_LINE_RATE,
+    transport_names,
+)
 from agent.roce.profiles import profile_names
 
 _MAX_BYTES = (1 << 62) - 1
@@ -56,13 +62,14 @@ class SendRequest:
     to: str
     name: str | None = None
     message_size: int | None = None
-    #: ``--transport``, the RoCE profile, its QPs' verbs settings and their count (see
-    #: ``agent.io.transport``).
+    #: ``--transport``, the RoCE profile, its QPs' verbs settings, their count and the NIC's
+    #: line rate in bits/s (see ``agent.io.transport``).
     transport: str | None = None
     roce_profile: str | None = None
     roce_timeout: int | None = None
     roce_retry_cnt: int | None = None
     roce_qps: int | None = None
+    roce_line_rate: float | None = None
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
@@ -75,6 +82,7 @@ class SendRequest:
             "roce_timeout": self.roce_timeout,
             "roce_retry_cnt": self.roce_retry_cnt,
             "roce_qps": self.roce_qps,
+            "roce_line_rate": self.roce_line_rate,
         }
         message.update({key: value for key, value in optional.items() if value is not None})
         return message
@@ -96,6 +104,7 @@ class PerfRequest:
     roce_timeout: int | None = None
     roce_retry_cnt: int | None = None
     roce_qps: int | None = None
+    roce_line_rate: float | None = None
 
     def to_json(self, request_id: int) -> Message:
         """The request line."""
@@ -112,6 +121,7 @@ class PerfRequest:
             "roce_timeout": self.roce_timeout,
             "roce_retry_cnt": self.roce_retry_cnt,
             "roce_qps": self.roce_qps,
+            "roce_line_rate": self.roce_line_rate,
         }
         message.update({key: value for key, value in optional.items() if value is not None})
         return message
@@ -173,8 +183,9 @@ def parse_request(message: Message) -> Request:
 
 
 def _transport_fields(message: Message) -> dict[str, Any]:
-    """``transport``, ``roce_profile``, ``roce_timeout``, ``roce_retry_cnt`` and ``roce_qps``,
-    checked (names: the registries'; ranges: verbs')."""
+    """``transport``, ``roce_profile``, ``roce_timeout``, ``roce_retry_cnt``, ``roce_qps`` and
+    ``roce_line_rate``, checked (names: the registries'; ranges: verbs' and
+    ``agent.io.transport``'s)."""
     transport = get_optional_str(message, "transport", 16)
     if transport is not None and transport not in transport_names():
         raise ProtocolError(
@@ -191,6 +202,9 @@ def _transport_fields(message: Message) -> dict[str, Any]:
         "roce_timeout": get_optional_int(message, "roce_timeout", 0, 31),
         "roce_retry_cnt": get_optional_int(message, "roce_retry_cnt", 0, 7),
         "roce_qps": get_optional_int(message, "roce_qps", 1, MAX_QPS),
+        "roce_line_rate": get_optional_number(
+            message, "roce_line_rate", MIN_ROCE_LINE_RATE, MAX_ROCE_LINE_RATE
+        ),
     }
 
 

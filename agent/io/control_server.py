@@ -188,7 +188,7 @@ class ControlSession:
         check_transport_options(
             transport, evs=evs, cc=cc, roce_timeout=request.roce_timeout,
             roce_retry_cnt=request.roce_retry_cnt, roce_profile=request.roce_profile,
-            qps=request.roce_qps,
+            qps=request.roce_qps, roce_line_rate=request.roce_line_rate,
         )  # fmt: skip
         if not transport.is_roce:
             return transport, None
@@ -198,6 +198,7 @@ class ControlSession:
             timeout=request.roce_timeout,
             retry_cnt=request.roce_retry_cnt,
             qps=request.roce_qps,
+            line_rate=request.roce_line_rate,
         )
         return transport, roce
 

@@ -532,12 +532,13 @@ class OutboundTransfer(ABC):
             callback(self)
 
     def _add_roce_result(self, result: dict[str, Any], setup: RoceSetup) -> None:
-        """The RoCE sections of a result: the QPs together (``roce``, with the profile and
-        the QP count) and, over several QPs, each one's (``roce_qps``)."""
+        """The RoCE sections of a result: the QPs together (``roce``, with the profile, the
+        QP count and the NIC's line rate) and, over several QPs, each one's (``roce_qps``)."""
         each = [self.runtime.pool.roce.roce_stats(qp) for qp in self.qps]
         result["roce"] = roce_stats_to_json(merged_roce_stats(each)) | {
             "profile": setup.profile,
             "qps": len(each),
+            "line_rate_bps": setup.config.dcqcn.line_rate * 8,
         }
         if len(each) > 1:
             result["roce_qps"] = [roce_stats_to_json(stats) for stats in each]

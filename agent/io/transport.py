@@ -9,6 +9,9 @@
   (``agent.roce.profiles``: ``perftest``, the default, ``nccl``, ``adaptive``);
   ``--roce-timeout`` (the exponent, 14 -> 67 ms) and ``--roce-retry-cnt`` override its verbs
   values, and ``--qps`` its count of QPs the transfer is striped over (``agent.io.qp_striping``).
+  ``--roce-line-rate`` (bits/s) is the NIC port's rate: the QPs start at it, never exceed it,
+  and DCQCN's rate constants scale with it (``DcqcnParams.scaled_to``), so that a RoCE QP on a
+  slowed link can be slowed to it.
 
 Transports are a registry (``register_transport``): each is declared once, and every
 ``--transport`` choice list and check (the agent's CLI and control socket, collectives, the
@@ -27,13 +30,22 @@ from enum import StrEnum
 from agent.core import MrcConfig
 from agent.io.errors import UsageError
 from agent.roce import RoceConfig
-from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
+from agent.roce.config import (
+    MAX_LINE_RATE,
+    MAX_RETRY_CNT,
+    MAX_TIMEOUT_EXPONENT,
+    MIN_LINE_RATE,
+    DcqcnParams,
+)
 from agent.roce.profiles import DEFAULT_PROFILE, RoceProfile, profile_named
 from wire.dscp import DscpMap
 
 #: Most QPs one RoCE transfer is striped over: the papers' comparison uses 16; beyond it room
 #: to spare, and a bound on what one hello makes a receiver set up.
 MAX_QPS = 64
+#: ``--roce-line-rate`` bounds in bits/s (``agent.roce.config``'s, which are bytes/s).
+MIN_ROCE_LINE_RATE = MIN_LINE_RATE * 8
+MAX_ROCE_LINE_RATE = MAX_LINE_RATE * 8
 
 
 class Engine(StrEnum):
@@ -143,6 +155,7 @@ def check_transport_options(
     roce_retry_cnt: int | None = None,
     roce_profile: str | None = None,
     qps: int | None = None,
+    roce_line_rate: float | None = None,
 ) -> None:
     """Refuse options that do not go with ``transport`` (``UsageError`` naming them)."""
     if transport.evs is not None and evs not in (None, transport.evs):
@@ -164,6 +177,7 @@ def check_transport_options(
                 ("--roce-timeout", roce_timeout),
                 ("--roce-retry-cnt", roce_retry_cnt),
                 ("--qps", qps),
+                ("--roce-line-rate", roce_line_rate),
             )
             if value is not None
         ]
@@ -186,10 +200,12 @@ def roce_config_for(
     timeout: int | None = None,
     retry_cnt: int | None = None,
     pmtu: int | None = None,
+    line_rate: float | None = None,
 ) -> RoceConfig:
     """A RoCE QP's settings: the profile's (``perftest`` if None), the verbs options given
-    over them, the agent's DSCP classes, defaults for the rest; ``UsageError`` naming the
-    option for an unknown profile or a value verbs would refuse."""
+    over them, DCQCN scaled to ``line_rate`` (bits/s; None: its 10 Gbit/s defaults), the
+    agent's DSCP classes, defaults for the rest; ``UsageError`` naming the option for an
+    unknown profile or a value verbs would refuse."""
     base = _profile(profile).config()
     if timeout is not None and not 0 <= timeout <= MAX_TIMEOUT_EXPONENT:
         raise UsageError(
@@ -205,6 +221,8 @@ def roce_config_for(
         changes["retry_cnt"] = retry_cnt
     if pmtu is not None:
         changes["pmtu"] = pmtu
+    if line_rate is not None:
+        changes["dcqcn"] = _dcqcn_at(line_rate)
     try:
         return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
     except ValueError as exc:
@@ -219,14 +237,21 @@ def roce_setup_for(
     retry_cnt: int | None = None,
     pmtu: int | None = None,
     qps: int | None = None,
+    line_rate: float | None = None,
 ) -> RoceSetup:
-    """A RoCE transfer's setup: the QPs' settings (``roce_config_for``) and their count,
-    ``qps`` or else the profile's; ``UsageError`` naming the option that is wrong."""
+    """A RoCE transfer's setup: the QPs' settings (``roce_config_for``, DCQCN scaled to
+    ``line_rate`` bits/s when given) and their count, ``qps`` or else the profile's;
+    ``UsageError`` naming the option that is wrong."""
     chosen = _profile(profile)
     if qps is not None and not 1 <= qps <= MAX_QPS:
         raise UsageError(f"--qps must be in 1-{MAX_QPS}, got {qps}")
     config = roce_config_for(
-        dscp, profile=chosen.name, timeout=timeout, retry_cnt=retry_cnt, pmtu=pmtu
+        dscp,
+        profile=chosen.name,
+        timeout=timeout,
+        retry_cnt=retry_cnt,
+        pmtu=pmtu,
+        line_rate=line_rate,
     )
     return RoceSetup(config, chosen.qps if qps is None else qps, chosen.name)
 
@@ -236,3 +261,11 @@ def _profile(name: str | None) -> RoceProfile:
         return profile_named(DEFAULT_PROFILE if name is None else name)
     except ValueError as exc:
         raise UsageError(f"--roce-profile: {exc}") from None
+
+
+def _dcqcn_at(line_rate: float) -> DcqcnParams:
+    """DCQCN scaled to a port of ``line_rate`` bits/s; ``UsageError`` outside the bounds."""
+    try:
+        return DcqcnParams.scaled_to(line_rate / 8)
+    except ValueError as exc:
+        raise UsageError(f"--roce-line-rate: {exc}") from None

@@ -9,6 +9,7 @@ float seconds, rates bytes per second, sizes bytes, as in ``agent.core.config``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -32,6 +33,15 @@ MAX_BACKOFF_EXPONENT: Final = 30
 #: many: additive increase alone has long brought the rate from the floor to the line rate, and
 #: alpha is below 1e-7 of itself.
 MAX_CATCH_UP_PERIODS: Final = 4096
+#: Slowest line rate a scaled DCQCN takes (bytes/s): 100 kbit/s, a quarter of the slowest link
+#: the testbed emulates (0.4 Mbit/s). Below it DCQCN's floor, a thousandth of it, sends a 1 KiB
+#: packet every 80 s or more: a QP cut down to it would outlast any run.
+MIN_LINE_RATE: Final = 12_500.0
+#: Fastest line rate a scaled DCQCN takes (bytes/s): 1.6 Tbit/s, above any NIC port sold.
+MAX_LINE_RATE: Final = 2e11
+#: Least byte counter a scaled DCQCN keeps: the largest path MTU, so that one packet never
+#: counts as several increase stages (at 0.4 Mbit/s the scaled 1 MiB would be 42 bytes).
+MIN_BYTE_COUNTER: Final = max(PATH_MTUS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,37 @@ class DcqcnParams:
     hyper_increase: float = 5e7
     #: N, the NP's CNP interval: at most one CNP per QP per 50 us, as the paper and NICs do.
     cnp_interval: float = 50e-6
+
+    @classmethod
+    def scaled_to(cls, line_rate: float) -> DcqcnParams:
+        """DCQCN of a NIC whose port runs at ``line_rate`` (bytes/s): the defaults' rates and
+        byte counter in the same proportion to it as theirs to 10 Gbit/s (floor a thousandth,
+        R_AI a 250th, R_HAI a 25th), the byte counter at least ``MIN_BYTE_COUNTER``.
+
+        A NIC's DCQCN is small against its port (NVIDIA's ``rpg_min_rate`` is in Mbit/s on
+        100-400 Gbit/s ports); the defaults' floor, 10 Mbit/s, is 25 times a testbed link
+        slowed to 0.4 Mbit/s, so a QP there could never be slowed to its link. The timers
+        (K, T and the CNP interval N) stay: they are the NIC's clock, which vendors set in
+        microseconds, not in proportion to the port (NVIDIA's ``rpg_time_reset``,
+        ``min_time_between_cnps``). So at any line rate a QP climbs from its floor back to
+        line rate in about 14 ms without CNPs; on a link whose packets take 5-20 ms a cut
+        lasts a packet or two, and what keeps such a QP to its link is mostly the line rate it
+        is paced at and never exceeds. ``ValueError`` outside ``MIN_LINE_RATE``-
+        ``MAX_LINE_RATE``."""
+        if not (math.isfinite(line_rate) and MIN_LINE_RATE <= line_rate <= MAX_LINE_RATE):
+            raise ValueError(
+                f"a NIC's line rate must be {MIN_LINE_RATE * 8:g}-{MAX_LINE_RATE * 8:g} bit/s, "
+                f"got {line_rate * 8:g}"
+            )
+        defaults = cls()
+        scale = line_rate / defaults.line_rate
+        return cls(
+            line_rate=line_rate,
+            min_rate=defaults.min_rate * scale,
+            additive_increase=defaults.additive_increase * scale,
+            hyper_increase=defaults.hyper_increase * scale,
+            byte_counter=max(MIN_BYTE_COUNTER, round(defaults.byte_counter * scale)),
+        )
 
     def __post_init__(self) -> None:
         self.law()  # refuses what the law cannot run

@@ -74,3 +74,12 @@ def test_a_roce_transfer_asks_for_its_profile_and_qp_count_when_given() -> None:
     assert "roce_profile" not in TransferSpec("h1", "h2", transport="roce").request_options()
     with pytest.raises(ValueError, match="unknown RoCE profile 'cx7'"):
         TransferSpec("h1", "h2", transport="roce", roce_profile="cx7").request_options()
+
+
+def test_a_roce_transfer_asks_for_its_nics_line_rate_when_given() -> None:
+    spec = TransferSpec("h1", "h2", transport="roce", roce_line_rate=4e5)
+    assert spec.request_options()["roce_line_rate"] == 4e5
+    assert "roce_line_rate" not in TransferSpec("h1", "h2", transport="roce").request_options()
+    assert "roce_line_rate" not in TransferSpec("h1", "h2", roce_line_rate=4e5).request_options()
+    with pytest.raises(ValueError, match="line rate must be"):
+        TransferSpec("h1", "h2", transport="roce", roce_line_rate=0.0).request_options()

@@ -1,5 +1,5 @@
-"""``--transport mrc|single|roce``, the RoCE profile, QP count and verbs options on the command
-line and through the control socket; a failed RoCE transfer exits 5."""
+"""``--transport mrc|single|roce``, the RoCE profile, QP count, verbs options and line rate on
+the command line and through the control socket; a failed RoCE transfer exits 5."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ def _exit_code(main, argv: list[str]) -> int:
         (["--qps", "4"], "add --transport roce"),
         (["--transport", "roce", "--roce-profile", "cx7"], "invalid choice"),
         (["--transport", "roce", "--qps", "65"], "must be in 1-64"),
+        (["--roce-line-rate", "4e5"], "add --transport roce"),
+        (["--transport", "roce", "--roce-line-rate", "0"], "must be in 100000-1.6e+12"),
+        (["--transport", "roce", "--roce-line-rate=-4e5"], "must be in 100000-1.6e+12"),
+        (["--transport", "roce", "--roce-line-rate", "fast"], "is not a number"),
     ],
 )
 def test_options_that_do_not_go_with_the_transport_are_refused_with_exit_2(argv, complaint, capsys):
@@ -110,6 +114,17 @@ def test_perf_through_the_agent_carries_the_roce_profile_and_qp_count(tmp_path):
     assert (agent.request["roce_profile"], agent.request["roce_qps"]) == ("adaptive", 16)
 
 
+def test_perf_through_the_agent_carries_the_roce_line_rate(tmp_path):
+    path = str(tmp_path / "agent.sock")
+    agent = FakeAgent(path, {"ok": False, "error": {"code": "transfer_failed", "message": "x"}})
+    try:
+        perf_main.main(["--to", "h", "--socket", path, "--transport", "roce",
+                        "--roce-line-rate", "400000"])  # fmt: skip
+    finally:
+        agent.close()
+    assert agent.request["roce_line_rate"] == 400000
+
+
 def test_the_control_protocol_round_trips_and_checks_the_transport_fields():
     send = SendRequest("/f", "h", transport="roce", roce_timeout=0, roce_retry_cnt=7)
     assert parse_request(send.to_json(1)) == send
@@ -126,6 +141,11 @@ def test_the_control_protocol_round_trips_and_checks_the_transport_fields():
         parse_request(SendRequest("/f", "h").to_json(7) | {"roce_profile": "cx7"})
     with pytest.raises(ProtocolError, match="roce_qps"):
         parse_request(SendRequest("/f", "h").to_json(8) | {"roce_qps": 0})
+    slowed = PerfRequest("h", transport="roce", roce_line_rate=4e5)
+    assert parse_request(slowed.to_json(9)) == slowed
+    for bad in (0, -4e5, 5e4, "fast", True):
+        with pytest.raises(ProtocolError, match="roce_line_rate"):
+            parse_request(SendRequest("/f", "h").to_json(10) | {"roce_line_rate": bad})
 
 
 def test_help_names_the_transports(capsys):
@@ -133,3 +153,4 @@ def test_help_names_the_transports(capsys):
     text = capsys.readouterr().out
     assert "--transport {mrc,single,roce}" in text and "--roce-timeout" in text
     assert "--roce-profile {perftest,nccl,adaptive}" in text and "--qps N" in text
+    assert "--roce-line-rate BPS" in text

@@ -177,6 +177,21 @@ def test_perf_over_roce_reports_the_transport_and_the_qp_state(pair):
     assert result["roce"]["acks_received"] == acks
 
 
+def test_a_roce_nic_given_a_slow_line_rate_sends_no_faster_and_reports_it(pair):
+    line_rate = 4e6  # bits/s
+    transfer = PerfTransfer(
+        pair.client, pair.peer, message_size=16 * 1024, total_bytes=100_000,
+        transport=ROCE, roce=roce_setup_for(DscpMap(), line_rate=line_rate),
+    )  # fmt: skip
+    pair.run(transfer)
+    assert transfer.error is None, transfer.error
+    result = transfer.result
+    assert result is not None
+    assert result["roce"]["line_rate_bps"] == line_rate
+    # paced at the line rate: 98 packets span 97 gaps, hence a percent over it at most
+    assert 0.9 * line_rate < result["goodput_bps"] < 1.02 * line_rate
+
+
 def test_mrc_and_roce_transfers_share_one_agent_sorted_by_opcode(pair, tmp_path):
     mrc_data, roce_data = os.urandom(150_000), os.urandom(150_000)
     mrc = FileTransfer(pair.client, pair.peer, mrc_data, "mrc.bin", message_size=32 * 1024)

@@ -1,5 +1,6 @@
 """A RoCE transfer's setup from its options: the profile's settings and QP count, the verbs
-options and ``--qps`` over them, and unknown profiles refused with the choices."""
+options, ``--qps`` and the NIC's line rate over them, and unknown profiles refused with the
+choices."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agent.io.transport import (
     roce_config_for,
     roce_setup_for,
 )
-from agent.roce import RoceConfig
+from agent.roce import DcqcnParams, RoceConfig
 from wire.dscp import DscpMap
 
 
@@ -50,3 +51,22 @@ def test_roce_options_without_the_roce_transport_are_refused():
     with pytest.raises(UsageError, match="--roce-profile, --qps configure RoCE QPs"):
         check_transport_options(MRC, roce_profile="nccl", qps=4)
     check_transport_options(ROCE, roce_profile="nccl", qps=4)
+
+
+def test_a_line_rate_scales_the_qps_dcqcn_and_none_keeps_ten_gigabit():
+    assert roce_setup_for(DscpMap(), profile="nccl").config.dcqcn == DcqcnParams()
+    setup = roce_setup_for(DscpMap(), profile="nccl", line_rate=4e5)
+    assert setup.config.dcqcn == DcqcnParams.scaled_to(5e4)  # bits/s in, bytes/s inside
+    assert (setup.config.timeout, setup.qps) == (20, 2)  # the profile's settings stay
+
+
+@pytest.mark.parametrize("line_rate", [0.0, -4e5, 5e4, float("nan")])
+def test_a_line_rate_not_positive_or_below_100_kbits_is_refused_naming_the_option(line_rate):
+    with pytest.raises(UsageError, match=r"--roce-line-rate: .*100000-1\.6e\+12 bit/s"):
+        roce_setup_for(DscpMap(), line_rate=line_rate)
+
+
+def test_a_line_rate_without_the_roce_transport_is_refused():
+    with pytest.raises(UsageError, match="--roce-line-rate configure RoCE QPs"):
+        check_transport_options(MRC, roce_line_rate=4e5)
+    check_transport_options(ROCE, roce_line_rate=4e5)

@@ -278,6 +278,29 @@ def test_packets_are_paced_at_the_dcqcn_rate_with_a_little_slack():
     assert len(slack.next_packets(2.0, 100)) == 3
 
 
+#: A testbed link slowed to 0.4 Mbit/s (bytes/s): the links, not the CPU, are the bottleneck.
+SLOWED_LINK = 50e3
+
+
+def test_a_nic_scaled_to_a_slowed_link_is_paced_at_it_and_cnps_cut_it_far_below_it():
+    requester, _ = make(dcqcn=DcqcnParams.scaled_to(SLOWED_LINK), pacing_slack=0.0)
+    requester.post_write(bytes(8 * PMTU), 0, 1, None)
+    assert len(requester.next_packets(0.0, 100)) == 1
+    assert requester.pacing_wake() == pytest.approx(PMTU / SLOWED_LINK)  # never above its port
+    for cnp in range(1, 21):
+        requester.rate.on_cnp(cnp * 50e-6)
+    assert requester.rate.rate == pytest.approx(SLOWED_LINK / 1000)
+
+
+def test_a_nic_at_the_default_ten_gigabit_cannot_be_cut_to_a_slowed_link():
+    requester, _ = make(dcqcn=DcqcnParams())
+    requester.post_write(bytes(PMTU), 0, 1, None)
+    requester.next_packets(0.0, 100)
+    for cnp in range(1, 21):
+        requester.rate.on_cnp(cnp * 50e-6)
+    assert requester.rate.rate == DcqcnParams().min_rate == 25 * SLOWED_LINK
+
+
 # --- selective repeat -------------------------------------------------------------------------
 
 
