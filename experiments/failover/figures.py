@@ -83,7 +83,7 @@ class ModeFigures:
     bottleneck: OverallBottleneck
     died_seeds: int
     #: The share of seeds in which every transfer completed.
-    survival_share: float | None
+    survival_share: float
     exposed_seeds: int
     unexposed_seeds: int
     exposure_unknown_seeds: int
@@ -93,14 +93,14 @@ class ModeFigures:
 
 @dataclass(frozen=True)
 class SeedCut:
-    """What one seed's runs cut (how it was chosen), and whether it hit each mode's traffic."""
+    """What one seed's runs cut, mode by mode, and whether it hit each mode's traffic."""
 
     seed: int = field(metadata=TEXT)
     cut: Mapping[FailoverMode, str | None] = field(metadata=TEXT)
     exposed: Mapping[FailoverMode, bool | None]
 
 
-#: The measures RoCE is judged by, whether more is better, and their unit in summary.txt.
+#: The measures RoCE is judged by (see ``_against_strongest``).
 SURVIVAL_SHARE = "survival_share"
 LONGEST_STALL_EXPOSED = "longest_stall_exposed_survived_s"
 RECOVERY_EXPOSED = "recovery_exposed_s"
@@ -114,6 +114,7 @@ class FailoverFigures:
 
     modes: Mapping[FailoverMode, ModeFigures] = field(metadata=FLAT)
     pairs: tuple[SeedPair[FailoverMode], ...]
+    #: How the runs' cuts were chosen (``random``, ``busiest``).
     cut_choice: str | None
     cuts: tuple[SeedCut, ...]
     against_strongest: Mapping[str, Mapping[str, AgainstStrongest]]
@@ -150,7 +151,7 @@ def summarize(runs: Runs[FailoverMode, FailoverRun], facts: TargetFacts) -> Fail
             goodput=Spread.of(_run_goodput(run) for run in seeds.values()),
             bottleneck=overall_bottleneck(run.bottleneck for run in seeds.values()),
             died_seeds=died,
-            survival_share=1 - died / len(seeds) if seeds else None,
+            survival_share=1 - died / len(seeds),
             exposed_seeds=exposures.count(True),
             unexposed_seeds=exposures.count(False),
             exposure_unknown_seeds=exposures.count(None),
