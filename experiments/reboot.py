@@ -1,7 +1,9 @@
 """``reboot``: a spine loses power under four long flows, both ways between the leaves, and
 comes back (the papers' T1 reboot): ``failover`` with the ``switch`` placement and its own
-flows, measured, summarized and drawn as failover is. Per transport its stall, its recovery
-and its bytes lost."""
+flows, measured, summarized and drawn as failover is: the spine drawn with the seed (or the
+busiest, ``cut_choice=busiest``), under ``static`` and ``converge:3`` routing. Per contender
+whether it died, its stall, its recovery and its bytes lost, its runs the power loss hit
+apart from those it missed, and the strongest RoCE on each measure."""
 
 from __future__ import annotations
 

@@ -1,30 +1,35 @@
 """``failover``: transfers across the fabric lose part of it mid-way and get it back.
 
 The flows (``flows``, ``SOURCE:DESTINATION`` on different leaves; one by default) run for
-``duration_s``. At ``cut_at_s`` part of the fabric fails, chosen from what the flows used
-(:mod:`experiments.placements`, from the switches' counters read ``PROBE_LEAD_S`` before the
-cut, or the source host's NIC counters):
+``duration_s``. At ``cut_at_s`` part of the fabric fails (:mod:`experiments.placements`):
 
-* ``local``: the source leaf's busiest uplink (the source leaf sees it go);
-* ``remote``: the busiest downlink into the destination leaf, on the spine that forwarded the
-  most toward it (invisible to the source leaf; a single-path or RoCE flow is hit too);
-* ``switch``: that spine loses power under load (bmv2: its process is killed with kill -9 and
+* ``local``: an uplink of the source leaf (the source leaf sees it go);
+* ``remote``: a spine's downlink into the destination leaf (invisible to the source leaf);
+* ``switch``: a spine loses power under load (bmv2: its process is killed with kill -9 and
   its links go dark; linux, with no switch process: its links go dark), and comes back at
   ``restore_at_s``: power on, reprogrammed by the controller, links lit. With several long
   flows this is the papers' T1 reboot (``make experiment NAME=reboot``);
-* ``nic``: the source host's busiest NIC (a host with a NIC per plane, ``two-plane``).
+* ``nic``: a NIC of the source host (a host with a NIC per plane, ``two-plane``).
 
-At ``restore_at_s`` it comes back. The modes are every transport (``mrc``, ``single``,
-``roce``, see :mod:`experiments.transports`) under every controller routing policy
-(``routings``) at every placement (``placements``): ``mrc-static-remote`` and so on. The
-default is the headline: ``static`` routing (MRC's deployment: nothing is rerouted
-fabric-wide), a ``remote`` cut, all three transports. Modes under one policy share a
-bring-up; the order alternates seed by seed as every experiment's does.
+Which one (``cut_choice``): ``random`` by default, drawn with the seed whatever the traffic,
+so every contender of a seed meets the same fault and whether a one-path flow is hit is
+chance, as in a real fabric; or ``busiest``, the one that carried the most between the run's
+start and a probe ``PROBE_LEAD_S`` before the cut (the single-path flow's own path). The
+same counters say whose traffic the cut hit (:mod:`~experiments.failover.exposure`).
+
+At ``restore_at_s`` it comes back. The modes are every contender (``mrc``, ``single``,
+``roce:perftest``, ``roce:nccl``, ``roce:adaptive``, see :mod:`experiments.transports`)
+under every controller routing policy (``routings``) at every placement (``placements``):
+``mrc-static-remote`` and so on. The default runs ``static`` routing (MRC's deployment:
+nothing is rerouted fabric-wide, so a RoCE QP on a cut path dies) and ``converge:3`` (the
+fabric reroutes within seconds, so RoCE's cost is its stall), a ``remote`` cut. Modes under
+one policy share a bring-up; the order alternates seed by seed as every experiment's does.
 
 The parts: :mod:`~experiments.failover.modes` (the knobs and modes),
-:mod:`~experiments.failover.cuts` (what is broken and when), :mod:`~experiments.failover.run`
-(one run) and :mod:`~experiments.failover.figures` (over every mode and seed: recovery,
-stalls, losses, failures; the figure files).
+:mod:`~experiments.failover.cuts` (what is broken and when),
+:mod:`~experiments.failover.exposure` (whose traffic it hit), :mod:`~experiments.failover.run`
+(one run) and :mod:`~experiments.failover.figures` (over every mode and seed: deaths,
+recovery, stalls, losses, exposure, the strongest RoCE per measure; the figure files).
 """
 
 from __future__ import annotations

@@ -1,22 +1,28 @@
 """What a failover run breaks and when, on the run's clock: the counters are read
-``PROBE_LEAD_S`` before the cut, what the placement chose (``experiments.placements``) is
-broken at ``cut_at_s`` and mended at ``restore_at_s`` or when the flows are over, whichever
-comes first (:class:`experiments.schedule.Schedule` runs the steps)."""
+``PROBE_LEAD_S`` before the cut, the candidate the choice names (``experiments.placements``:
+drawn with the run's seed, or the busiest) is broken at ``cut_at_s`` and mended at
+``restore_at_s`` or when the flows are over, whichever comes first
+(:class:`experiments.schedule.Schedule` runs the steps). What the candidates carried until
+the probe also says whose traffic the cut hit (``experiments.failover.exposure``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from experiments.counters import CountersUnavailable
-from experiments.documents import Status
+from experiments.failover.exposure import FlowExposure, flow_exposures
 from experiments.failover.modes import PROBE_LEAD_S, Params
 from experiments.placements import (
     Cut,
+    CutChoice,
+    Loads,
     Placement,
-    busiest_nic,
-    busiest_spine,
-    local_uplink,
-    remote_downlink,
+    Snapshot,
+    busiest,
+    candidates,
+    drawn,
+    loaded,
+    loads,
 )
 from experiments.schedule import Schedule
 from experiments.timeline import RunClock
@@ -24,8 +30,8 @@ from testbed.session import Testbed
 
 
 class Cuts:
-    """One run's cut and restore (see the module's docstring): what was cut and when, why
-    nothing was, and what the controller did not see mended."""
+    """One run's cut and restore (see the module's docstring): what was cut and when, whose
+    traffic it hit, why nothing was cut, and what the controller did not see mended."""
 
     def __init__(
         self,
@@ -34,22 +40,25 @@ class Cuts:
         placement: Placement,
         flows: list[tuple[str, str]],
         clock: RunClock,
+        seed: int,
     ) -> None:
         self.testbed = testbed
         self.params = params
         self.placement = placement
         self.flows = flows
         self.clock = clock
-        self.before = testbed.status()
-        self.nics_before = self._nic_counters()
-        self.probe: Status | None = None
-        self.nics_probe: dict[str, int] = {}
-        #: What the placement chose (None: nothing was cut).
+        self.seed = seed
+        self.before = self._snapshot()
+        self.probe: Snapshot | None = None
+        #: What the choice broke (None: nothing was cut).
         self.cut: Cut | None = None
+        #: What the candidates carried until the probe (None: unread, see ``loads_error``).
+        self.loads: Loads | None = None
+        self.loads_error: str | None = None
         #: When breaking began and mending began, on the run's clock.
         self.cut_s: float | None = None
         self.restore_s: float | None = None
-        #: Why nothing could be chosen (a snapshot's counters unread).
+        #: Why nothing could be chosen (a busiest cut whose snapshot's counters were unread).
         self.choice_error: str | None = None
         self.schedule = Schedule(testbed, "failover-schedule", on_mend=self._note_restore)
         self.schedule.at(self._on_clock(params.cut_at_s - PROBE_LEAD_S), self._probe)
@@ -69,25 +78,49 @@ class Cuts:
         """Why the run is not cut as asked: no choice could be made, or a step failed."""
         return self.choice_error if self.choice_error is not None else self.schedule.error
 
+    def exposures(self) -> dict[str, FlowExposure]:
+        """Each flow's exposure to the cut (none when nothing was cut)."""
+        if self.cut is None:
+            return {}
+        return flow_exposures(
+            self.testbed.topology,
+            self.placement,
+            self.flows,
+            self.cut,
+            self.loads,
+            self.loads_error,
+        )
+
     def _on_clock(self, at_s: float) -> Callable[[], bool]:
         def due() -> bool:
             return self.clock.started and self.clock.now() >= at_s
 
         return due
 
+    def _snapshot(self) -> Snapshot:
+        nics = (
+            self.testbed.nic_tx_packets(self.flows[0][0]) if self.placement == Placement.NIC else {}
+        )
+        return Snapshot(self.testbed.status(), nics)
+
     def _probe(self) -> None:
-        self.probe = self.testbed.status()
-        self.nics_probe = self._nic_counters()
+        self.probe = self._snapshot()
 
     def _break(self) -> None:
-        """Break what the placement chose; the cut's time is when breaking began (a switch's
-        process dies first, its links go dark in the next tens of milliseconds). Nothing is
-        broken when no choice can be made (recorded; the flows run on uncut)."""
-        try:
-            self.cut = self._choose()
-        except CountersUnavailable as error:
-            self.choice_error = str(error)
-            return
+        """Break what the choice names; the cut's time is when breaking began (a switch's
+        process dies first, its links go dark in the next tens of milliseconds). A busiest
+        cut whose counters cannot be read breaks nothing (recorded; the flows run on uncut);
+        a drawn one breaks all the same, its exposure unknown."""
+        options = candidates(self.testbed.topology, self.placement, self.flows)
+        self._read_loads()
+        if self.params.choice() == CutChoice.BUSIEST:
+            if self.loads is None:
+                self.choice_error = self.loads_error
+                return
+            self.cut = busiest(options, self.loads)
+        else:
+            chosen = drawn(options, self.seed)
+            self.cut = chosen if self.loads is None else loaded(chosen, self.loads)
         self.cut_s = self.clock.now()
         if self.cut.switch is not None:
             self.schedule.power_off(self.cut.switch, dark=self.params.switch_dark)
@@ -97,29 +130,18 @@ class Cuts:
     def _note_restore(self) -> None:
         self.restore_s = self.clock.now() if self.clock.started else None
 
-    def _nic_counters(self) -> dict[str, int]:
-        if self.placement != Placement.NIC:
-            return {}
-        return self.testbed.nic_tx_packets(self.flows[0][0])
-
-    def _choose(self) -> Cut:
-        """What the placement breaks; a snapshot whose counters could not be read (a loaded
-        machine) is taken again once, at the moment of the cut."""
+    def _read_loads(self) -> None:
+        """What the candidates carried until the probe; a snapshot whose counters could not
+        be read (a loaded machine) is taken again once, at the moment of the cut."""
         try:
-            return self._choose_from(self.probe)
+            self.loads = self._loads_until(self.probe)
         except CountersUnavailable:
             self._probe()
-            return self._choose_from(self.probe)
+            try:
+                self.loads = self._loads_until(self.probe)
+            except CountersUnavailable as error:
+                self.loads_error = str(error)
 
-    def _choose_from(self, probe: Status | None) -> Cut:
+    def _loads_until(self, probe: Snapshot | None) -> Loads:
         assert probe is not None
-        topology = self.testbed.topology
-        sources = [source for source, _ in self.flows]
-        destinations = [destination for _, destination in self.flows]
-        if self.placement == Placement.LOCAL:
-            return local_uplink(topology, sources, self.before, probe)
-        if self.placement == Placement.REMOTE:
-            return remote_downlink(topology, destinations, self.before, probe)
-        if self.placement == Placement.SWITCH:
-            return busiest_spine(topology, destinations, self.before, probe)
-        return busiest_nic(topology, sources[0], self.nics_before, self.nics_probe)
+        return loads(self.testbed.topology, self.placement, self.flows, self.before, probe)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from controller.intent.policy import RoutingPolicy
 from experiments.json_form import TEXT
-from experiments.placements import Placement
+from experiments.placements import CutChoice, Placement
 from experiments.transports import (
     ALL_ROCE_PROFILES,
     parse_choices,
@@ -31,8 +31,13 @@ class Params:
     #: than its destination.
     flows: str = "h1:h3"
     transports: str = "mrc,single,roce"
-    routings: str = "static"
+    #: Both by default: under ``static`` nothing reroutes a one-path flow, so a RoCE QP on the
+    #: cut path dies; under ``converge:3`` the fabric reroutes it and its cost is its stall.
+    routings: str = "static,converge:3"
     placements: str = Placement.REMOTE.value
+    #: Which of a placement's candidates breaks: ``random`` (drawn per seed, the same for
+    #: every contender of the seed) or ``busiest`` (the single-path flow's own path).
+    cut_choice: str = CutChoice.RANDOM.value
     mrc_evs: int = 256
     #: Small messages, so that 100 ms bins hold many completions rather than one or two.
     message_size: int = 8192
@@ -53,11 +58,20 @@ class Params:
         if self.bin_s <= 0 or self.mrc_evs < 1 or self.message_size < 1:
             raise ValueError("bin_s, mrc_evs and message_size must be positive")
         self.flow_pairs()
+        self.choice()
         modes_of(self)
 
     def flow_pairs(self) -> list[tuple[str, str]]:
         """``flows`` as (source, destination) pairs; ValueError when malformed."""
         return parse_flows(self.flows)
+
+    def choice(self) -> CutChoice:
+        """``cut_choice`` as a choice; ValueError for an unknown one."""
+        if self.cut_choice not in tuple(CutChoice):
+            raise ValueError(
+                f"unknown cut choice {self.cut_choice} (choose one of {', '.join(CutChoice)})"
+            )
+        return CutChoice(self.cut_choice)
 
     def placement_list(self) -> tuple[Placement, ...]:
         """``placements`` as placements, in the order given; ValueError for an unknown one."""
@@ -82,9 +96,9 @@ def parse_flows(text: str) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class FailoverMode:
-    """One mode: a transport (``experiments.transports``) under a controller routing policy,
-    the fabric broken at a placement. Its label is ``TRANSPORT-ROUTING-PLACEMENT``
-    (``mrc-static-remote``, ``roce-converge:3-switch``)."""
+    """One mode: a contender (``experiments.transports``: ``mrc``, ``roce:nccl``) under a
+    controller routing policy, the fabric broken at a placement. Its label is
+    ``TRANSPORT-ROUTING-PLACEMENT`` (``mrc-static-remote``, ``roce:nccl-converge:3-switch``)."""
 
     transport: str
     routing: RoutingPolicy = field(metadata=TEXT)

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 from experiments.documents import PerfResult, PerfSample
 from experiments.failover.cuts import Cuts
+from experiments.failover.exposure import FlowExposure, flow_name, run_exposed
 from experiments.failover.modes import FailoverMode, Params
 from experiments.json_form import FLAT
 from experiments.metrics import failed_transfer, recovery_time, transfer_metrics
-from experiments.placements import Placement
+from experiments.placements import CutChoice, Placement
 from experiments.records import CutFailure, Transfer
 from experiments.schedule import RESTORE_SETTLE_TIMEOUT_S
 from experiments.timeline import RunClock, Series, aggregate, flow_series, longest_stall
@@ -42,9 +43,9 @@ class FlowFailure:
 @dataclass(frozen=True)
 class FailoverRun:
     """One run's record: its mode, each flow's transfer, what was cut (a link or a switch
-    and its links, from which counters), when it was cut and mended, the flows' recovery
-    and longest stall, and what makes the run not the experiment it claims to be
-    (``problems``, see ``results.summary_problems``)."""
+    and its links, how it was chosen, from which counters) and whose traffic it hit, when it
+    was cut and mended, the flows' recovery and longest stall, and what makes the run not
+    the experiment it claims to be (``problems``, see ``results.summary_problems``)."""
 
     mode: FailoverMode = field(metadata=FLAT)
     evs: int | None
@@ -59,6 +60,11 @@ class FailoverRun:
     #: Member counters (bmv2), the switches' port tx counters (linux) or the source host's
     #: NIC counters (nic): see counters.py and placements.py.
     cut_counters: str | None
+    cut_choice: CutChoice
+    #: Per flow, whether the cut hit its traffic (none when nothing was cut): exposure.py.
+    exposure: Mapping[str, FlowExposure]
+    #: Whether the cut hit the run's traffic (None: unknown, or nothing was cut).
+    exposed: bool | None
     cut_s: float | None
     cut_error: str | None
     #: Why nothing was cut when that is a result, not a fault (see uncut_reason).
@@ -83,7 +89,6 @@ def run_mode(
 ) -> tuple[FailoverRun, FailoverSeries]:
     """Every flow in ``mode`` at once, the fabric broken and mended on their clock; the
     run's record for summary.json and its time series (per flow, and all flows together)."""
-    del seed  # each run draws fresh EVs (the agent's own randomness); the seed labels it
     flows = params.flow_pairs()
     problems = _wait_fabric_whole(testbed)
     clock = RunClock()
@@ -108,7 +113,8 @@ def run_mode(
         )
         for source, destination in flows
     ]
-    cuts = Cuts(testbed, params, mode.placement, flows, clock)
+    # the seed draws a random cut (each run's EVs are the agent's own randomness)
+    cuts = Cuts(testbed, params, mode.placement, flows, clock, seed)
     cuts.start()
     launched = time.monotonic()
     try:
@@ -118,7 +124,7 @@ def run_mode(
     transfers: dict[str, Transfer] = {}
     series: FailoverSeries = {}
     for index, ((source, destination), result) in enumerate(zip(flows, results, strict=True)):
-        name = f"{source}->{destination}"
+        name = flow_name((source, destination))
         points = flow_series(samples[index], clock.offset(index))
         transfer = _flow_transfer(result, samples[index], clock, cuts.cut_s, launched)
         transfers[name] = dataclasses.replace(
@@ -134,6 +140,7 @@ def run_mode(
         problems.append(f"nothing was cut: {cuts.cut_error}")
     problems += cuts.schedule.problems
     lost = [t.bytes_lost for t in transfers.values()]
+    exposure = cuts.exposures()
     record = FailoverRun(
         mode=mode,
         evs=evs_used(mode.transport, params.mrc_evs),
@@ -146,6 +153,9 @@ def run_mode(
         switch_dark=params.switch_dark if mode.placement == Placement.SWITCH else None,
         cut_probe_packets=None if cut is None else cut.packets,
         cut_counters=None if cut is None else cut.counters,
+        cut_choice=params.choice(),
+        exposure=exposure,
+        exposed=run_exposed(exposure),
         cut_s=cuts.cut_s,
         cut_error=cuts.cut_error,
         uncut=uncut if cut is None else None,

@@ -29,12 +29,14 @@ from experiments.counters import MEMBER_COUNTERS, PORT_TX_COUNTERS, HopLoad, hop
 from experiments.cpu import ProcessTimes, core_load, parse_stat, process_load, process_times
 from experiments.experiment import parse_params
 from experiments.failover import figures as failover
+from experiments.failover.exposure import BYTES, FlowExposure
 from experiments.failover.modes import FailoverMode
 from experiments.failover.run import FailoverRun, FlowFailure
 from experiments.incast import figures as incast
 from experiments.incast.modes import Fabric
 from experiments.incast.run import IncastRun
 from experiments.json_form import to_json
+from experiments.placements import CutChoice
 from experiments.plan import plan_bring_ups, run_order, seed_orders
 from experiments.records import CutFailure, Run
 from experiments.registry import EXPERIMENTS
@@ -454,6 +456,9 @@ def _failover_run(
         switch_dark=None,
         cut_probe_packets=1,
         cut_counters=MEMBER_COUNTERS,
+        cut_choice=CutChoice.BUSIEST,
+        exposure={"h1->h3": FlowExposure(True, 1.0, 1, BYTES, ("l2",))},
+        exposed=True,
         cut_s=5.0,
         cut_error=None,
         uncut=None,

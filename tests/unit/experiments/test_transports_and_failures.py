@@ -1,7 +1,8 @@
 """The failover and loss experiments' pure parts: their modes (transports x routing policies x
-placements; transports x loss rates) and how they map to bring-ups, what each placement
-breaks, several flows on one clock, stalls, the per-transport invariants (a RoCE transfer
-that fails is a result, an MRC one an error), and retention of lossless goodput."""
+placements; transports x loss rates) and how they map to bring-ups, counters that fell,
+several flows on one clock, stalls, the per-transport invariants (a RoCE transfer that fails
+is a result, an MRC one an error), and retention of lossless goodput. What each placement
+breaks: test_placements.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from experiments import failover, loss, transports
 from experiments.capabilities import TargetFacts
 from experiments.collectives.modes import CollectiveMode
-from experiments.counters import MEMBER_COUNTERS, CountersUnavailable, forwarded_between
+from experiments.counters import CountersUnavailable, forwarded_between
 from experiments.experiment import parse_params
 from experiments.fabric_loss import FabricLoss
 from experiments.failover.modes import FailoverMode, modes_of
@@ -25,14 +26,6 @@ from experiments.loss import figures as loss_figures
 from experiments.loss import modes as loss_modes
 from experiments.loss.modes import LossMode
 from experiments.loss.run import LossRun
-from experiments.placements import (
-    NIC_TX_COUNTERS,
-    Cut,
-    busiest_nic,
-    busiest_spine,
-    local_uplink,
-    remote_downlink,
-)
 from experiments.plan import plan_bring_ups
 from experiments.records import Failure, Run
 from experiments.registry import EXPERIMENTS
@@ -67,14 +60,13 @@ def _status(packets: dict[str, dict[int, int]]) -> dict[str, Any]:
 # -- modes -----------------------------------------------------------------------------------
 
 
-def test_failover_by_default_compares_mrc_with_every_roce_profile_under_static_routing() -> None:
+def test_failover_by_default_compares_mrc_with_every_roce_profile_static_and_converging() -> None:
     params = parse_params(EXPERIMENTS["failover"], {})
-    assert labels(modes_of(params)) == (
-        "mrc-static-remote",
-        "single-static-remote",
-        "roce:perftest-static-remote",
-        "roce:nccl-static-remote",
-        "roce:adaptive-static-remote",
+    contenders = ("mrc", "single", "roce:perftest", "roce:nccl", "roce:adaptive")
+    assert labels(modes_of(params)) == tuple(
+        f"{contender}-{routing}-remote"
+        for routing in ("static", "converge:3")
+        for contender in contenders
     )
     mode = FailoverMode.parse("roce:nccl-converge:3-switch")
     assert (mode.transport, str(mode.routing), mode.placement) == (
@@ -157,12 +149,11 @@ def test_failover_needs_flows_across_leaves_and_nic_needs_a_second_nic() -> None
 def test_reboot_is_failover_with_a_spine_losing_power_under_four_flows() -> None:
     params = parse_params(EXPERIMENTS["reboot"], {})
     assert params.flow_pairs() == [("h1", "h3"), ("h2", "h4"), ("h3", "h1"), ("h4", "h2")]
-    assert labels(modes_of(params)) == (
-        "mrc-static-switch",
-        "single-static-switch",
-        "roce:perftest-static-switch",
-        "roce:nccl-static-switch",
-        "roce:adaptive-static-switch",
+    contenders = ("mrc", "single", "roce:perftest", "roce:nccl", "roce:adaptive")
+    assert labels(modes_of(params)) == tuple(
+        f"{contender}-{routing}-switch"
+        for routing in ("static", "converge:3")
+        for contender in contenders
     )
 
 
@@ -218,39 +209,7 @@ def test_a_roce_transfer_asks_for_its_verbs_settings() -> None:
     }
 
 
-# -- placements ----------------------------------------------------------------------------
-
-
-def test_remote_is_the_busiest_spines_downlink_into_the_destination_leaf() -> None:
-    topology = load_topology("leaf-spine")  # s1..s4 port 2 goes down to l2
-    before = _status({f"s{i}": {1: 0, 2: 0} for i in range(1, 5)})
-    after = _status({"s1": {1: 900, 2: 10}, "s2": {1: 0, 2: 40}, "s3": {1: 5, 2: 300}, "s4": {}})
-    # s1 sent most overall, but toward l1 (the ACKs' way): the data into l2 went via s3
-    assert remote_downlink(topology, ["h3"], before, after) == Cut(
-        "remote", "s3:2", "l2", 300, MEMBER_COUNTERS
-    )
-    spine = busiest_spine(topology, ["h3", "h1"], before, after)
-    assert (spine.switch, spine.packets, spine.name) == ("s1", 910, "s1")
-    after["counters"]["s4"] = {"error": "timed out"}
-    with pytest.raises(CountersUnavailable, match="s4"):
-        remote_downlink(topology, ["h3"], before, after)
-
-
-def test_local_is_the_busiest_uplink_of_any_source_leaf() -> None:
-    topology = load_topology("two-plane")  # h1 on p0l1 and p1l1; ports 3, 4 go up
-    before = _status({"p0l1": {3: 0, 4: 0}, "p1l1": {3: 0, 4: 0}})
-    after = _status({"p0l1": {3: 50, 4: 60}, "p1l1": {3: 70, 4: 5}})
-    assert local_uplink(topology, ["h1"], before, after) == Cut(
-        "local", "p1l1:3", "p1s1", 70, MEMBER_COUNTERS
-    )
-
-
-def test_nic_is_the_source_nic_that_sent_most() -> None:
-    topology = load_topology("two-plane")
-    cut = busiest_nic(topology, "h1", {"eth0": 10, "eth1": 10}, {"eth0": 20, "eth1": 900})
-    assert cut == Cut("nic", "h1:1", "p1l1", 890, NIC_TX_COUNTERS)
-    with pytest.raises(CountersUnavailable, match="eth1"):
-        busiest_nic(topology, "h1", {"eth0": 1}, {"eth0": 2})
+# -- counters ------------------------------------------------------------------------------
 
 
 def test_counters_that_fell_belong_to_a_restarted_switch_and_are_not_read() -> None:
