@@ -633,7 +633,7 @@ class Context:
         """``mrc_create_qp``: a QP in RESET, with its number (``qp.qp_num``). ``qp_type``
         ``QpType.RC`` makes a RoCEv2 RC QP instead (the testbed's baseline, docs/api.md),
         running ``roce_profile`` (``agent.roce.profiles``; None: perftest's)."""
-        options = {} if roce_profile is None else {"roce_profile": roce_profile}
+        options: dict[str, Any] = {} if roce_profile is None else {"roce_profile": roce_profile}
         result = self.link.request(
             "api.qp.create",
             pd=pd.handle,
