@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from collective.report import Failure
+from collective.plans import Collective
+from collective.report import Failure, JobResult, RankIteration
 from collective.roce import RoceSettings
 from experiments.capabilities import target_facts
 from experiments.collectives import may_fail
 from experiments.collectives.figures import summarize_runs, text
-from experiments.collectives.job_report import IterationRecord, JobReport
+from experiments.collectives.job_report import IterationRecord, JobReport, job_report
 from experiments.collectives.modes import CollectiveMode, Params, Scenario, modes_of, variant
 from experiments.collectives.rings import (
     allowed_busbw,
@@ -21,6 +22,7 @@ from experiments.collectives.rings import (
 )
 from experiments.collectives.run import CollectiveRun, EventRecord, Recovery, recovery
 from experiments.json_form import to_json
+from experiments.transports import Contender
 from tests.unit.experiments.run_records import measured
 from topologies import load_topology
 
@@ -114,6 +116,13 @@ def test_a_modes_job_runs_its_contender(transport, roce):
     assert spec.stall_timeout_s > 8 * 4.096e-6 * 2**20, "an nccl QP dies of its own retries"
 
 
+def test_a_runs_record_names_the_roce_its_job_ran():
+    iterations = [[RankIteration(0.0, 1.0, 0.1)], [RankIteration(0.0, 1.0, 0.1)]]
+    result = JobResult(Collective.ALLREDUCE, 2, 1024, 1, "roce", 0.0, 0.0, iterations)
+    result.roce = RoceSettings("adaptive", 4, 10)
+    assert to_json(job_report(result))["roce"] == {"profile": "adaptive", "qps": 4, "timeout": 10}
+
+
 def test_a_mode_with_a_roce_label_is_read_back():
     assert str(mode("roce:nccl:16qp-cut-static")) == "roce:nccl:16qp-cut-static"
     assert mode("roce:adaptive-second-job").scenario is Scenario.SECOND_JOB
@@ -153,15 +162,18 @@ def test_recovery_counts_iterations_until_one_is_back_to_normal():
 # -- the summary -------------------------------------------------------------------------------
 
 
-def _report(transport: str, busbw: float, failed: bool) -> JobReport:
+def _report(label: str, busbw: float, failed: bool) -> JobReport:
+    """The report of a job of contender ``label`` (NCCL's two QPs to a peer for RoCE)."""
     failure = Failure(12.0, 3, "rank 3: WRITE completed RETRY_EXC_ERR") if failed else None
+    contender = Contender.parse(label)
     return JobReport(
         collective="allreduce",
         ranks=16,
         hosts=(),
         size_bytes=1 << 18,
         iterations=10,
-        transport=transport,
+        transport=contender.transport,
+        roce=RoceSettings(contender.profile, 2) if contender.profile is not None else None,
         compute_s=0.0,
         bus_factor=1.875,
         completed_iterations=4 if failed else 10,
