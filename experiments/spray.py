@@ -245,7 +245,10 @@ def run_mode(
 
 def link_balance(record: SprayRun) -> float | None:
     """How unevenly a run loaded the spine links: the most packets a link carried over the
-    fewest (1: even; None when unread, or when a link carried none: unbounded)."""
+    fewest (1: even). None when unread, when a link carried none (unbounded), or when a flow
+    failed: a run cut short by a dead QP measured no spread of its load."""
+    if any(transfer.failure is not None for transfer in record.transfers.values()):
+        return None
     if record.link_packets_max is None or not record.link_packets_min:
         return None
     return record.link_packets_max / record.link_packets_min

@@ -133,6 +133,7 @@ def test_bad_settings_are_refused(fabric):
         Params(transports="roce:nccl:100qp").check()
     with pytest.raises(ValueError):
         Params(event_after=10, iterations=10).check()
+    Params(scenarios="clean,loss", iterations=2).check()  # no event to place: any event_after
     with pytest.raises(ValueError, match="SPINE:LEAF"):
         Params(cut="s1").check()
     with pytest.raises(ValueError, match="no link joins"):

@@ -5,6 +5,7 @@ RoCE contender with MRC's ratio to it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from experiments.bottleneck import LINK_BOUND, RunBottleneck
 from experiments.counters import MEMBER_COUNTERS
 from experiments.experiment import parse_params
 from experiments.json_form import to_json
-from experiments.records import Run
+from experiments.records import Failure, Run
 from experiments.registry import EXPERIMENTS
 from experiments.spray import SprayRun, link_balance
 from experiments.stats import spread_problems
@@ -136,6 +137,11 @@ def _run(goodput: float, sequence: int, most: int, fewest: int) -> Run[SprayRun]
 def test_the_link_balance_of_a_run_is_its_busiest_link_over_its_idlest() -> None:
     assert link_balance(_run(1e6, 0, 300, 100).record) == 3.0
     assert link_balance(_run(1e6, 0, 300, 0).record) is None, "an idle link: unbounded"
+    cut_short = dataclasses.replace(
+        _run(1e6, 0, 300, 100).record,
+        transfers={"h1->h5": transfer(False, None, failure=Failure("retry counter exceeded"))},
+    )
+    assert link_balance(cut_short) is None, "a dead QP's run measured no spread"
 
 
 def test_the_summary_holds_mrc_against_single_and_against_the_strongest_roce() -> None:
