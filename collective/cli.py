@@ -1,6 +1,7 @@
 """The job's command line, shared by ``python -m collective`` and the testbed CLI's
 ``collective`` command: ``COLLECTIVE [--size 16M] [--iters 10] [--transport mrc|single|roce]
-[--compute S] [--segment 256K] [--stall-timeout S] [--json]``.
+[--roce-profile perftest|nccl|adaptive] [--qps N] [--roce-timeout N] [--compute S]
+[--segment 256K] [--stall-timeout S] [--json]``.
 
 Progress is printed per iteration as it completes (nccl-tests' columns), then the job's
 summary (``collective.report.text``), or with ``--json`` one JSON object of the summary.
@@ -15,6 +16,7 @@ from typing import Any
 
 from agent.cli.common import parse_size, positive_float, positive_int
 from agent.io.transport import transport_names
+from agent.roce.profiles import DEFAULT_PROFILE, PROFILES, profile_names
 from collective.job import JobSpec
 from collective.plans import Collective, parse_collective, round_size
 from collective.rank import DEFAULT_SEGMENT_BYTES
@@ -57,6 +59,27 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=positive_int, default=DEFAULT_ITERATIONS)
     parser.add_argument("--transport", choices=transport_names(), default="mrc")
     parser.add_argument(
+        "--roce-profile",
+        choices=profile_names(),
+        help="with --transport roce, the RoCE its QPs run: "
+        + "; ".join(f"{name}: {profile.summary}" for name, profile in PROFILES.items())
+        + f" (default {DEFAULT_PROFILE})",
+    )
+    parser.add_argument(
+        "--qps",
+        type=positive_int,
+        metavar="N",
+        help="with --transport roce, RC QPs each rank opens to each peer, its WRITEs "
+        "round-robin over them (default: the profile's, perftest 1, nccl 2)",
+    )
+    parser.add_argument(
+        "--roce-timeout",
+        type=int,
+        metavar="N",
+        help="with --transport roce, the QPs' local ACK timeout, 4.096 us x 2^N (default: "
+        "the profile's)",
+    )
+    parser.add_argument(
         "--compute", type=_non_negative, default=0.0, help="seconds of compute per iteration"
     )
     parser.add_argument(
@@ -84,6 +107,9 @@ def job_spec(args: argparse.Namespace, ranks: int) -> tuple[JobSpec, str | None]
         compute_s=args.compute,
         segment_bytes=args.segment,
         stall_timeout_s=args.stall_timeout,
+        roce_profile=args.roce_profile,
+        roce_qps=args.qps,
+        roce_timeout=args.roce_timeout,
     )
     return spec, note
 

@@ -12,9 +12,10 @@ Transports, as for a transfer (``mrc-agent send --transport``): ``mrc`` sprays o
 agent's EV profile 0 (its ``--evs``); ``single`` is MRC on one EV, an AUTO EV profile with
 ``ev_count`` 1 that the job installs on each agent through the controller API (as OCP's
 node controller would; it needs a privileged context) and reuses when present. ``roce``
-makes RC QPs (``QpType.RC``): the agent's RoCEv2 baseline, one path per QP, go-back-N, and
-verbs' default ``timeout`` 14 and ``retry_cnt`` 7, so a QP whose path died fails within about
-half a second and the job with it, as NCCL's would.
+makes RC QPs (``QpType.RC``): the agent's RoCEv2 baseline, one path per QP, run as the job's
+RoCE profile says (``collective.roce``: perftest's by default, go-back-N with a 67 ms timer
+and one QP to each peer, so a QP whose path died fails within about half a second and the
+job with it; NCCL's waits 4.3 s a retry over two QPs to each peer).
 
 A job fails as a whole, as an NCCL communicator aborts: the first rank whose completion
 comes back in error stops every rank, and so does a job in which nothing moves for
@@ -34,12 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.api import ApiError, Context, Controller, EvMode, NotSupported, ProfileState, QpType
+from agent.api import ApiError, Context, Controller, EvMode, NotSupported, ProfileState
 from agent.io.transport import Transport, transport_named
 from collective.plans import Collective, check_size, make_plan
 from collective.rank import DEFAULT_SEGMENT_BYTES, Rank, RankWire
 from collective.rendezvous import FileRendezvous
 from collective.report import Failure, JobResult, iteration_record
+from collective.roce import RoceSettings
 
 #: EV profiles a job installs for a transport of a fixed EV count N: AUTO with N EVs, at this id
 #: plus N (``single``'s one EV: 0x51).
@@ -56,7 +58,8 @@ class JobError(RuntimeError):
 
 @dataclass(frozen=True)
 class JobSpec:
-    """What to run: the collective, its size in bytes, iterations and transport."""
+    """What to run: the collective, its size in bytes, iterations and transport (for RoCE,
+    its profile, QPs to each peer and verbs timeout: ``collective.roce``)."""
 
     collective: Collective
     size: int
@@ -67,6 +70,27 @@ class JobSpec:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     #: The job fails when no rank progresses for this long.
     stall_timeout_s: float = 30.0
+    #: A RoCE transport's profile (None: the default), QPs to each peer (None: the
+    #: profile's) and verbs timeout (None: the profile's); an MRC transport takes none.
+    roce_profile: str | None = None
+    roce_qps: int | None = None
+    roce_timeout: int | None = None
+
+    def roce(self) -> RoceSettings | None:
+        """How the job runs RoCE (None for an MRC transport); JobError for settings that do
+        not go with the transport or are out of range."""
+        try:
+            transport = transport_named(self.transport)
+            given = (self.roce_profile, self.roce_qps, self.roce_timeout)
+            if not transport.is_roce:
+                if any(value is not None for value in given):
+                    raise ValueError(
+                        f"transport {transport.name} takes no RoCE profile, QPs or timeout"
+                    )
+                return None
+            return RoceSettings.resolve(*given)
+        except ValueError as exc:
+            raise JobError(str(exc)) from None
 
     def check(self, ranks: int) -> None:
         """JobError for parameters that cannot run on ``ranks`` ranks."""
@@ -78,6 +102,7 @@ class JobSpec:
             transport = transport_named(self.transport)
         except ValueError as exc:
             raise JobError(str(exc)) from None
+        self.roce()
         if transport.evs is not None and transport.evs > MAX_FIXED_EVS:
             raise JobError(f"transport {transport.name}: at most {MAX_FIXED_EVS} fixed EVs")
         if self.iterations < 1 or self.compute_s < 0 or self.stall_timeout_s <= 0:
@@ -161,6 +186,7 @@ def run_job(
     ranks = len(contexts)
     spec.check(ranks)
     transport = transport_named(spec.transport)
+    roce = spec.roce()
     wait = wait or socket_wait(contexts)
     members: list[Rank] = []
     try:
@@ -172,7 +198,7 @@ def run_job(
                     iterations=spec.iterations,
                     compute_s=spec.compute_s,
                     ev_profile_id=ev_profile_for(ctx, transport),
-                    qp_type=QpType.RC if transport.is_roce else QpType.MRC,
+                    roce=roce,
                     segment_bytes=spec.segment_bytes,
                     clock=clock,
                 )
@@ -195,8 +221,8 @@ def run_job(
     except (ApiError, ValueError, TimeoutError) as exc:
         raise JobError(f"setting the job up failed: {exc}") from None
     if hooks.on_connected is not None:
-        hooks.on_connected([sorted(qp.qp_num for qp in m.qps.values()) for m in members])
-    return _drive(spec, members, list(hosts), hooks, wait, clock)
+        hooks.on_connected([sorted(m.qp_numbers) for m in members])
+    return _drive(spec, members, list(hosts), hooks, wait, clock, roce)
 
 
 def _drive(
@@ -206,6 +232,7 @@ def _drive(
     hooks: JobHooks,
     wait: Callable[[float], None],
     clock: Callable[[], float],
+    roce: RoceSettings | None,
 ) -> JobResult:
     """Run the connected ranks until all are done or the job fails."""
     started = clock()
@@ -219,6 +246,7 @@ def _drive(
         started,
         [member.records for member in members],
         hosts=hosts,
+        roce=roce,
     )
     if hooks.on_start is not None:
         hooks.on_start(started)

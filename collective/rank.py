@@ -1,9 +1,12 @@
 """One rank of a job: its plan, run over its host's agent through the host API.
 
 A rank holds one context on its host's agent, one CQ, one registered region (laid out by
-its plan) and one QP to each peer its plan names. ``setup`` makes them and returns what the
-peers need (``RankWire``: the QPs' numbers and first PSNs, the region's address and R_Key,
-the host's plane addresses); ``connect`` takes every rank's and moves the QPs to RTS; then
+its plan) and the QPs to each peer its plan names: one MRC QP (its EVs spread it over the
+paths), or for RoCE as many RC QPs as the job's settings say (``collective.roce``), over
+which its WRITEs to that peer go round-robin, each whole, as NCCL's messages go over its
+channels' connections. ``setup`` makes them and returns what the peers need (``RankWire``:
+the QPs' numbers and first PSNs, the region's address and R_Key, the host's plane
+addresses); ``connect`` takes every rank's and moves the QPs to RTS; then
 ``progress`` is called whenever the agent may have said something, and runs the state
 machine as far as it can without waiting:
 
@@ -12,10 +15,10 @@ machine as far as it can without waiting:
 A step posts its WRITEs (each chunk cut into segments of at most ``segment_bytes``, every
 segment a signalled WRITE WITH IMMEDIATE whose immediate names the iteration and step), then
 waits until every segment it expects has arrived (a receive completion carrying the same
-immediate, from the QP of the peer that sends it), then reduces. Immediates are counted, not
-matched in order, so segments may complete in any order and a fast neighbour's next-step or
-next-iteration segments may arrive early. DRAIN waits for the rank's own WRITEs to be
-acknowledged before the next iteration overwrites what they read.
+immediate, from a QP of the peer that sends it), then reduces. Immediates are counted, not
+matched in order, so segments may complete in any order (over several QPs they do) and a
+fast neighbour's next-step or next-iteration segments may arrive early. DRAIN waits for the
+rank's own WRITEs to be acknowledged before the next iteration overwrites what they read.
 
 Any completion in error (a QP out of retries, a flushed request) fails the rank with the
 completion's status and reason: the job stops, as an NCCL communicator aborts.
@@ -52,6 +55,7 @@ from agent.api import (
 from collective.data import Verdict, apply_copy, apply_reduce, fill_input, verify
 from collective.plans import Plan, Step
 from collective.report import RankIteration
+from collective.roce import RoceSettings
 
 #: Largest WRITE a rank posts; a chunk is cut into segments of at most this.
 DEFAULT_SEGMENT_BYTES = 256 << 10
@@ -81,8 +85,9 @@ class RankWire:
     ports: tuple[str, ...]
     addr: int
     rkey: int
-    #: peer -> (our QP number towards that peer, the first PSN that QP sends)
-    qps: dict[int, tuple[int, int]]
+    #: peer -> (our QP number towards that peer, the first PSN that QP sends) for each of our
+    #: QPs towards it, in the order the peer pairs its own with them
+    qps: dict[int, tuple[tuple[int, int], ...]]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,7 +95,7 @@ class RankWire:
             "ports": list(self.ports),
             "addr": self.addr,
             "rkey": self.rkey,
-            "qps": {str(peer): list(value) for peer, value in self.qps.items()},
+            "qps": {str(peer): [list(qp) for qp in qps] for peer, qps in self.qps.items()},
         }
 
     @classmethod
@@ -102,7 +107,10 @@ class RankWire:
                 tuple(str(p) for p in data["ports"]),
                 int(data["addr"]),
                 int(data["rkey"]),
-                {int(peer): (int(v[0]), int(v[1])) for peer, v in data["qps"].items()},
+                {
+                    int(peer): tuple((int(qp[0]), int(qp[1])) for qp in qps)
+                    for peer, qps in data["qps"].items()
+                },
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ValueError(f"malformed rank record: {exc!r}") from None
@@ -131,7 +139,7 @@ class Rank:
         iterations: int,
         compute_s: float = 0.0,
         ev_profile_id: int = 0,
-        qp_type: QpType = QpType.MRC,
+        roce: RoceSettings | None = None,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -145,7 +153,8 @@ class Rank:
         self.iterations = iterations
         self.compute_s = compute_s
         self.ev_profile_id = ev_profile_id
-        self.qp_type = qp_type
+        #: RC QPs with these settings; None: one MRC QP to each peer.
+        self.roce = roce
         self.segment_bytes = segment_bytes
         self.clock = clock
         self.phase = Phase.READY
@@ -154,15 +163,21 @@ class Rank:
         self.cq: CQ | None = None
         self.pd: PD | None = None
         self.mr: MR | None = None
-        self.qps: dict[int, QP] = {}
+        #: peer -> the QPs towards it
+        self.qps: dict[int, tuple[QP, ...]] = {}
         self._peer_of_qp: dict[int, int] = {}
+        #: By QP number: the QP, its first PSN, its WRITEs waiting for room, the receives to
+        #: post again, its WRITEs in flight.
+        self._qp_of_num: dict[int, QP] = {}
         self._psn: dict[int, int] = {}
-        self._remote: dict[int, tuple[int, int]] = {}
         self._pending: dict[int, deque[SendWR]] = {}
         self._reposts: Counter[int] = Counter()
+        self._inflight: Counter[int] = Counter()
+        #: peer -> how many WRITEs went to it (which of its QPs the next one takes)
+        self._turn: Counter[int] = Counter()
+        self._remote: dict[int, tuple[int, int]] = {}
         self._arrived: Counter[tuple[int, int]] = Counter()
         self._outstanding = 0
-        self._inflight: Counter[int] = Counter()
         self._next_wr = 0
         self.iteration = 0
         self.step = 0
@@ -173,12 +188,23 @@ class Rank:
 
     # --- setup ---------------------------------------------------------------------------
 
+    @property
+    def qps_per_peer(self) -> int:
+        """QPs towards each peer: the RoCE settings' count, one MRC QP otherwise."""
+        return 1 if self.roce is None else self.roce.qps
+
+    @property
+    def qp_numbers(self) -> list[int]:
+        """Every QP's number (the numbers its agent's ``status`` lists connections by)."""
+        return list(self._qp_of_num)
+
     def setup(self) -> RankWire:
-        """CQ, region (filled with the rank's input), a QP per peer in INIT with receives
-        posted; what the peers need to connect."""
+        """CQ, region (filled with the rank's input), the QPs to each peer in INIT with
+        receives posted; what the peers need to connect."""
         ctx = self.ctx
         peers = self.plan.peers
-        self.cq = ctx.create_cq(min(1 << 16, len(peers) * (SEND_DEPTH + RECV_DEPTH)))
+        depth = len(peers) * self.qps_per_peer * (SEND_DEPTH + RECV_DEPTH)
+        self.cq = ctx.create_cq(min(1 << 16, depth))
         self.pd = ctx.alloc_pd()
         self.mr = self.pd.reg_mr(
             self.plan.layout.region_bytes, Access.LOCAL_WRITE | Access.REMOTE_WRITE
@@ -186,32 +212,47 @@ class Rank:
         fill_input(self.mr.buf, self.plan)
         qps = {}
         for peer in peers:
-            qp = ctx.create_qp(
-                self.pd,
-                self.cq,
-                self.cq,
-                max_send_wr=SEND_DEPTH,
-                max_recv_wr=RECV_DEPTH,
-                qp_type=self.qp_type,
-            )
-            qp.modify(QpState.INIT, ev_profile_id=self.ev_profile_id)
-            qp.post_recv([RecvWR(peer) for _ in range(RECV_DEPTH)])
-            self.qps[peer] = qp
-            self._peer_of_qp[qp.qp_num] = peer
-            self._psn[peer] = secrets.randbelow(1 << 24)
-            self._pending[peer] = deque()
-            qps[peer] = (qp.qp_num, self._psn[peer])
+            self.qps[peer] = tuple(self._make_qp(peer) for _ in range(self.qps_per_peer))
+            qps[peer] = tuple((qp.qp_num, self._psn[qp.qp_num]) for qp in self.qps[peer])
         return RankWire(self.rank, tuple(ctx.device.ports), self.mr.addr, self.mr.rkey, qps)
 
+    def _make_qp(self, peer: int) -> QP:
+        """A QP towards ``peer`` in INIT, its receives posted."""
+        assert self.pd is not None and self.cq is not None
+        qp = self.ctx.create_qp(
+            self.pd,
+            self.cq,
+            self.cq,
+            max_send_wr=SEND_DEPTH,
+            max_recv_wr=RECV_DEPTH,
+            qp_type=QpType.MRC if self.roce is None else QpType.RC,
+            roce_profile=None if self.roce is None else self.roce.profile,
+        )
+        qp.modify(QpState.INIT, ev_profile_id=self.ev_profile_id)
+        qp.post_recv([RecvWR(peer) for _ in range(RECV_DEPTH)])
+        self._peer_of_qp[qp.qp_num] = peer
+        self._qp_of_num[qp.qp_num] = qp
+        self._psn[qp.qp_num] = secrets.randbelow(1 << 24)
+        self._pending[qp.qp_num] = deque()
+        return qp
+
     def connect(self, wires: Sequence[RankWire]) -> None:
-        """Every QP to RTR towards its peer's QP, then RTS (``wires[r]`` is rank r's)."""
-        for peer, qp in self.qps.items():
+        """Every QP to RTR towards its peer's QP of the same place, then RTS (``wires[r]`` is
+        rank r's)."""
+        timeout = None if self.roce is None else self.roce.timeout
+        for peer, own in self.qps.items():
             wire = wires[peer]
             if wire.rank != peer or self.rank not in wire.qps:
                 raise ValueError(f"rank {peer}'s record has no QP towards rank {self.rank}")
-            dest_qp, rq_psn = wire.qps[self.rank]
-            qp.modify(QpState.RTR, dest_qp_num=dest_qp, rq_psn=rq_psn, dgids=list(wire.ports))
-            qp.modify(QpState.RTS, sq_psn=self._psn[peer])
+            theirs = wire.qps[self.rank]
+            if len(theirs) != len(own):
+                raise ValueError(
+                    f"rank {peer} has {len(theirs)} QP(s) towards rank {self.rank}, which has "
+                    f"{len(own)} towards it"
+                )
+            for qp, (dest_qp, rq_psn) in zip(own, theirs, strict=True):
+                qp.modify(QpState.RTR, dest_qp_num=dest_qp, rq_psn=rq_psn, dgids=list(wire.ports))
+                qp.modify(QpState.RTS, sq_psn=self._psn[qp.qp_num], timeout=timeout)
             self._remote[peer] = (wire.addr, wire.rkey)
 
     # --- running -------------------------------------------------------------------------
@@ -281,14 +322,15 @@ class Rank:
                 if wc.opcode is WcOpcode.RECV_RDMA_WITH_IMM:
                     assert peer is not None and wc.imm_data is not None
                     self._arrived[(wc.imm_data, peer)] += 1
-                    self._reposts[peer] += 1
+                    self._reposts[wc.qp_num] += 1
                 else:
                     self._outstanding -= 1
                     if peer is not None:
-                        self._inflight[peer] -= 1
-        for peer, count in self._reposts.items():
+                        self._inflight[wc.qp_num] -= 1
+        for num, count in self._reposts.items():
             if count:
-                self.qps[peer].post_recv([RecvWR(peer) for _ in range(count)])
+                peer = self._peer_of_qp[num]
+                self._qp_of_num[num].post_recv([RecvWR(peer) for _ in range(count)])
         self._reposts.clear()
         return moved
 
@@ -367,7 +409,7 @@ class Rank:
             local = self.mr.addr + layout.offset(send.src) + send.src_offset
             remote = remote_addr + layout.offset(send.dst) + send.dst_offset
             for offset, length in segments(send.length, self.segment_bytes):
-                self._pending[send.peer].append(
+                self._pending[self._next_qp(send.peer)].append(
                     SendWR(
                         self._next_wr,
                         [Sge(local + offset, length, self.mr.lkey)],
@@ -380,23 +422,30 @@ class Rank:
                 )
                 self._next_wr += 1
 
+    def _next_qp(self, peer: int) -> int:
+        """The QP (its number) the next WRITE to ``peer`` goes on: its QPs in turn."""
+        own = self.qps[peer]
+        chosen = own[self._turn[peer] % len(own)]
+        self._turn[peer] += 1
+        return chosen.qp_num
+
     def _flush(self) -> bool:
         """Post queued WRITEs as far as each QP's send queue has room."""
         moved = False
-        for peer, pending in self._pending.items():
+        for num, pending in self._pending.items():
             if not pending:
                 continue
-            qp = self.qps[peer]
+            qp = self._qp_of_num[num]
             # Every WRITE carries an immediate: max_wimm bounds them as the send queue does.
             room = min(
-                qp.send_queue_free, (qp.max_wimm or SEND_DEPTH) - self._inflight[peer], len(pending)
+                qp.send_queue_free, (qp.max_wimm or SEND_DEPTH) - self._inflight[num], len(pending)
             )
             if room <= 0:
                 continue
             batch = [pending.popleft() for _ in range(room)]
             qp.post_send(batch)
             self._outstanding += len(batch)
-            self._inflight[peer] += len(batch)
+            self._inflight[num] += len(batch)
             moved = True
         return moved
 

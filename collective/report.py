@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collective.plans import Collective
+from collective.roce import RoceSettings
 
 
 @dataclass
@@ -64,6 +65,8 @@ class JobResult:
     wrong_elements: int = 0
     failure: Failure | None = None
     hosts: list[str] = field(default_factory=list)
+    #: How a RoCE job ran RoCE (None for MRC).
+    roce: RoceSettings | None = None
 
     @property
     def completed_iterations(self) -> int:
@@ -148,6 +151,7 @@ def summarize(result: JobResult) -> dict[str, Any]:
         "size_bytes": result.size,
         "iterations": result.iterations,
         "transport": result.transport,
+        "roce": asdict(result.roce) if result.roce is not None else None,
         "compute_s": result.compute_s,
         "bus_factor": result.collective.bus_factor(result.ranks),
         "completed_iterations": done,
@@ -185,10 +189,13 @@ def iteration_line(record: dict[str, Any]) -> str:
 
 def text(summary: dict[str, Any]) -> list[str]:
     """The job's summary lines, after the iteration lines."""
+    roce = summary["roce"]
+    transport = summary["transport"]
+    if roce is not None:
+        transport += f", {RoceSettings(**roce).describe()}"
     lines = [
         f"{summary['collective']} of {summary['size_bytes']} bytes over {summary['ranks']} ranks "
-        f"({summary['transport']}): {summary['completed_iterations']}/{summary['iterations']} "
-        f"iterations"
+        f"({transport}): {summary['completed_iterations']}/{summary['iterations']} iterations"
     ]
     if summary["time_per_iteration_s"] is not None:
         lines.append(

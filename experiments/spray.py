@@ -1,4 +1,5 @@
-"""``spray``: a permutation across the fabric, single path versus 256 EVs.
+"""``spray``: a permutation across the fabric, one MRC QP over 256 EVs against one path and
+against RoCE striped over 1, 4 and 16 QPs.
 
 Every host sends ``flow_bytes`` (or for ``duration_s``) to one host on another leaf (a random
 permutation drawn per seed), all at once. Switch-to-switch links are slowed to
@@ -8,11 +9,21 @@ measured with a saturated core is labelled CPU-bound rather than passed off as a
 measure (:mod:`experiments.bottleneck`). With one EV per flow, ECMP puts some flows on the
 same uplink and leaves others idle; spraying over 256 EVs loads every uplink evenly.
 
+The modes are contenders (:mod:`experiments.transports`): ``mrc`` (one MRC QP over
+``mrc_evs`` EVs), ``single`` (MRC on one EV: ECMP's one path) and RoCE as NCCL spreads it,
+each flow striped message by message over N RC QPs on source ports of their own, so that
+ECMP hashes them apart (``roce:adaptive:1qp``, ``:4qp``, ``:16qp``): the papers' comparison
+of one MRC QP x 256 EVs with 16 RoCE QPs. A bare ``roce`` in ``transports`` stands for every
+profile of ``roce_profiles`` at every count of ``roce_qps``.
+
 Figures: per-flow goodput and per-spine-link load (packets forwarded onto each link, from the
 next-hop member counters, or the ports' tx counters on a target without them; each record's
-``link_counters`` says which) for each mode, seed 0; the summary gives the aggregate goodput ratio
-MRC / single-path per seed (each seed's pair, in the order the modes ran) with its mean and
-spread and what limited the runs, and the max and min link load per mode.
+``link_counters`` says which) for every mode, seed 0. The summary gives the aggregate goodput
+ratio MRC / single-path per seed (each seed's pair, in the order the modes ran) with its mean
+and spread and what limited the runs; per mode the aggregate goodput, the max and min link
+load and their ratio; and for aggregate goodput and for link-load balance (max/min packets
+over the spine links) the strongest RoCE contender and MRC's ratio to it
+(:mod:`experiments.strongest`).
 """
 
 from __future__ import annotations
@@ -20,7 +31,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,7 +43,20 @@ from experiments.json_form import FLAT, PREFIXED, key
 from experiments.metrics import failed_transfer, transfer_metrics
 from experiments.records import Failure, Runs, Transfer
 from experiments.stats import SeedPair, Spread, describe, mbit, seed_pairs, two_places
+from experiments.strongest import AgainstStrongest, against_strongest
 from experiments.topology_variant import Variant
+from experiments.transports import (
+    MAX_QPS,
+    MRC,
+    SINGLE,
+    Contender,
+    evs_used,
+    may_fail,
+    parse_roce_profiles,
+    parse_transports,
+    requested_evs,
+    transfer_options,
+)
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
 from topologies.model import Topology
@@ -60,6 +83,20 @@ class Params:
     #: Flows of the permutation that run (0: all; fewer keep a test-sized run light).
     flows: int = 0
     mrc_evs: int = 256
+    #: The contenders, comma-separated: ``mrc``, ``single``, RoCE labels (``roce:nccl:4qp``);
+    #: a bare ``roce`` is every profile of ``roce_profiles`` at every count of ``roce_qps``.
+    transports: str = "mrc,single,roce"
+    #: The RoCE a load-balance comparison is signed for: ``adaptive``, NCCL's settings on a
+    #: NIC with selective repeat and an RTT-derived timer. Sixteen flows at once on slowed
+    #: links overflow queues, and no RoCE is lossless here (linux has no PFC, BMv2's lossless
+    #: class is not in every build), so a RoCE whose drops each cost a 4.3 s (nccl) or 67 ms
+    #: (perftest) go-back-N timeout would lose on recovery, not on how its QPs spread over the
+    #: spines; adaptive is the RoCE whose drops cost least, which leaves the paths to compare.
+    #: ``make experiment ROCE=`` runs others beside it.
+    roce_profiles: str = "adaptive"
+    #: QPs each RoCE flow is striped over, one contender per count (NCCL's
+    #: ``NCCL_IB_QPS_PER_CONNECTION``; the papers compare with 16).
+    roce_qps: str = "1,4,16"
     #: Packets/s of every switch-to-switch link: low enough that on this project's 2-core
     #: machine the links, not the CPUs, limit every run on both targets (BMv2 forwards in
     #: user space, ~2x the CPU per packet of the agents and the kernel together); the
@@ -82,28 +119,45 @@ class Params:
             raise ValueError("need ecn_min <= ecn_max < fabric_queue_depth")
         if not self.trim_threshold < self.fabric_queue_depth:
             raise ValueError("trim_threshold must be below fabric_queue_depth")
+        modes_of(self)
 
 
-class Paths(StrEnum):
-    """A mode: how many paths each flow sprays over."""
-
-    #: MRC on ``mrc_evs`` EVs.
-    MRC = "mrc"
-    #: One EV: ECMP's single path, the RoCE-like baseline.
-    SINGLE = "single"
-
-
-MODES = (Paths.MRC, Paths.SINGLE)
-
-
-def modes_of(params: Params) -> tuple[Paths, ...]:
-    """Both modes, whatever the parameters."""
-    del params
-    return MODES
+def parse_qp_counts(text: str) -> tuple[int, ...]:
+    """``1,4,16`` -> the QP counts, each once, in the order given."""
+    counts = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if not part.isdigit() or not 1 <= int(part) <= MAX_QPS:
+            raise ValueError(f"roce_qps: {part!r} is no QP count in 1..{MAX_QPS}")
+        counts.append(int(part))
+    if not counts:
+        raise ValueError("roce_qps: no QP count given (e.g. 1,4,16)")
+    if len(set(counts)) != len(counts):
+        raise ValueError(f"roce_qps: a QP count is listed twice: {text}")
+    return tuple(counts)
 
 
-def variant(params: Params, mode: Paths) -> Variant:
-    """The same network for both modes (they differ only in the agents' EVs)."""
+def modes_of(params: Params) -> tuple[str, ...]:
+    """The contenders' labels in the order given, a bare ``roce`` as every profile of
+    ``roce_profiles`` striped over every count of ``roce_qps`` (``roce:adaptive:16qp``)."""
+    profiles = parse_roce_profiles(params.roce_profiles)
+    counts = parse_qp_counts(params.roce_qps)
+    labels: list[str] = []
+    for part in (p.strip() for p in params.transports.split(",") if p.strip()):
+        contender = Contender.parse(part)
+        if contender.is_roce and part == contender.transport:
+            labels += [
+                str(Contender(contender.transport, profile, qps))
+                for profile in profiles
+                for qps in counts
+            ]
+        else:
+            labels.append(str(contender))
+    # the labels checked as any experiment's: one at least, none twice
+    return parse_transports(",".join(labels))
+
+
+def variant(params: Params, mode: str) -> Variant:
+    """The same network for every mode (they differ only in the agents' transfers)."""
     del mode
     return Variant(
         fabric_rate_pps=params.fabric_rate_pps,
@@ -148,9 +202,9 @@ SpraySeries = dict[str, Mapping[str, int | None]]
 
 
 def run_mode(
-    testbed: Testbed, params: Params, mode: Paths, seed: int
+    testbed: Testbed, params: Params, mode: str, seed: int
 ) -> tuple[SprayRun, SpraySeries]:
-    """Every flow of the seed's permutation at once in ``mode``."""
+    """Every flow of the seed's permutation at once, each a transfer of the mode's contender."""
     pairs = permutation(testbed.topology, seed)[: params.flows or None]
     specs = [
         TransferSpec(
@@ -158,8 +212,9 @@ def run_mode(
             destination,
             total_bytes=params.flow_bytes or None,
             duration_s=None if params.flow_bytes else params.duration_s,
-            evs=params.mrc_evs if mode == Paths.MRC else 1,
+            evs=requested_evs(mode, params.mrc_evs),
             message_size=params.message_size,
+            **transfer_options(mode),
         )
         for source, destination in pairs
     ]
@@ -177,7 +232,7 @@ def run_mode(
     known = [load for load in loads.packets.values() if load is not None]
     record = SprayRun(
         transfers=transfers,
-        evs=specs[0].evs,
+        evs=evs_used(mode, params.mrc_evs),
         aggregate_goodput_bps=sum(t.goodput_bps for t in transfers.values()),
         link_packets=loads.packets,
         link_counters=loads.sources,
@@ -188,14 +243,27 @@ def run_mode(
     return record, {"link_packets": loads.packets}
 
 
+def link_balance(record: SprayRun) -> float | None:
+    """How unevenly a run loaded the spine links: the most packets a link carried over the
+    fewest (1: even). None when unread, when a link carried none (unbounded), or when a flow
+    failed: a run cut short by a dead QP measured no spread of its load."""
+    if any(transfer.failure is not None for transfer in record.transfers.values()):
+        return None
+    if record.link_packets_max is None or not record.link_packets_min:
+        return None
+    return record.link_packets_max / record.link_packets_min
+
+
 @dataclass(frozen=True)
 class ModeFigures:
-    """One mode over its seeds: aggregate goodput, the link load extremes and the counters
-    they came from, and the CPU and link loads behind them."""
+    """One mode over its seeds: aggregate goodput, the link load extremes, their ratio and the
+    counters they came from, and the CPU and link loads behind them."""
 
     aggregate_goodput: Spread = field(metadata=key("aggregate_goodput_bps", PREFIXED))
     link_packets_max: int | None
     link_packets_min: int | None
+    #: Each run's max/min link load (:func:`link_balance`) over seeds.
+    link_balance: Spread = field(metadata=key("link_load_max_over_min", PREFIXED))
     #: The mean over cores, the machine's busy share (the verdict looks at each core).
     cpu_busy_fraction_max: float
     busiest_core_max: float | None
@@ -206,24 +274,31 @@ class ModeFigures:
 @dataclass(frozen=True)
 class SprayFigures:
     """The goodput ratio MRC / single per seed with its spread and what limited the runs
-    behind it (a ratio of runs that saturated a core is no link measure); each seed's pair;
+    behind it (a ratio of runs that saturated a core is no link measure); MRC against the
+    strongest RoCE contender on aggregate goodput and on link-load balance; each seed's pair;
     each mode's figures."""
 
     goodput_ratio_mrc_over_single: tuple[float | None, ...]
     goodput_ratio: Spread = field(metadata=PREFIXED)
     goodput_ratio_bottleneck: str
     bottleneck: OverallBottleneck
-    pairs: tuple[SeedPair[Paths], ...]
-    modes: Mapping[Paths, ModeFigures] = field(metadata=FLAT)
+    #: Over the modes' means: the RoCE contender with the most aggregate goodput, and the one
+    #: whose links were loaded most evenly (lowest max/min), each with MRC's ratio to it.
+    goodput_against_strongest_roce: AgainstStrongest
+    link_balance_against_strongest_roce: AgainstStrongest
+    pairs: tuple[SeedPair[str], ...]
+    modes: Mapping[str, ModeFigures] = field(metadata=FLAT)
 
 
-def summarize(runs: Runs[Paths, SprayRun], facts: TargetFacts) -> SprayFigures:
+def summarize(runs: Runs[str, SprayRun], facts: TargetFacts) -> SprayFigures:
     """Goodput ratio MRC / single per seed with its mean and spread and what limited the runs
-    behind it; each seed's pair; per mode goodput, link load extremes, CPU and link loads."""
+    behind it; MRC against the strongest RoCE; each seed's pair; per mode goodput, link load
+    extremes and balance, CPU and link loads."""
     del facts  # ECMP spreads by source port on every target
     ratios = []
-    for seed, mrc in runs[Paths.MRC].items():
-        single = runs[Paths.SINGLE][seed].record.aggregate_goodput_bps
+    singles = runs.get(SINGLE, {})
+    for seed, mrc in runs.get(MRC, {}).items():
+        single = singles[seed].record.aggregate_goodput_bps if seed in singles else 0.0
         ratios.append(mrc.record.aggregate_goodput_bps / single if single > 0 else None)
     bottleneck = overall_bottleneck(
         run.bottleneck for seeds in runs.values() for run in seeds.values()
@@ -233,6 +308,7 @@ def summarize(runs: Runs[Paths, SprayRun], facts: TargetFacts) -> SprayFigures:
             aggregate_goodput=Spread.of(r.record.aggregate_goodput_bps for r in seeds.values()),
             link_packets_max=_extreme(max, (r.record.link_packets_max for r in seeds.values())),
             link_packets_min=_extreme(min, (r.record.link_packets_min for r in seeds.values())),
+            link_balance=Spread.of(link_balance(r.record) for r in seeds.values()),
             cpu_busy_fraction_max=max(r.cpu.busy_fraction or 0.0 for r in seeds.values()),
             busiest_core_max=_extreme(max, (r.cpu.busiest_core for r in seeds.values())),
             busiest_link_utilisation_max=_extreme(
@@ -249,6 +325,16 @@ def summarize(runs: Runs[Paths, SprayRun], facts: TargetFacts) -> SprayFigures:
         goodput_ratio=Spread.of(ratios),
         goodput_ratio_bottleneck=bottleneck.verdict,
         bottleneck=bottleneck,
+        goodput_against_strongest_roce=against_strongest(
+            "aggregate goodput",
+            {mode: f.aggregate_goodput.mean for mode, f in modes.items()},
+            higher_is_better=True,
+        ),
+        link_balance_against_strongest_roce=against_strongest(
+            "link load max/min",
+            {mode: f.link_balance.mean for mode, f in modes.items()},
+            higher_is_better=False,
+        ),
         pairs=seed_pairs(
             runs, {"aggregate_goodput_bps": lambda run: run.record.aggregate_goodput_bps}
         ),
@@ -263,14 +349,15 @@ def _extreme(pick: Callable[[list[N]], N], values: Iterable[N | None]) -> N | No
 
 def draw(
     directory: Path,
-    runs: Runs[Paths, SprayRun],
-    series: Mapping[Paths, Mapping[int, SpraySeries]],
+    runs: Runs[str, SprayRun],
+    series: Mapping[str, Mapping[int, SpraySeries]],
     params: Params,
 ) -> list[str]:
-    """flows.png (per-flow goodput) and links.png (per-link packets), seed 0, both modes."""
+    """flows.png (per-flow goodput) and links.png (per-link packets), seed 0, every mode."""
     del series, params
-    first = {mode: seeds[0].record for mode, seeds in runs.items()}
-    flows = list(first[Paths.MRC].transfers)
+    first = {mode: seeds[0].record for mode, seeds in runs.items() if 0 in seeds}
+    some = next(iter(first.values()))
+    flows = list(some.transfers)
     plots.grouped_bars(
         directory / "flows.png",
         "spray: per-flow goodput, seed 0",
@@ -278,11 +365,12 @@ def draw(
         flows,
         {mode: [run.transfers[f].goodput_bps / 1e6 for f in flows] for mode, run in first.items()},
     )
-    links = list(first[Paths.MRC].link_packets)
+    links = list(some.link_packets)
+    sources = sorted({source for run in first.values() for source in run.link_counters})
     plots.grouped_bars(
         directory / "links.png",
         "spray: packets forwarded onto each spine link (both directions), seed 0\n"
-        f"from {_counters_phrase(first[Paths.MRC].link_counters)}",
+        f"from {_counters_phrase(sources)}",
         "packets",
         links,
         {mode: [run.link_packets[link] or 0 for link in links] for mode, run in first.items()},
@@ -304,7 +392,8 @@ def _counters_phrase(sources: Iterable[str]) -> str:
 
 def text(figures: SprayFigures) -> list[str]:
     """summary.txt lines: the ratio as "mean (min-max) over N seeds" with what limited it,
-    each seed's pair in the order it ran, then each mode's goodput and loads."""
+    each seed's pair in the order it ran, MRC against the strongest RoCE on goodput and on
+    link-load balance, then each mode's goodput and loads."""
     pairs = figures.pairs
     lines = [
         "aggregate goodput MRC / single: "
@@ -317,12 +406,15 @@ def text(figures: SprayFigures) -> list[str]:
             for mode, bps in pair.values["aggregate_goodput_bps"].items()
         )
         lines.append(f"seed {pair.seed} ({' then '.join(pair.order)}): {goodputs} Mbit/s")
-    for mode in MODES:
-        f = figures.modes[mode]
+    lines.append(figures.goodput_against_strongest_roce.line(" Mbit/s", 1e-6))
+    lines.append(figures.link_balance_against_strongest_roce.line())
+    width = max((len(mode) for mode in figures.modes), default=0)
+    for mode, f in figures.modes.items():
         lines.append(
-            f"{mode:<7} aggregate "
+            f"{mode:<{width}} aggregate "
             f"{describe(f.aggregate_goodput, mbit, len(pairs), 'Mbit/s')}; link load "
-            f"max {f.link_packets_max} min {f.link_packets_min} packets "
+            f"max {f.link_packets_max} min {f.link_packets_min} packets, max/min "
+            f"{describe(f.link_balance, two_places, len(pairs))} "
             f"({_counters_phrase(f.link_counters)}); busiest link "
             f"{_percent(f.busiest_link_utilisation_max)} of its rate; busiest core "
             f"{_percent(f.busiest_core_max)}, all cores {f.cpu_busy_fraction_max * 100:.0f} %"
@@ -334,7 +426,7 @@ def _percent(share: float | None) -> str:
     return "unread" if share is None else f"{share * 100:.0f} %"
 
 
-EXPERIMENT: Experiment[Params, Paths, SprayRun, SpraySeries, SprayFigures] = Experiment(
+EXPERIMENT: Experiment[Params, str, SprayRun, SpraySeries, SprayFigures] = Experiment(
     name=NAME,
     default_topology=DEFAULT_TOPOLOGY,
     params_type=Params,
@@ -347,4 +439,5 @@ EXPERIMENT: Experiment[Params, Paths, SprayRun, SpraySeries, SprayFigures] = Exp
     # LLDP probes queue behind the data on the slowed links and would read as cuts: the
     # controller would reprogram the fabric over and over. Nothing is cut here.
     discovery=False,
+    may_fail=may_fail,
 )

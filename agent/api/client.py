@@ -239,6 +239,8 @@ class QP:
         self.recv_cq = recv_cq
         self.qp_num = int(result["qp_num"])
         self.qp_type = QpType[result.get("qp_type", QpType.MRC.name)]
+        #: An RC QP's RoCE profile as its agent runs it (None for MRC).
+        self.roce_profile: str | None = result.get("roce_profile")
         self.max_send_wr = int(result["max_send_wr"])
         self.max_recv_wr = int(result["max_recv_wr"])
         self.sq_sig_all = sq_sig_all
@@ -626,9 +628,12 @@ class Context:
         max_recv_sge: int = 1,
         sq_sig_all: bool = False,
         qp_type: QpType = QpType.MRC,
+        roce_profile: str | None = None,
     ) -> QP:
         """``mrc_create_qp``: a QP in RESET, with its number (``qp.qp_num``). ``qp_type``
-        ``QpType.RC`` makes a RoCEv2 RC QP instead (the testbed's baseline, docs/api.md)."""
+        ``QpType.RC`` makes a RoCEv2 RC QP instead (the testbed's baseline, docs/api.md),
+        running ``roce_profile`` (``agent.roce.profiles``; None: perftest's)."""
+        options: dict[str, Any] = {} if roce_profile is None else {"roce_profile": roce_profile}
         result = self.link.request(
             "api.qp.create",
             pd=pd.handle,
@@ -640,6 +645,7 @@ class Context:
             max_recv_sge=max_recv_sge,
             sq_sig_all=sq_sig_all,
             qp_type=QpType(qp_type).name,
+            **options,
         )
         qp = QP(self, pd, send_cq, recv_cq, result, sq_sig_all)
         self.qps[qp.qp_num] = qp

@@ -21,7 +21,7 @@ from agent.api.profiles import ProfileRegistry
 from agent.api.qp_kind import QpKind, expect_state
 from agent.api.qp_timing import max_mpr
 from agent.api.qp_transitions import given, shared
-from agent.api.rc_qp import RcQpKind
+from agent.api.rc_qp import RcQpKind, roce_profile_field
 from agent.api.requests import (
     U24,
     U32,
@@ -95,6 +95,7 @@ class QpOps:
         send_cq = objects.cq(message, "send_cq")
         recv_cq = objects.cq(message, "recv_cq")
         qp_type = enum_field(QpType, message.get("qp_type", QpType.MRC.name), "qp_type")
+        roce_profile = roce_profile_field(message, qp_type)
         limit = self._kinds[qp_type].max_send_wr()
         max_send_wr = int_field(message, "max_send_wr", 1, limit, "cap.max_send_wr")
         max_recv_wr = int_field(message, "max_recv_wr", 0, MAX_WIMM, "cap.max_recv_wr")
@@ -106,15 +107,19 @@ class QpOps:
             num, pd, send_cq, recv_cq, max_send_wr, max_recv_wr, bool(message.get("sq_sig_all"))
         )
         qp.qp_type = qp_type
+        qp.roce_profile = roce_profile
         send_cq.users += 1
         recv_cq.users += 1
         objects.qps[num] = qp
-        return {
+        created: dict[str, Any] = {
             "qp_num": num,
             "max_send_wr": max_send_wr,
             "max_recv_wr": max_recv_wr,
             "qp_type": qp_type.name,
         }
+        if roce_profile is not None:
+            created["roce_profile"] = roce_profile
+        return created
 
     def modify(self, message: Message) -> dict[str, Any]:
         """``mrc_modify_qp``: every attribute is checked before the QP changes, so a refused
@@ -191,9 +196,11 @@ class QpOps:
         return tuple(packed)
 
     def _attrs(self, qp: QpRecord) -> dict[str, Any]:
+        roce = {} if qp.roce_profile is None else {"roce_profile": qp.roce_profile}
         return {
             "qp_num": qp.num,
             "qp_type": qp.qp_type.name,
+            **roce,
             "qp_state": qp.state.name,
             "ev_profile_id": qp.ev_profile_id,
             "cc_profile_id": qp.cc_profile_id,

@@ -1,8 +1,10 @@
 """What is RC's in an RC QP's life (``QpType.RC``, the testbed's extension): the agent's RoCEv2
 baseline (``agent.roce``) behind the same host API. It has one path and DCQCN, so no EV or CC
-profile; its connection opens at RTS, where the RoCE core gets both PSNs at once and verbs'
-``timeout`` and ``retry_cnt`` (``agent.roce.config``); a NAK or exhausted retries fail its
-oldest unfinished WRITE with the matching status, as a NIC's do.
+profile; it is made with a RoCE profile (``agent.roce.profiles``: the NIC and settings it
+models, perftest's by default), and its connection opens at RTS, where the RoCE core gets both
+PSNs at once and verbs' ``timeout`` and ``retry_cnt`` (the profile's unless RTS gives them); a
+NAK or exhausted retries fail its oldest unfinished WRITE with the matching status, as a NIC's
+do.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from agent.api.qp_kind import Deliver
 from agent.api.qp_timing import active_mtu, mtu_bytes
 from agent.api.requests import U24, int_field, opt_int_field
 from agent.api.resources import QpRecord
-from agent.api.types import QpState, WcStatus
+from agent.api.types import QpState, QpType, WcStatus
 from agent.core import Event
+from agent.io.json_lines import Message
 from agent.io.runtime import AgentRuntime
 from agent.roce import RoceConfig, RoceQpSpec
 from agent.roce.config import MAX_RETRY_CNT, MAX_TIMEOUT_EXPONENT
+from agent.roce.profiles import DEFAULT_PROFILE, profile_named, profile_names
 
 #: What an RC QP's failure reason (``agent.roce.requester``) says, and the status its oldest
 #: unfinished WRITE completes with (anything else: its retries ran out).
@@ -29,6 +33,23 @@ _ROCE_NAK_STATUS = (
     ("invalid request", WcStatus.REM_INV_REQ_ERR),
     ("remote operational error", WcStatus.REM_OP_ERR),
 )
+
+
+def roce_profile_field(message: Message, qp_type: QpType) -> str | None:
+    """The RoCE profile ``api.qp.create`` asks for, checked: an RC QP's (the default when it
+    names none), none for an MRC QP (``InvalidArgument`` if it names one)."""
+    raw = message.get("roce_profile")
+    if qp_type is not QpType.RC:
+        if raw is not None:
+            raise InvalidArgument("an MRC QP runs no RoCE profile", "roce_profile")
+        return None
+    if raw is None:
+        return DEFAULT_PROFILE
+    if raw not in profile_names():
+        raise InvalidArgument(
+            f"unknown RoCE profile {raw!r}: choose {', '.join(profile_names())}", "roce_profile"
+        )
+    return str(raw)
 
 
 class RcQpKind:
@@ -61,8 +82,9 @@ class RcQpKind:
         peer and ``path_mtu`` until then."""
 
     def to_rts(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
-        """The RoCE connection opens with verbs' ``timeout`` (4.096 us x 2**timeout) and
-        ``retry_cnt`` (OCP's linear count; no exponential retries)."""
+        """The RoCE connection opens with the QP's profile and verbs' ``timeout`` (4.096 us x
+        2**timeout) and ``retry_cnt`` (OCP's linear count; no exponential retries) where
+        given, the profile's where not."""
         if qp.state is QpState.RTS:
             for key in ("sq_psn", "timeout", "retry_linear", "retry_exp"):
                 if attrs.get(key) is not None:
@@ -72,7 +94,7 @@ class RcQpKind:
 
     def _connect(self, qp: QpRecord, attrs: dict[str, Any]) -> None:
         sq_psn = int_field(attrs, "sq_psn", 0, U24)
-        config = RoceConfig()
+        config = profile_named(qp.roce_profile or DEFAULT_PROFILE).config(RoceConfig())
         timeout = config.timeout
         if attrs.get("timeout") is not None:
             timeout = int_field(attrs, "timeout", 0, MAX_TIMEOUT_EXPONENT)

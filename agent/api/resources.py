@@ -119,6 +119,8 @@ class QpRecord:
     #: An MRC QP's endpoint once connected (RTR on).
     endpoint: Endpoint | None = None
     qp_type: QpType = QpType.MRC
+    #: An RC QP's RoCE profile (``agent.roce.profiles``), chosen at creation; None for MRC.
+    roce_profile: str | None = None
     #: An RC QP's endpoint once connected (RTS: the RoCE core opens a QP with both PSNs).
     roce: RoceEndpoint | None = None
     attrs: dict[str, Any] = field(default_factory=dict)

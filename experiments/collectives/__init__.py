@@ -7,8 +7,10 @@ ordered across leaves (h1, h5, h9, h13, h2, ...) so that every step of every ran
 the spines, and the fabric's links are slowed to ``fabric_rate_pps`` so that links, not the
 two CPUs, are the bottleneck (each run records the CPU load and link utilisation).
 
-Modes are every transport (``transports``) in every scenario (``scenarios``), labelled
-``TRANSPORT-SCENARIO``:
+Modes are every contender (``transports``, :mod:`experiments.transports`: by default MRC,
+MRC on one EV, and RoCE under NCCL's settings, ``roce:nccl``, and on a NIC with selective
+repeat and an adaptive timer, ``roce:adaptive``, each over NCCL's two QPs to a peer) in every
+scenario (``scenarios``), labelled ``TRANSPORT-SCENARIO``:
 
 * ``clean``: the job alone;
 * ``cut-static``: once ``event_after`` iterations are done and half an iteration more has
@@ -29,8 +31,11 @@ links allow: per ring flow, the fabric link rate in payload bytes (``payload_byt
 frame carries) times the fabric links a flow has to itself (spines over the flows leaving
 a leaf), so headers, SACKs and probes are the transport's cost. MRC and MRC on one EV must
 complete with verified results; a job that fails is an error of the experiment. A RoCE job
-(RC QPs, one path each) that fails, as under the static cut once its path is dead, is a
-result (``may_fail``), recorded with when and why.
+(RC QPs, one path each) that fails, as under the static cut once a QP's path is dead, is a
+result (``may_fail``), recorded with when and why; the launcher's watchdog
+(``stall_timeout_s``) outwaits an nccl QP's own retries, so that it dies of them. Per scenario
+the summary names the RoCE contender with the most bus bandwidth (a failed job's counted as
+0) and MRC's ratio to it (:mod:`experiments.strongest`), besides MRC over one EV.
 """
 
 from __future__ import annotations

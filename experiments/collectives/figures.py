@@ -1,6 +1,7 @@
 """The collective experiment's figures over every mode and seed, its figure files and its
 summary.txt lines: per mode the job's figures as mean and spread over seeds, failures and
-recovery; MRC over single-path bus bandwidth per scenario."""
+recovery; per scenario MRC over single-path bus bandwidth, and the strongest RoCE on bus
+bandwidth with MRC's ratio to it (a failed job's bus bandwidth counts as 0)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from experiments.collectives.run import NORMAL_FACTOR, CollectiveRun, Collective
 from experiments.json_form import FLAT, PREFIXED, TEXT, key
 from experiments.records import Run, Runs
 from experiments.stats import SeedPair, Spread, describe, seed_pairs, two_places
+from experiments.strongest import AgainstStrongest, against_strongest
+from experiments.transports import MRC, SINGLE, is_roce
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,14 @@ class BusbwRatio:
 
 @dataclass(frozen=True)
 class CollectiveFigures:
-    """Every mode's figures, MRC over single path per scenario, each seed's modes."""
+    """Every mode's figures, MRC over single path per scenario, MRC against the strongest
+    RoCE on bus bandwidth per scenario, each seed's modes."""
 
     modes: Mapping[CollectiveMode, ModeFigures] = field(metadata=FLAT)
     mrc_over_single_busbw: Mapping[Scenario, BusbwRatio]
+    #: Per scenario, over the contenders' mean bus bandwidth: the strongest RoCE, MRC's ratio
+    #: to it and every RoCE's value (scenarios that ran no RoCE are left out).
+    mrc_against_strongest_roce_busbw: Mapping[Scenario, AgainstStrongest]
     pairs: tuple[SeedPair[CollectiveMode], ...]
 
 
@@ -97,8 +104,8 @@ def summarize_runs(
         )
     ratios = {}
     for scenario in sorted({mode.scenario for mode in runs}):
-        mrc = runs.get(CollectiveMode("mrc", scenario))
-        single = runs.get(CollectiveMode("single", scenario))
+        mrc = runs.get(CollectiveMode(MRC, scenario))
+        single = runs.get(CollectiveMode(SINGLE, scenario))
         if mrc is None or single is None:
             continue
         values = []
@@ -108,7 +115,30 @@ def summarize_runs(
             values.append(top / bottom if top and bottom else None)
         ratios[scenario] = BusbwRatio(Spread.of(values))
     pairs = seed_pairs(runs, {"job_completion_s": _job_completion})
-    return CollectiveFigures(modes, ratios, pairs)
+    return CollectiveFigures(modes, ratios, against_roce(runs), pairs)
+
+
+def against_roce(runs: Runs[CollectiveMode, CollectiveRun]) -> dict[Scenario, AgainstStrongest]:
+    """Per scenario that ran RoCE, the strongest RoCE contender on bus bandwidth and MRC's
+    ratio to it, each contender's value its mean over seeds with a failed job's as 0: a job
+    that died trained nothing, whatever its iterations before did."""
+    compared = {}
+    for scenario in sorted({mode.scenario for mode in runs}):
+        values = {
+            mode.transport: Spread.of(_delivered_busbw(run) for run in seeds.values()).mean
+            for mode, seeds in runs.items()
+            if mode.scenario == scenario
+        }
+        if any(is_roce(label) for label in values):
+            compared[scenario] = against_strongest(
+                f"busbw, {scenario}", values, higher_is_better=True
+            )
+    return compared
+
+
+def _delivered_busbw(run: Run[CollectiveRun]) -> float | None:
+    job = run.record.job
+    return 0.0 if job.failed else job.busbw_Bps
 
 
 def _job_completion(run: Run[CollectiveRun]) -> float | None:
@@ -224,4 +254,6 @@ def text(figures: CollectiveFigures) -> list[str]:
             f"MRC / single busbw, {scenario}: {describe(ratio.busbw_ratio, two_places, seeds)}"
             " (expected >= 1.3 clean; reported, not asserted)"
         )
+    for compared in figures.mrc_against_strongest_roce_busbw.values():
+        lines.append(compared.line(" MB/s", 1e-6))
     return lines

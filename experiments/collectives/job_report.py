@@ -10,6 +10,7 @@ from typing import Any
 
 from collective.plans import ELEMENT_BYTES, make_plan
 from collective.report import Failure, JobResult, summarize
+from collective.roce import RoceSettings
 from experiments.records import Failure as TransferFailure
 from experiments.records import Transfer
 
@@ -40,9 +41,9 @@ class IterationRecord:
 
 @dataclass(frozen=True)
 class JobReport:
-    """A job's report (``collective.report.summarize``): its parameters, every iteration,
-    the figures over the job (None where it ran no iteration, or failed), its verification,
-    and its failure."""
+    """A job's report (``collective.report.summarize``): its parameters (a RoCE job's profile,
+    QPs to each peer and timeout among them), every iteration, the figures over the job (None
+    where it ran no iteration, or failed), its verification, and its failure."""
 
     collective: str
     ranks: int
@@ -50,6 +51,7 @@ class JobReport:
     size_bytes: int
     iterations: int
     transport: str
+    roce: RoceSettings | None
     compute_s: float
     bus_factor: float
     completed_iterations: int
@@ -77,6 +79,7 @@ def job_report(result: JobResult) -> JobReport:
         size_bytes=report["size_bytes"],
         iterations=report["iterations"],
         transport=report["transport"],
+        roce=result.roce,
         compute_s=report["compute_s"],
         bus_factor=report["bus_factor"],
         completed_iterations=report["completed_iterations"],

@@ -5,10 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from collective.job import JobSpec
+from collective.job import JobError, JobSpec
 from collective.plans import parse_collective, round_size
 from experiments.topology_variant import Variant
-from experiments.transports import parse_choices, parse_routing, parse_transports
+from experiments.transports import (
+    parse_choices,
+    parse_routing,
+    parse_transports,
+    transfer_options,
+)
 
 
 class Scenario(StrEnum):
@@ -34,7 +39,14 @@ class Params:
     #: Bytes of the buffer (rounded down to 4 x ranks).
     size: int = 256 << 10
     iterations: int = 10
-    transports: str = "mrc,single"
+    #: The contenders (``experiments.transports``); a bare ``roce`` is every profile of
+    #: ``roce_profiles``.
+    transports: str = "mrc,single,roce"
+    #: The RoCE a training job runs: NCCL's settings (``nccl``) and NCCL's on a NIC with
+    #: selective repeat and an adaptive timer (``adaptive``), each over NCCL's two QPs to a
+    #: peer (perftest's 67 ms timer is a benchmark's, not a training job's: ``make
+    #: experiment ROCE=`` adds it).
+    roce_profiles: str = "nccl,adaptive"
     scenarios: str = ",".join(Scenario)
     #: Ranks' hosts in ring order ("": every host, ring ordered across the leaves).
     hosts: str = ""
@@ -56,16 +68,28 @@ class Params:
     loss_percent: float = 1.0
     second_iterations: int = 3
     segment_bytes: int = 64 << 10
-    stall_timeout_s: float = 20.0
+    #: The launcher's watchdog: longer than an nccl QP takes to give up on a dead path
+    #: (eight 4.3 s timeouts, 34 s), so that a RoCE job dies of its own retries, as under
+    #: NCCL, whose watchdog waits minutes, rather than of the launcher's.
+    stall_timeout_s: float = 40.0
     #: Payload bytes of a full data packet (the agents' ``--payload``).
     payload_bytes: int = 1024
 
     def check(self) -> None:
         """ValueError for settings that cannot work."""
         parse_collective(self.collective)
-        modes_of(self)
-        if self.iterations < 1 or not 0 <= self.event_after < self.iterations:
-            raise ValueError("need iterations >= 1 and 0 <= event_after < iterations")
+        modes = modes_of(self)
+        for mode in modes:
+            try:
+                self.job_spec(mode.transport, ranks=1).roce()
+            except JobError as error:
+                raise ValueError(f"{mode.transport}: {error}") from None
+        if self.iterations < 1:
+            raise ValueError("need iterations >= 1")
+        # only a scenario with an event needs it to fall within the job
+        evented = any(mode.scenario.evented for mode in modes)
+        if evented and not 0 <= self.event_after < self.iterations:
+            raise ValueError("a scenario with an event needs 0 <= event_after < iterations")
         if self.fabric_rate_pps < 1 or self.size < 1 or self.segment_bytes < 1:
             raise ValueError("fabric_rate_pps, size and segment_bytes must be positive")
         if not 0 <= self.loss_percent <= 50 or self.converge_s < 0:
@@ -77,15 +101,16 @@ class Params:
         cut_ends(self)
 
     def job_spec(self, transport: str, ranks: int, iterations: int | None = None) -> JobSpec:
-        """The job of a run."""
+        """The job of a run, in a contender's transport (``roce:nccl:4qp``: RoCE with the
+        nccl profile over four QPs to each peer)."""
         return JobSpec(
             parse_collective(self.collective),
             round_size(self.size, ranks),
             iterations=iterations or self.iterations,
-            transport=transport,
             compute_s=self.compute_s,
             segment_bytes=self.segment_bytes,
             stall_timeout_s=self.stall_timeout_s,
+            **transfer_options(transport),
         )
 
 
@@ -99,8 +124,8 @@ def cut_ends(params: Params) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class CollectiveMode:
-    """One mode: a transport (``experiments.transports``) in a scenario. Its label is
-    ``TRANSPORT-SCENARIO`` (``mrc-cut-static``)."""
+    """One mode: a contender (``experiments.transports``) in a scenario. Its label is
+    ``TRANSPORT-SCENARIO`` (``mrc-cut-static``, ``roce:nccl-loss``)."""
 
     transport: str
     scenario: Scenario
@@ -117,7 +142,7 @@ class CollectiveMode:
 
 def modes_of(params: Params) -> tuple[CollectiveMode, ...]:
     """Scenario by scenario, the transports side by side."""
-    transports = parse_transports(params.transports)
+    transports = parse_transports(params.transports, params.roce_profiles)
     scenarios = parse_choices(params.scenarios, tuple(Scenario), "scenario")
     return tuple(CollectiveMode(t, Scenario(s)) for s in scenarios for t in transports)
 

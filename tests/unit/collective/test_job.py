@@ -1,7 +1,8 @@
 """Ranks on two in-process agents over the deterministic link (the host API for real, on a
 stepped clock): every collective completes with exact results; ``single`` installs its
-one-EV profile and reuses it; a dead network fails the job with when and why; a job in
-which nothing moves fails on its stall timeout; the rendezvous waits for every rank."""
+one-EV profile and reuses it; a RoCE job runs its profile over the QPs it asks for; a dead
+network fails the job with when and why; a job in which nothing moves fails on its stall
+timeout; the rendezvous waits for every rank."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from collective.job import (
 from collective.plans import Collective
 from collective.rank import RankWire, immediate, segments
 from collective.rendezvous import FileRendezvous, RendezvousTimeout
-from collective.report import summarize
+from collective.report import summarize, text
 from tests.unit.agent.api.harness import Agents
 
 SINGLE_EV_PROFILE_ID = FIXED_EV_PROFILE_BASE + 1  # the one-EV profile's id
@@ -111,10 +112,67 @@ def test_a_roce_job_runs_on_rc_qps_with_exact_results(agents, collective):
     summary = summarize(run(agents, spec, JobHooks(on_connected=heard.append)))
     assert summary["ok"], summary
     assert summary["transport"] == "roce" and summary["completed_iterations"] == 2
+    assert summary["roce"] == {"profile": "perftest", "qps": 1, "timeout": None}
     ((qps_a, qps_b),) = heard
     for runtime, qps in ((agents.a, qps_a), (agents.b, qps_b)):
         assert all(isinstance(runtime.pool.owner(qp), RoceEndpoint) for qp in qps)
         assert all(runtime.pool.connection_stats(qp).data_packets_sent > 0 for qp in qps)
+
+
+@pytest.mark.parametrize(
+    ("settings", "qps", "timeout"),
+    [
+        ({"roce_profile": "nccl"}, 2, 20),
+        ({"roce_profile": "adaptive", "roce_qps": 4, "roce_timeout": 10}, 4, 10),
+    ],
+)
+def test_a_roce_job_runs_its_profile_over_the_qps_it_asks_for(agents, settings, qps, timeout):
+    heard: list[list[list[int]]] = []
+    spec = JobSpec(
+        Collective.ALLREDUCE,
+        64 * 1024,
+        iterations=2,
+        transport="roce",
+        segment_bytes=4096,
+        **settings,
+    )
+    summary = summarize(run(agents, spec, JobHooks(on_connected=heard.append)))
+    assert summary["ok"], summary
+    profile = settings["roce_profile"]
+    assert summary["roce"] == {
+        "profile": profile,
+        "qps": qps,
+        "timeout": settings.get("roce_timeout"),
+    }
+    assert f"(roce, profile {profile}, {qps} QPs to each peer" in text(summary)[0]
+    ((qps_a, qps_b),) = heard
+    # two ranks: each rank's one peer is both its neighbours
+    assert len(qps_a) == len(qps_b) == qps
+    for runtime, numbers in ((agents.a, qps_a), (agents.b, qps_b)):
+        for qp in numbers:
+            roce = runtime.pool.roce.roce_stats(qp)
+            assert roce.local_ack_timeout == pytest.approx(4.096e-6 * 2**timeout)
+            assert roce.selective_repeat is (profile == "adaptive")
+            assert runtime.pool.connection_stats(qp).data_packets_sent > 0, "round-robin"
+        ports = {runtime.pool.roce.roce_stats(qp).src_port for qp in numbers}
+        assert len(ports) > 1, "each QP on its own UDP source port, for ECMP to hash apart"
+
+
+@pytest.mark.parametrize(
+    ("settings", "refusal"),
+    [
+        ({"roce_profile": "nccl"}, "transport mrc takes no RoCE profile"),
+        ({"transport": "single", "roce_qps": 2}, "transport single takes no RoCE"),
+        ({"transport": "roce", "roce_profile": "ib"}, "unknown RoCE profile 'ib'"),
+        ({"transport": "roce", "roce_qps": 0}, r"QPs to each peer must be in 1\.\.64"),
+        ({"transport": "roce", "roce_timeout": 32}, r"verbs timeout is 0\.\.31"),
+    ],
+)
+def test_roce_settings_are_refused_where_they_do_not_go_before_anything_runs(
+    agents, settings, refusal
+):
+    with pytest.raises(JobError, match=refusal):
+        run(agents, JobSpec(Collective.ALLREDUCE, 1024, **settings))
 
 
 def test_a_roce_job_whose_path_dies_fails_when_its_retries_run_out(agents):
@@ -188,7 +246,7 @@ def test_rendezvous_gathers_in_rank_order_and_names_the_missing(tmp_path):
 
 
 def test_rank_records_round_trip_and_bad_ones_are_refused():
-    wire = RankWire(1, ("10.0.1.1",), 0x1000, 7, {0: (0x22, 5), 2: (0x23, 6)})
+    wire = RankWire(1, ("10.0.1.1",), 0x1000, 7, {0: ((0x22, 5),), 2: ((0x23, 6), (0x24, 9))})
     assert RankWire.from_json(wire.to_json()) == wire
     with pytest.raises(ValueError, match="malformed"):
         RankWire.from_json({"rank": 1})

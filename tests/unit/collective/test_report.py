@@ -48,6 +48,7 @@ def test_bandwidths_follow_nccl_tests():
 def test_summary_of_a_completed_job():
     summary = summarize(job(TWO_RANKS))
     assert summary["ok"] and not summary["failed"]
+    assert summary["roce"] is None and "(mrc)" in text(summary)[0]
     assert summary["completed_iterations"] == 2
     assert summary["job_completion_s"] == pytest.approx(2.5)
     assert summary["time_per_iteration_s"] == pytest.approx(1.35)

@@ -40,7 +40,7 @@ from experiments.placements import CutChoice
 from experiments.plan import plan_bring_ups, run_order, seed_orders
 from experiments.records import CutFailure, Run
 from experiments.registry import EXPERIMENTS
-from experiments.spray import Paths, SprayRun
+from experiments.spray import SprayRun
 from experiments.stats import Spread, describe, seed_pairs, spread_problems
 from tests.unit.experiments.run_records import cpu, measured, run_verdict, transfer
 from topologies import load_topology
@@ -72,7 +72,7 @@ def test_modes_take_turns_going_first_seed_by_seed() -> None:
 
 def test_modes_on_one_network_share_one_bring_up_whatever_their_order() -> None:
     spray_ = EXPERIMENTS["spray"]
-    (only,) = plan_bring_ups(spray_, parse_params(spray_, {}), seeds=3)
+    (only,) = plan_bring_ups(spray_, parse_params(spray_, {"transports": "mrc,single"}), seeds=3)
     assert only.runs == (
         (0, "mrc"),
         (0, "single"),
@@ -399,8 +399,8 @@ BMV2 = target_facts("bmv2", None)
 
 def test_spray_labels_its_ratio_cpu_bound_when_a_run_saturated_a_core() -> None:
     runs = {
-        Paths.MRC: {0: _spray_run(3e6, 0, CPU_BOUND, 0.95), 1: _spray_run(4e6, 3, LINK_BOUND, 0.7)},
-        Paths.SINGLE: {
+        "mrc": {0: _spray_run(3e6, 0, CPU_BOUND, 0.95), 1: _spray_run(4e6, 3, LINK_BOUND, 0.7)},
+        "single": {
             0: _spray_run(2e6, 1, LINK_BOUND, 0.6),
             1: _spray_run(2e6, 2, LINK_BOUND, 0.6),
         },
@@ -422,8 +422,8 @@ def test_spray_labels_its_ratio_cpu_bound_when_a_run_saturated_a_core() -> None:
 
 def test_spray_presents_a_ratio_of_link_bound_runs_as_link_bound() -> None:
     runs = {
-        Paths.MRC: {0: _spray_run(3e6, 0, LINK_BOUND, 0.6)},
-        Paths.SINGLE: {0: _spray_run(2e6, 1, LINK_BOUND, 0.5)},
+        "mrc": {0: _spray_run(3e6, 0, LINK_BOUND, 0.6)},
+        "single": {0: _spray_run(2e6, 1, LINK_BOUND, 0.5)},
     }
     summary = spray.summarize(runs, BMV2)
     figures = to_json(summary)

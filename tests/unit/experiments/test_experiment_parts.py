@@ -220,7 +220,13 @@ def test_a_summary_holds_exactly_the_modes_it_lists() -> None:
 def test_modes_on_one_network_share_a_bring_up_and_modes_on_two_get_one_each() -> None:
     spray = EXPERIMENTS["spray"]
     (shared,) = bring_ups(spray, parse_params(spray, {})).items()
-    assert shared[0] == "" and shared[1][1] == ["mrc", "single"]
+    assert shared[0] == "" and shared[1][1] == [
+        "mrc",
+        "single",
+        "roce:adaptive:1qp",
+        "roce:adaptive:4qp",
+        "roce:adaptive:16qp",
+    ]
     incast = EXPERIMENTS["incast"]
     groups = bring_ups(incast, parse_params(incast, {}))
     assert {suffix: modes for suffix, (_, modes) in groups.items()} == {

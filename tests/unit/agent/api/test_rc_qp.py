@@ -35,9 +35,12 @@ def agents(tmp_path: Path) -> Iterator[Agents]:
     made.close()
 
 
-def _pair(agents: Agents, **rts: object) -> tuple[Endpoint, Endpoint]:
-    """Two RC QPs connected, ``a`` with these RTS attributes, receives posted on both."""
-    a = Endpoint(agents.context("a"), qp_type=QpType.RC)
+def _pair(
+    agents: Agents, roce_profile: str | None = None, **rts: object
+) -> tuple[Endpoint, Endpoint]:
+    """Two RC QPs connected, ``a`` running ``roce_profile`` with these RTS attributes,
+    receives posted on both."""
+    a = Endpoint(agents.context("a"), qp_type=QpType.RC, roce_profile=roce_profile)
     b = Endpoint(agents.context("b"), qp_type=QpType.RC)
     for me in (a, b):
         me.qp.modify(QpState.INIT)
@@ -150,3 +153,29 @@ def test_an_rc_qp_refuses_a_bad_max_wimm_before_its_connection_opens(agents):
     assert a.qp.qp_num not in agents.a.pool.qps, "no connection opened"
     a.qp.modify(QpState.RTS, sq_psn=0, max_wimm=4)
     assert a.qp.qp_num in agents.a.pool.qps
+
+
+def test_an_rc_qp_runs_the_roce_profile_it_was_made_with_rts_overriding_its_verbs_values(agents):
+    a, b = _pair(agents, roce_profile="adaptive")
+    assert a.qp.roce_profile == "adaptive" and a.qp.query()["roce_profile"] == "adaptive"
+    assert b.qp.roce_profile == "perftest", "a QP naming none runs perftest's settings"
+    made = agents.a.pool.roce.roce_stats(a.qp.qp_num)
+    assert (made.local_ack_timeout, made.retry_cnt) == (4.096e-6 * 2**20, 7)
+    assert made.selective_repeat and made.adaptive_retransmission
+    assert agents.b.pool.roce.roce_stats(b.qp.qp_num).local_ack_timeout == 4.096e-6 * 2**14
+    c, _ = _pair(agents, roce_profile="nccl", timeout=10, retry=(3, 0))
+    given = agents.a.pool.roce.roce_stats(c.qp.qp_num)
+    assert (given.local_ack_timeout, given.retry_cnt) == (4.096e-6 * 2**10, 3)
+    assert not given.selective_repeat and not given.adaptive_retransmission
+    assert c.qp.query()["timeout"] == 10
+
+
+def test_a_roce_profile_is_refused_for_an_mrc_qp_and_when_unknown(agents):
+    for options, message in (
+        ({"roce_profile": "nccl"}, "an MRC QP runs no RoCE profile"),
+        ({"qp_type": QpType.RC, "roce_profile": "fast"}, "unknown RoCE profile 'fast'"),
+    ):
+        with pytest.raises(InvalidArgument, match=message) as refused:
+            Endpoint(agents.context("a"), **options)
+        assert refused.value.field == "roce_profile"
+    assert "roce_profile" not in Endpoint(agents.context("a")).qp.query()

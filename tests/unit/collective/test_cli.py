@@ -1,0 +1,35 @@
+"""The job's command line: the RoCE options reach the job's spec as given (the spec checks
+whether they go with the transport)."""
+
+from __future__ import annotations
+
+import argparse
+
+from collective.cli import add_job_options, job_spec
+
+
+def _spec(*argv: str):
+    parser = argparse.ArgumentParser()
+    add_job_options(parser)
+    spec, _note = job_spec(parser.parse_args(["allreduce", "--size", "4096", *argv]), 4)
+    return spec
+
+
+def test_roce_options_reach_the_job():
+    spec = _spec(
+        "--transport", "roce", "--roce-profile", "nccl", "--qps", "16", "--roce-timeout", "10"
+    )
+    assert (spec.transport, spec.roce_profile, spec.roce_qps, spec.roce_timeout) == (
+        "roce",
+        "nccl",
+        16,
+        10,
+    )
+    assert spec.roce() is not None and spec.roce().describe() == (
+        "profile nccl, 16 QPs to each peer, timeout 10"
+    )
+
+
+def test_without_them_a_job_runs_mrc_with_no_roce_settings():
+    spec = _spec()
+    assert spec.transport == "mrc" and spec.roce() is None
