@@ -51,12 +51,14 @@ from experiments.transports import (
     SINGLE,
     Contender,
     evs_used,
+    is_roce,
     may_fail,
     parse_roce_profiles,
     parse_transports,
     requested_evs,
     transfer_options,
 )
+from hostenv.tbf import FRAME_BYTES
 from testbed.agents import TransferFailed, TransferSpec
 from testbed.session import Testbed
 from topologies.model import Topology
@@ -201,6 +203,14 @@ class SprayRun:
 SpraySeries = dict[str, Mapping[str, int | None]]
 
 
+def roce_line_rate(params: Params) -> float:
+    """The port rate a RoCE QP's NIC is given (bits/s): one fabric link's, a host's fair share
+    of its leaf's uplinks, as a NIC port matches the fabric's links. A QP's DCQCN scales with
+    it (``--roce-line-rate``); at its 10 Gbit/s default the floor alone is 25 times a slowed
+    link, so no CNP could bring it down to the link and the queue would set its pace."""
+    return float(params.fabric_rate_pps * FRAME_BYTES * 8)
+
+
 def run_mode(
     testbed: Testbed, params: Params, mode: str, seed: int
 ) -> tuple[SprayRun, SpraySeries]:
@@ -215,6 +225,7 @@ def run_mode(
             evs=requested_evs(mode, params.mrc_evs),
             message_size=params.message_size,
             **transfer_options(mode),
+            roce_line_rate=roce_line_rate(params) if is_roce(mode) else None,
         )
         for source, destination in pairs
     ]

@@ -19,6 +19,7 @@ from experiments.records import Failure, Run
 from experiments.registry import EXPERIMENTS
 from experiments.spray import SprayRun, link_balance
 from experiments.stats import spread_problems
+from hostenv.tbf import FRAME_BYTES
 from testbed.agents import TransferFailed, TransferSpec
 from tests.unit.experiments.run_records import cpu, measured, run_verdict, transfer
 from topologies import load_topology
@@ -93,19 +94,33 @@ class _Testbed:
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
-        ("mrc", {"transport": "mrc", "evs": 256}),
-        ("single", {"transport": "single", "evs": None}),
+        ("mrc", {"transport": "mrc", "evs": 256, "roce_line_rate": None}),
+        ("single", {"transport": "single", "evs": None, "roce_line_rate": None}),
         (
             "roce:adaptive:16qp",
-            {"transport": "roce", "evs": None, "roce_profile": "adaptive", "roce_qps": 16},
+            {
+                "transport": "roce",
+                "evs": None,
+                "roce_profile": "adaptive",
+                "roce_qps": 16,
+                "roce_line_rate": 50.0 * FRAME_BYTES * 8,
+            },
         ),
         (
             "roce:nccl:1qp",
-            {"transport": "roce", "evs": None, "roce_profile": "nccl", "roce_qps": 1},
+            {
+                "transport": "roce",
+                "evs": None,
+                "roce_profile": "nccl",
+                "roce_qps": 1,
+                "roce_line_rate": 50.0 * FRAME_BYTES * 8,
+            },
         ),
     ],
 )
-def test_each_mode_runs_every_flow_as_its_label_says(mode: str, expected: dict[str, Any]) -> None:
+def test_each_mode_runs_every_flow_as_its_label_says_roce_on_a_nic_at_one_links_rate(
+    mode: str, expected: dict[str, Any]
+) -> None:
     testbed = _Testbed()
     params = parse_params(EXPERIMENT, {"flows": "4"})
     record, _ = spray.run_mode(testbed, params, mode, 0)  # type: ignore[arg-type]
