@@ -90,11 +90,11 @@ class Params:
     transports: str = "mrc,single,roce"
     #: The RoCE a load-balance comparison is signed for: ``adaptive``, NCCL's settings on a
     #: NIC with selective repeat and an RTT-derived timer. Sixteen flows at once on slowed
-    #: links overflow queues, and no RoCE is lossless here (linux has no PFC, BMv2's lossless
-    #: class is not in every build), so a RoCE whose drops each cost a 4.3 s (nccl) or 67 ms
-    #: (perftest) go-back-N timeout would lose on recovery, not on how its QPs spread over the
-    #: spines; adaptive is the RoCE whose drops cost least, which leaves the paths to compare.
-    #: ``make experiment ROCE=`` runs others beside it.
+    #: links overflow queues, and where RoCE's data is not kept from congestion drops (linux:
+    #: no PFC, no ECN) a RoCE whose drops each cost a 4.3 s (nccl) or 67 ms (perftest)
+    #: go-back-N timeout loses on recovery, not on how its QPs spread over the spines;
+    #: adaptive is the RoCE whose drops cost least, which leaves the paths to compare (in a
+    #: lossless class the profiles spread alike). ``make experiment ROCE=`` runs others.
     roce_profiles: str = "adaptive"
     #: QPs each RoCE flow is striped over, one contender per count (NCCL's
     #: ``NCCL_IB_QPS_PER_CONNECTION``; the papers compare with 16).
