@@ -16,6 +16,7 @@ from controller.southbound.interface import ProgramResult, SwitchRole
 from controller.southbound.mapping import desired_records
 from controller.southbound.p4_program import PINNED_MEMBER_ID_BASE
 from controller.southbound.plan import plan_writes
+from controller.southbound.queues import PRIORITY_QUEUES
 from controller.southbound.records import GroupRecord, RecordSet
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.root, pytest.mark.mininet]
@@ -83,7 +84,9 @@ def test_an_intent_installs_reads_back_equal_and_a_second_reconcile_writes_nothi
         defaults = [r for r in desired.records() if getattr(r, "is_default", False)]
         assert defaults, "the intent holds default entries (trim_dscp, ev_field)"
         assert first[name].inserts == len(desired) - len(defaults)
-        assert first[name].queue_commands == 4 * len(intent.switch(name).ports)
+        # A depth and a rate for each priority queue of every port.
+        per_port = 2 * PRIORITY_QUEUES
+        assert first[name].queue_commands == per_port * len(intent.switch(name).ports)
         assert set(held[name]) == set(desired)
         assert plan_writes(held[name], desired).is_empty
         assert second[name].ok and second[name].read_back

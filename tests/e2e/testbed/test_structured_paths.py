@@ -28,7 +28,7 @@ from topologies.paths import PathTable, path_table
 
 pytestmark = pytest.mark.mininet
 
-#: Datagrams sent per EV: far above the LLDP probes a port sees while they are counted.
+#: Datagrams sent per EV: far above the background a port sees while they are counted.
 DATAGRAMS = 1000
 #: How long a switch may take to work through the datagrams queued in it (BMv2 lags behind).
 COUNTED_WITHIN_S = 60.0
@@ -106,13 +106,18 @@ def test_an_ev_takes_the_spine_it_names_and_answers_come_back_over_it(
                     counts = {
                         s: _rx_from(after, s, p) - _rx_from(before, s, p) for s, p in arrive.items()
                     }
-                    if counts[spine] >= DATAGRAMS or time.monotonic() > deadline:
+                    floor = min(c for name, c in counts.items() if name != spine)
+                    if counts[spine] - floor >= DATAGRAMS or time.monotonic() > deadline:
                         break
                     time.sleep(0.5)
-                # Some may be dropped by a busy BMv2 on the way; none go elsewhere.
-                assert counts[spine] >= DATAGRAMS * 9 // 10, (source, spine, counts)
+                # What every spine sees alike while a loaded BMv2 lags (LLDP, the agents' own
+                # traffic) is the least any other spine counted; the datagrams, one 5-tuple,
+                # would all land on a single wrong spine if the EV did not steer them.
                 others = [count for name, count in counts.items() if name != spine]
-                assert max(others) < DATAGRAMS // 2, (source, spine, counts)
+                background = min(others)
+                # Some may be dropped by a busy BMv2 on the way; none go elsewhere.
+                assert counts[spine] - background >= DATAGRAMS * 9 // 10, (source, spine, counts)
+                assert max(others) - background < DATAGRAMS // 2, (source, spine, counts)
                 # The live view reads the same from the switches' tables.
                 flow = Flow.of_ev(agents.address_of(source), agents.address_of(destination), ev)
                 shown = walk(testbed.topology, flow, hops)
