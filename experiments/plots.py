@@ -22,12 +22,56 @@ MODE_COLOURS = {
 }
 
 
+#: How the variants of one contender (``roce:perftest:t10``, ``roce:adaptive:16qp``), which
+#: share its colour, are told apart, in the order they are drawn.
+VARIANT_DASHES = ("--", ":", "-.")
+VARIANT_HATCHES = ("//", "..", "xx")
+
+
+def _colour_key(label: str) -> str | None:
+    """The longest key of MODE_COLOURS that the label's first word starts with, part by
+    ``:``-separated part (``roce:adaptive:16qp`` -> ``roce:adaptive``)."""
+    words = label.split()
+    parts = (words[0] if words else label).split(":")
+    for end in range(len(parts), 0, -1):
+        key = ":".join(parts[:end])
+        if key in MODE_COLOURS:
+            return key
+    return None
+
+
 def colour_of(label: str) -> str | None:
     """A line's colour from the first word of its label: a mode (``ecn_trim_on``) or a
-    transport (``mrc (256 EVs)``, ``roce:nccl``); None (matplotlib's next colour) for one
-    without its own, such as a swept variant (``roce:perftest:t10``)."""
-    words = label.split()
-    return MODE_COLOURS.get(words[0] if words else label)
+    contender (``mrc (256 EVs)``, ``roce:nccl``), a variant taking its contender's
+    (``roce:perftest:t10`` is perftest's); None (matplotlib's next colour) for one without."""
+    key = _colour_key(label)
+    return MODE_COLOURS[key] if key is not None else None
+
+
+def _variant_index(label: str, labels: Sequence[str]) -> int | None:
+    """Which variant of its colour ``label`` is among ``labels`` (0 the first), or None when
+    it is no variant: it has no colour of its own or is the contender itself."""
+    key = _colour_key(label)
+    if key is None or (label.split() or [label])[0] == key:
+        return None
+    variants = [
+        other
+        for other in labels
+        if _colour_key(other) == key and (other.split() or [other])[0] != key
+    ]
+    return variants.index(label)
+
+
+def line_style(label: str, labels: Sequence[str]) -> str:
+    """Solid for a contender, a dash pattern for each variant sharing its colour."""
+    index = _variant_index(label, labels)
+    return "-" if index is None else VARIANT_DASHES[index % len(VARIANT_DASHES)]
+
+
+def hatch_of(label: str, labels: Sequence[str]) -> str | None:
+    """No hatch for a contender's bar, a hatch for each variant sharing its colour."""
+    index = _variant_index(label, labels)
+    return None if index is None else VARIANT_HATCHES[index % len(VARIANT_HATCHES)]
 
 
 def goodput_over_time(
@@ -44,6 +88,7 @@ def goodput_over_time(
             [p["goodput_bps"] / 1e6 for p in points],
             label=label,
             color=colour_of(label),
+            linestyle=line_style(label, list(series)),
             drawstyle="steps-pre",
             linewidth=1.2,
         )
@@ -85,6 +130,8 @@ def grouped_bars(
             width=width,
             label=mode,
             color=colour_of(mode),
+            hatch=hatch_of(mode, list(values)),
+            edgecolor="white",
         )
     axes.set_xticks([i + width * (len(values) - 1) / 2 for i in range(len(groups))])
     axes.set_xticklabels(groups, rotation=60, ha="right", fontsize=7)
@@ -180,6 +227,7 @@ def against_loss(
                 ],
                 label=transport,
                 color=colour_of(transport),
+                linestyle=line_style(transport, list(values)),
                 marker="o",
                 capsize=3,
                 linewidth=1.2,

@@ -175,6 +175,7 @@ def draw(
                 markersize=3,
                 label=transport,
                 color=colour,
+                linestyle=plots.line_style(transport, list(transports)),
             )
             if run.event.at_s is not None:
                 axes.axvline(run.event.at_s, color=colour, linestyle="--", linewidth=1)
