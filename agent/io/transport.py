@@ -9,8 +9,8 @@
   (``agent.roce.profiles``: ``perftest``, the default, ``nccl``, ``adaptive``);
   ``--roce-timeout`` (the exponent, 14 -> 67 ms) and ``--roce-retry-cnt`` override its verbs
   values, and ``--qps`` its count of QPs the transfer is striped over (``agent.io.qp_striping``).
-  ``--roce-line-rate`` (bits/s) is the NIC port's rate: the QPs start at it, never exceed it,
-  and DCQCN's rate constants scale with it (``DcqcnParams.scaled_to``), so that a RoCE QP on a
+  ``--roce-line-rate`` (bits/s) is the NIC port's rate: the transfer's QPs share it evenly,
+  each starting at its share and never exceeding it, and DCQCN's rate constants scale with it (``DcqcnParams.scaled_to``), so that a RoCE QP on a
   slowed link can be slowed to it.
 
 Transports are a registry (``register_transport``): each is declared once, and every
@@ -201,11 +201,13 @@ def roce_config_for(
     retry_cnt: int | None = None,
     pmtu: int | None = None,
     line_rate: float | None = None,
+    sharers: int = 1,
 ) -> RoceConfig:
     """A RoCE QP's settings: the profile's (``perftest`` if None), the verbs options given
-    over them, DCQCN scaled to ``line_rate`` (bits/s; None: its 10 Gbit/s defaults), the
-    agent's DSCP classes, defaults for the rest; ``UsageError`` naming the option for an
-    unknown profile or a value verbs would refuse."""
+    over them, DCQCN scaled to a port of ``line_rate`` (bits/s; None: its 10 Gbit/s
+    defaults) that ``sharers`` QPs share evenly, the agent's DSCP classes, defaults for the
+    rest; ``UsageError`` naming the option for an unknown profile or a value verbs would
+    refuse."""
     base = _profile(profile).config()
     if timeout is not None and not 0 <= timeout <= MAX_TIMEOUT_EXPONENT:
         raise UsageError(
@@ -222,7 +224,7 @@ def roce_config_for(
     if pmtu is not None:
         changes["pmtu"] = pmtu
     if line_rate is not None:
-        changes["dcqcn"] = _dcqcn_at(line_rate)
+        changes["dcqcn"] = _dcqcn_at(line_rate, sharers)
     try:
         return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
     except ValueError as exc:
@@ -239,12 +241,14 @@ def roce_setup_for(
     qps: int | None = None,
     line_rate: float | None = None,
 ) -> RoceSetup:
-    """A RoCE transfer's setup: the QPs' settings (``roce_config_for``, DCQCN scaled to
-    ``line_rate`` bits/s when given) and their count, ``qps`` or else the profile's;
-    ``UsageError`` naming the option that is wrong."""
+    """A RoCE transfer's setup: the QPs' settings (``roce_config_for``; with ``line_rate``
+    bits/s, the port the transfer's QPs share, DCQCN scaled to it and each QP at most at its
+    even share, so that striping over more QPs never sends faster than the port) and their
+    count, ``qps`` or else the profile's; ``UsageError`` naming the option that is wrong."""
     chosen = _profile(profile)
     if qps is not None and not 1 <= qps <= MAX_QPS:
         raise UsageError(f"--qps must be in 1-{MAX_QPS}, got {qps}")
+    count = chosen.qps if qps is None else qps
     config = roce_config_for(
         dscp,
         profile=chosen.name,
@@ -252,8 +256,9 @@ def roce_setup_for(
         retry_cnt=retry_cnt,
         pmtu=pmtu,
         line_rate=line_rate,
+        sharers=count,
     )
-    return RoceSetup(config, chosen.qps if qps is None else qps, chosen.name)
+    return RoceSetup(config, count, chosen.name)
 
 
 def _profile(name: str | None) -> RoceProfile:
@@ -263,9 +268,10 @@ def _profile(name: str | None) -> RoceProfile:
         raise UsageError(f"--roce-profile: {exc}") from None
 
 
-def _dcqcn_at(line_rate: float) -> DcqcnParams:
-    """DCQCN scaled to a port of ``line_rate`` bits/s; ``UsageError`` outside the bounds."""
+def _dcqcn_at(line_rate: float, sharers: int) -> DcqcnParams:
+    """DCQCN scaled to a port of ``line_rate`` bits/s shared by ``sharers`` QPs;
+    ``UsageError`` outside the bounds."""
     try:
-        return DcqcnParams.scaled_to(line_rate / 8)
+        return DcqcnParams.scaled_to(line_rate / 8, sharers)
     except ValueError as exc:
         raise UsageError(f"--roce-line-rate: {exc}") from None

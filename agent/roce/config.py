@@ -83,10 +83,13 @@ class DcqcnParams:
     cnp_interval: float = 50e-6
 
     @classmethod
-    def scaled_to(cls, line_rate: float) -> DcqcnParams:
+    def scaled_to(cls, line_rate: float, sharers: int = 1) -> DcqcnParams:
         """DCQCN of a NIC whose port runs at ``line_rate`` (bytes/s): the defaults' rates and
         byte counter in the same proportion to it as theirs to 10 Gbit/s (floor a thousandth,
-        R_AI a 250th, R_HAI a 25th), the byte counter at least ``MIN_BYTE_COUNTER``.
+        R_AI a 250th, R_HAI a 25th), the byte counter at least ``MIN_BYTE_COUNTER``. A QP
+        that shares the port with ``sharers - 1`` others, all always sending (a transfer
+        striped over them), runs at most at its even share, ``line_rate / sharers``, as the
+        NIC's arbiter gives it; the rest stays the port's.
 
         A NIC's DCQCN is small against its port (NVIDIA's ``rpg_min_rate`` is in Mbit/s on
         100-400 Gbit/s ports); the defaults' floor, 10 Mbit/s, is 25 times a testbed link
@@ -103,11 +106,14 @@ class DcqcnParams:
                 f"a NIC's line rate must be {MIN_LINE_RATE * 8:g}-{MAX_LINE_RATE * 8:g} bit/s, "
                 f"got {line_rate * 8:g}"
             )
+        if sharers < 1:
+            raise ValueError(f"a port is shared by at least one QP, got {sharers}")
         defaults = cls()
         scale = line_rate / defaults.line_rate
+        share = line_rate / sharers
         return cls(
-            line_rate=line_rate,
-            min_rate=defaults.min_rate * scale,
+            line_rate=share,
+            min_rate=min(defaults.min_rate * scale, share),
             additive_increase=defaults.additive_increase * scale,
             hyper_increase=defaults.hyper_increase * scale,
             byte_counter=max(MIN_BYTE_COUNTER, round(defaults.byte_counter * scale)),

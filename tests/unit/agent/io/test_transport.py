@@ -56,8 +56,16 @@ def test_roce_options_without_the_roce_transport_are_refused():
 def test_a_line_rate_scales_the_qps_dcqcn_and_none_keeps_ten_gigabit():
     assert roce_setup_for(DscpMap(), profile="nccl").config.dcqcn == DcqcnParams()
     setup = roce_setup_for(DscpMap(), profile="nccl", line_rate=4e5)
-    assert setup.config.dcqcn == DcqcnParams.scaled_to(5e4)  # bits/s in, bytes/s inside
+    # bits/s in, bytes/s inside; nccl's two QPs share the port
+    assert setup.config.dcqcn == DcqcnParams.scaled_to(5e4, 2)
     assert (setup.config.timeout, setup.qps) == (20, 2)  # the profile's settings stay
+
+
+@pytest.mark.parametrize("qps", [1, 4, 16])
+def test_a_transfer_striped_over_more_qps_never_sends_faster_than_its_port(qps):
+    setup = roce_setup_for(DscpMap(), profile="adaptive", qps=qps, line_rate=4.4e5)
+    assert setup.qps == qps
+    assert setup.config.dcqcn.line_rate * qps == pytest.approx(4.4e5 / 8)
 
 
 @pytest.mark.parametrize("line_rate", [0.0, -4e5, 5e4, float("nan")])

@@ -60,6 +60,24 @@ def test_scaling_keeps_the_defaults_proportions_to_the_line_rate_and_its_timers(
     assert [getattr(params, n) for n in timers] == [getattr(default, n) for n in timers]
 
 
+@pytest.mark.parametrize("sharers", [2, 16, 64])
+def test_qps_sharing_a_port_each_run_at_their_even_share_and_keep_the_ports_constants(sharers):
+    port = DcqcnParams.scaled_to(55e3)
+    shared = DcqcnParams.scaled_to(55e3, sharers)
+    assert shared.line_rate == pytest.approx(port.line_rate / sharers)
+    assert shared.min_rate == min(port.min_rate, shared.line_rate)
+    assert (shared.additive_increase, shared.hyper_increase, shared.byte_counter) == (
+        port.additive_increase,
+        port.hyper_increase,
+        port.byte_counter,
+    )
+
+
+def test_a_port_shared_by_no_qp_is_refused():
+    with pytest.raises(ValueError, match="at least one QP"):
+        DcqcnParams.scaled_to(55e3, 0)
+
+
 def test_a_slow_ports_byte_counter_keeps_a_largest_packet_per_stage():
     assert DcqcnParams.scaled_to(50e3).byte_counter == MIN_BYTE_COUNTER == 4096
 
