@@ -10,8 +10,8 @@
   ``--roce-timeout`` (the exponent, 14 -> 67 ms) and ``--roce-retry-cnt`` override its verbs
   values, and ``--qps`` its count of QPs the transfer is striped over (``agent.io.qp_striping``).
   ``--roce-line-rate`` (bits/s) is the NIC port's rate: the transfer's QPs share it evenly,
-  each starting at its share and never exceeding it, and DCQCN's rate constants scale with it (``DcqcnParams.scaled_to``), so that a RoCE QP on a
-  slowed link can be slowed to it.
+  each starting at its share and never exceeding it, and DCQCN's rate constants scale with it
+  (``DcqcnParams.scaled_to``), so that a RoCE QP on a slowed link can be slowed to it.
 
 Transports are a registry (``register_transport``): each is declared once, and every
 ``--transport`` choice list and check (the agent's CLI and control socket, collectives, the
