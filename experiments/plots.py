@@ -28,11 +28,16 @@ VARIANT_DASHES = ("--", ":", "-.")
 VARIANT_HATCHES = ("//", "..", "xx")
 
 
+def _first_word(label: str) -> str:
+    """What names the mode or contender in a label (``mrc (256 EVs)`` -> ``mrc``)."""
+    words = label.split()
+    return words[0] if words else label
+
+
 def _colour_key(label: str) -> str | None:
     """The longest key of MODE_COLOURS that the label's first word starts with, part by
     ``:``-separated part (``roce:adaptive:16qp`` -> ``roce:adaptive``)."""
-    words = label.split()
-    parts = (words[0] if words else label).split(":")
+    parts = _first_word(label).split(":")
     for end in range(len(parts), 0, -1):
         key = ":".join(parts[:end])
         if key in MODE_COLOURS:
@@ -52,13 +57,9 @@ def _variant_index(label: str, labels: Sequence[str]) -> int | None:
     """Which variant of its colour ``label`` is among ``labels`` (0 the first), or None when
     it is no variant: it has no colour of its own or is the contender itself."""
     key = _colour_key(label)
-    if key is None or (label.split() or [label])[0] == key:
+    if key is None or _first_word(label) == key:
         return None
-    variants = [
-        other
-        for other in labels
-        if _colour_key(other) == key and (other.split() or [other])[0] != key
-    ]
+    variants = [o for o in labels if _colour_key(o) == key and _first_word(o) != key]
     return variants.index(label)
 
 
