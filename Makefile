@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := mininet iproute2 ethtool tcpdump tshark iperf3 tcpreplay nftables \
 	python3-venv python3-pip python3-dev gcc python3-thrift util-linux procps iputils-ping chromium
 # Root is needed for namespaces, veths and BMv2 interfaces; the toolchain overrides travel along.
-SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,P4C_BAREFOOT,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,PATH)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=P4C,P4C_BAREFOOT,SIMPLE_SWITCH_GRPC,SIMPLE_SWITCH_CLI,MRC_PI_SERVER,PATH)
 P4C ?= $(shell command -v p4c 2>/dev/null)
 # The p4c driver runs its BMv2 backend from its own directory; a p4c built without it cannot build mrc.p4.
 P4C_BMV2 = $(if $(P4C),$(wildcard $(dir $(realpath $(P4C)))p4c-bm2-ss))

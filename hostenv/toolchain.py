@@ -1,9 +1,9 @@
 """Locate the optional external tools the testbed uses (P4 toolchain, Mininet, tcpreplay, ...).
 
 Every tool is looked up on PATH unless an environment variable names it (``P4C``,
-``P4C_BAREFOOT``, ``SIMPLE_SWITCH_GRPC``, ``SIMPLE_SWITCH_CLI``), so a user with a toolchain
-outside PATH, or several BMv2 builds, can choose one per command. The Makefile passes these
-variables through sudo.
+``P4C_BAREFOOT``, ``SIMPLE_SWITCH_GRPC``, ``SIMPLE_SWITCH_CLI``, ``MRC_PI_SERVER``), so a user
+with a toolchain outside PATH, or several BMv2 builds, can choose one per command. The Makefile
+passes these variables through sudo.
 """
 
 from __future__ import annotations
@@ -55,6 +55,13 @@ SIMPLE_SWITCH_CLI = ToolSpec(
     "queue rate/depth settings on BMv2 (ECN and trimming tests)",
     "make toolchain (installed with behavioral-model; needs Debian's python3-thrift)",
 )
+MRC_PI_SERVER = ToolSpec(
+    "mrc_pi_server",
+    "MRC_PI_SERVER",
+    (),
+    "the tofino southbound's end-to-end tests against PI's P4Runtime server",
+    "make toolchain (built against PI from tools/pi_server/; docs/tofino.md)",
+)
 MININET = ToolSpec(
     "mn",
     None,
@@ -76,7 +83,16 @@ TCPREPLAY = ToolSpec(
     "`make bench-dataplane`",
     "apt-get install tcpreplay (done by `make setup`)",
 )
-ALL_TOOLS = (P4C, P4C_BAREFOOT, SIMPLE_SWITCH_GRPC, SIMPLE_SWITCH_CLI, MININET, TC, TCPREPLAY)
+ALL_TOOLS = (
+    P4C,
+    P4C_BAREFOOT,
+    SIMPLE_SWITCH_GRPC,
+    SIMPLE_SWITCH_CLI,
+    MRC_PI_SERVER,
+    MININET,
+    TC,
+    TCPREPLAY,
+)
 
 
 def find_tool(spec: ToolSpec) -> str | None:

@@ -17,6 +17,21 @@ from pathlib import Path
 from tools.toolchain.pins import Component
 
 PATCH_DIR = Path(__file__).with_name("patches")
+#: The project's own P4Runtime server for the tofino southbound's tests: PI's server and
+#: frontend on PI's dummy target with stateful tables and packet-I/O cables (its files say why).
+PI_SERVER_DIR = Path(__file__).resolve().parents[1] / "pi_server"
+PI_SERVER = "mrc_pi_server"
+PI_SERVER_SOURCES = ("main.c", "state_target.c", "wire.c")
+#: libpi binds the target functions the program exports ahead of libpi_dummy's (-rdynamic).
+PI_SERVER_LIBS = (
+    "-lpigrpcserver",
+    "-lpifeproto",
+    "-lpiprotogrpc",
+    "-lpiprotobuf",
+    "-lpiall",
+    "-lpi_dummy",
+    "-lpthread",
+)
 #: BMv2's Python tools and modules need Debian's python3-thrift, which only this interpreter sees.
 SYSTEM_PYTHON = "/usr/bin/python3"
 
@@ -116,8 +131,11 @@ def recipe_id(component: Component, tofino: bool) -> str:
         "pi": PI_CONFIGURE,
         "bmv2": BMV2_CONFIGURE,
         "p4c": P4C_CMAKE + ("P4C_VERSION from the pin",) + (("tofino",) if tofino else ()),
+        "pi_server": PI_SERVER_LIBS,
     }.get(component.name, ())
     patches = [p.read_bytes() for p in OWN_PATCHES.get(component.sources[0], ())]
+    if component.name == "pi_server":
+        patches += [(PI_SERVER_DIR / name).read_bytes() for name in (*PI_SERVER_SOURCES, "wire.h")]
     digest = hashlib.sha256("\0".join(parts).encode() + b"".join(patches)).hexdigest()[:16]
     return f"{component.name}-{digest}"
 
@@ -185,7 +203,56 @@ def steps(component: Component, ctx: Context) -> list[Step]:
         ]
     if component.name == "p4c":
         return _p4c(component, ctx)
+    if component.name == "pi_server":
+        return _pi_server(ctx)
     raise KeyError(f"no recipe for component {component.name!r}")
+
+
+def _pi_server(ctx: Context) -> list[Step]:
+    build = ctx.build_dir("pi_server")
+    include = f"-I{ctx.prefix}/include"
+    compile_steps = [
+        Step(
+            f"compile-{name}",
+            (
+                "gcc",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-std=gnu11",
+                include,
+                "-c",
+                str(PI_SERVER_DIR / name),
+                "-o",
+                str(build / name.replace(".c", ".o")),
+            ),
+            PI_SERVER_DIR,
+        )
+        for name in PI_SERVER_SOURCES
+    ]
+    objects = [str(build / name.replace(".c", ".o")) for name in PI_SERVER_SOURCES]
+    return [
+        Step("build-dir", ("mkdir", "-p", str(build))),
+        *compile_steps,
+        Step(
+            "link",
+            (
+                "g++",
+                "-rdynamic",
+                "-o",
+                str(build / PI_SERVER),
+                *objects,
+                f"-L{ctx.prefix}/lib",
+                f"-Wl,-rpath,{ctx.prefix}/lib",
+                *PI_SERVER_LIBS,
+            ),
+        ),
+        Step(
+            "install",
+            ("install", "-m", "0755", str(build / PI_SERVER), str(ctx.prefix / "bin" / PI_SERVER)),
+        ),
+    ]
 
 
 def _p4c(component: Component, ctx: Context) -> list[Step]:

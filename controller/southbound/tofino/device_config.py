@@ -12,11 +12,12 @@ differently by the two servers a Tofino switch runs:
   ``bfruntime_info = 2`` (bytes: bfrt.json), ``profiles = 3``, each a ``Profile`` with
   ``profile_name = 1``, ``context = 2``, ``binary = 3`` and ``repeated uint32 pipe_scope = 4``.
   The message type is declared below from that definition and serialized by protobuf.
-* The SDE's own server (``bf_switchd --p4rt-server``, PI's Tofino target): three
-  length-prefixed blobs, each a 32-bit little-endian length then the bytes: the program name,
-  the binary, then ``context.json`` (the packing of the SDE's Tofino config builder and of
-  Stratum's ``BfPipelineConfigToPiConfig``). It has room for one profile only and no
-  bfrt.json: that server builds its tables from the P4Info.
+* The SDE's own server (``bf_switchd --p4rt-server``, PI's frontend on bf-drivers' PI
+  implementation): blobs each after its length as a 32-bit little-endian integer, read in
+  this order by ``_pi_update_device_start`` (bf-drivers 9.13.4, ``src/pi/pi_imp.c``): the
+  program name, the binary, ``context.json``, the pipeline name, and, only when that name is
+  not empty, ``bfrt.json``. The pipeline-name field is always read: a config without it makes
+  the switch read past the buffer. Both names are refused past 100 bytes. One profile only.
 
 Paths in the ``.conf`` file are taken relative to the file's directory when not absolute.
 The open-source ``p4c-barefoot`` driver writes no ``.conf``: its output directory is read
@@ -41,6 +42,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 #: Largest blob the SDE packing can carry (its lengths are read as signed 32-bit integers).
 MAX_BLOB = (1 << 31) - 1
+#: bf-drivers copies the program and pipeline names into buffers of this many bytes (and a NUL).
+BF_P4RT_MAX_NAME = 100
 #: The ``.conf`` file is read whole; compiler configs are a few KiB.
 MAX_CONF_BYTES = 1 << 20
 
@@ -99,19 +102,28 @@ def pack_stratum(program: TofinoProgram) -> bytes:
 
 
 def pack_bf_p4rt(program: TofinoProgram) -> bytes:
-    """Name, binary and context of the program's one profile, each length-prefixed."""
+    """Name, binary, context, pipeline name and bfrt.json of the program's one profile, each
+    length-prefixed, in the order bf-drivers' ``_pi_update_device_start`` reads them."""
     if len(program.profiles) != 1:
         raise DeviceConfigError(
             f"{program.name}: the SDE's P4Runtime server takes one pipeline profile, "
             f"not {len(program.profiles)} (use device_config: stratum, or compile one profile)"
         )
     profile = program.profiles[0]
+    for name, what in ((program.name, "program name"), (profile.name, "pipeline name")):
+        if not name or len(name.encode()) > BF_P4RT_MAX_NAME:
+            raise DeviceConfigError(
+                f"{program.name}: the SDE's P4Runtime server takes a {what} of 1 to "
+                f"{BF_P4RT_MAX_NAME} bytes, not {len(name.encode())}"
+            )
     return b"".join(
         _length_prefixed(blob, what)
         for blob, what in (
             (program.name.encode(), "program name"),
             (profile.binary, "binary"),
             (profile.context, "context.json"),
+            (profile.name.encode(), "pipeline name"),
+            (program.bfrt_info, "bfrt.json"),
         )
     )
 

@@ -176,6 +176,9 @@ class TrimSession:
     """The mirror session that trims toward one device port."""
 
     device_port: int
+    #: The queue of the trimmed copy: the high-priority one, where the server takes a class of
+    #: service (Stratum); 0 where it refuses one (the SDE's server: docs/tofino.md).
+    class_of_service: int = HIGH_PRIORITY_QUEUE
 
     @property
     def session_id(self) -> int:
@@ -183,19 +186,23 @@ class TrimSession:
         return TRIM_SESSION_BASE + self.device_port
 
     def entity(self) -> fy.P4CloneSessionEntry:
-        """The clone session: one copy out of the port, truncated, on the high-priority queue."""
+        """The clone session: one copy out of the port, truncated, on its class of service."""
         return fy.P4CloneSessionEntry(
             self.session_id,
-            class_of_service=HIGH_PRIORITY_QUEUE,
+            class_of_service=self.class_of_service,
             packet_length_bytes=TRIM_TRUNCATE_BYTES,
             replicas=[(self.device_port, 0)],
         )
 
 
-def trim_sessions(ports: Sequence[PortIntent], device_ports: DevicePorts) -> set[TrimSession]:
+def trim_sessions(
+    ports: Sequence[PortIntent],
+    device_ports: DevicePorts,
+    class_of_service: int = HIGH_PRIORITY_QUEUE,
+) -> set[TrimSession]:
     """The sessions a switch needs: one per port that trims."""
     return {
-        TrimSession(device_ports.to_device(port.port))
+        TrimSession(device_ports.to_device(port.port), class_of_service)
         for port in ports
         if port.trim_threshold is not None
     }
@@ -221,9 +228,15 @@ class TrimSessions:
     in the trimming range that no port needs is deleted, one that differs is modified.
     """
 
-    def __init__(self, lookup: SwitchLookup, device_ports: Mapping[str, DevicePorts]) -> None:
+    def __init__(
+        self,
+        lookup: SwitchLookup,
+        device_ports: Mapping[str, DevicePorts],
+        class_of_service: int = HIGH_PRIORITY_QUEUE,
+    ) -> None:
         self._lookup = lookup
         self._device_ports = dict(device_ports)
+        self._class_of_service = class_of_service
         self._held: dict[str, dict[int, _Shape]] = {}
 
     async def apply(self, switch: str, ports: Sequence[PortIntent]) -> QueueOutcome:
@@ -231,7 +244,9 @@ class TrimSessions:
         handle = self._lookup(switch)
         if handle is None:
             return QueueOutcome(error="trim sessions: channel down or not primary")
-        sessions = trim_sessions(ports, self._device_ports.get(switch, DevicePorts()))
+        sessions = trim_sessions(
+            ports, self._device_ports.get(switch, DevicePorts()), self._class_of_service
+        )
         wanted = {session.session_id: session.entity() for session in sessions}
         try:
             held = self._held.get(switch)

@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from tools.toolchain import recipes
 from tools.toolchain.pins import PinError, load_pins, parse_pins
 from tools.toolchain.recipes import Context, recipe_id, steps
 
@@ -16,10 +17,12 @@ GOOD = {
 }
 
 
-def test_the_committed_pin_file_parses_with_pi_bmv2_and_p4c_in_build_order():
+def test_the_committed_pin_file_parses_with_pi_bmv2_the_pi_server_and_p4c_in_build_order():
     pins = load_pins()
-    assert [c.name for c in pins.components] == ["pi", "bmv2", "p4c"]
+    assert [c.name for c in pins.components] == ["pi", "bmv2", "pi_server", "p4c"]
     assert pins.component("bmv2").needs == ("pi",)
+    assert pins.component("pi_server").needs == ("pi",)
+    assert pins.component("pi_server").provides == ("bin/mrc_pi_server",)
     assert "bin/simple_switch_grpc" in pins.component("bmv2").provides
     assert "bin/p4c-barefoot" in pins.component("p4c").provides_for(tofino=True)
     assert "bin/p4c-barefoot" not in pins.component("p4c").provides_for(tofino=False)
@@ -51,6 +54,28 @@ def test_every_component_has_a_recipe_whose_id_changes_with_the_tofino_backend(t
             assert "install" in names, (component.name, names)
     p4c = pins.component("p4c")
     assert recipe_id(p4c, tofino=True) != recipe_id(p4c, tofino=False)
+
+
+def test_the_pi_servers_recipe_changes_with_its_sources_and_exports_its_target_functions(
+    tmp_path, monkeypatch
+):
+    """A change to tools/pi_server/ rebuilds the server; -rdynamic lets libpi bind to the
+    program's table and profile functions ahead of the dummy target's."""
+    component = load_pins().component("pi_server")
+    before = recipe_id(component, tofino=False)
+    copy = tmp_path / "pi_server"
+    copy.mkdir()
+    for source in recipes.PI_SERVER_DIR.iterdir():
+        (copy / source.name).write_bytes(source.read_bytes())
+    monkeypatch.setattr(recipes, "PI_SERVER_DIR", copy)
+    assert recipe_id(component, tofino=False) == before
+    (copy / "wire.c").write_text((copy / "wire.c").read_text() + "\n/* changed */\n")
+    assert recipe_id(component, tofino=False) != before
+    ctx = Context(prefix=tmp_path / "prefix", work=tmp_path / "work", jobs=2, tofino=False)
+    by_name = {step.name: step.argv for step in steps(component, ctx)}
+    assert {f"compile-{name}" for name in recipes.PI_SERVER_SOURCES} <= set(by_name)
+    assert all("-Werror" in by_name[f"compile-{n}"] for n in recipes.PI_SERVER_SOURCES)
+    assert "-rdynamic" in by_name["link"] and "-lpi_dummy" in by_name["link"]
 
 
 @pytest.mark.parametrize(

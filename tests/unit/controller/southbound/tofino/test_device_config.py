@@ -2,8 +2,10 @@
 
 Stratum's format is checked twice: against bytes assembled here by the protobuf wire format
 rules, and against Stratum's own ``bf.proto`` message compiled by ``protoc`` (where installed).
-The SDE's is checked against its definition: three little-endian 32-bit lengths, each before
-its blob, in the order name, binary, context.
+The SDE's is decoded field by field in the order bf-drivers 9.13.4 reads it
+(``_pi_update_device_start`` in its ``src/pi/pi_imp.c``): each blob after its length as a
+little-endian 32-bit integer; program name, binary, context.json, pipeline name, and bfrt.json
+when that name is not empty.
 """
 
 from __future__ import annotations
@@ -73,16 +75,50 @@ def test_stratum_packing_is_the_bf_pipeline_config_wire_encoding() -> None:
     assert pack_device_config(PROGRAM, DeviceConfigFormat.STRATUM) == expected
 
 
-def test_sde_packing_is_three_little_endian_length_prefixed_blobs() -> None:
+def _read_as_bf_drivers(blob: bytes) -> dict[str, bytes]:
+    """The fields ``_pi_update_device_start`` takes from ``blob``, in its reading order; it
+    reads the pipeline-name length whatever came before, so a short blob fails here too."""
+    fields: dict[str, bytes] = {}
+    offset = 0
+
+    def chunk(what: str) -> None:
+        nonlocal offset
+        assert len(blob) >= offset + 4, f"{what}: its length lies past the blob's end"
+        (size,) = struct.unpack_from("<I", blob, offset)
+        assert len(blob) >= offset + 4 + size, f"{what}: {size} bytes past the blob's end"
+        fields[what] = blob[offset + 4 : offset + 4 + size]
+        offset += 4 + size
+
+    for what in ("program name", "binary", "context.json", "pipeline name"):
+        chunk(what)
+    for name in ("program name", "pipeline name"):
+        assert len(fields[name]) <= 100, f"{name}: bf-drivers refuses names past 100 bytes"
+    if fields["pipeline name"]:
+        chunk("bfrt.json")
+    assert offset == len(blob), f"{len(blob) - offset} bytes after the last field"
+    return fields
+
+
+def test_sde_packing_is_read_by_bf_drivers_as_name_binary_context_pipeline_and_bfrt() -> None:
     profile = PROGRAM.profiles[0]
-    expected = (
-        b"\x07\x00\x00\x00mrc_tna"
-        + b"\x04\x00\x00\x00\x00\x01\xfe\xff"
-        + struct.pack("<I", len(profile.context))
-        + profile.context
-    )
-    assert pack_bf_p4rt(PROGRAM) == expected
-    assert pack_device_config(PROGRAM, DeviceConfigFormat.BF_P4RT) == expected
+    packed = pack_bf_p4rt(PROGRAM)
+    assert _read_as_bf_drivers(packed) == {
+        "program name": b"mrc_tna",
+        "binary": profile.binary,
+        "context.json": profile.context,
+        "pipeline name": b"pipe",
+        "bfrt.json": PROGRAM.bfrt_info,
+    }
+    assert packed.startswith(b"\x07\x00\x00\x00mrc_tna\x04\x00\x00\x00\x00\x01\xfe\xff")
+    assert pack_device_config(PROGRAM, DeviceConfigFormat.BF_P4RT) == packed
+
+
+def test_sde_packing_refuses_names_bf_drivers_cannot_hold() -> None:
+    long_pipe = replace(PROGRAM, profiles=(replace(PROGRAM.profiles[0], name="p" * 101),))
+    with pytest.raises(DeviceConfigError, match="pipeline name of 1 to 100 bytes, not 101"):
+        pack_bf_p4rt(long_pipe)
+    with pytest.raises(DeviceConfigError, match="program name of 1 to 100 bytes, not 101"):
+        pack_bf_p4rt(replace(PROGRAM, name="n" * 101))
 
 
 def _stratum_message_class(tmp_path: Path) -> Any:

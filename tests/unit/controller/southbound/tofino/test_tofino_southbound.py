@@ -218,6 +218,22 @@ def test_trim_session_writes_delete_strays_fix_changed_and_insert_missing(
     assert fake.written == [] and fake.reads == 1
 
 
+@pytest.mark.parametrize(
+    ("form", "class_of_service"),
+    [(DeviceConfigFormat.STRATUM, HIGH_PRIORITY_QUEUE), (DeviceConfigFormat.BF_P4RT, 0)],
+)
+def test_trimmed_copies_get_the_high_priority_queue_only_where_the_server_takes_a_cos(
+    tmp_path: Path, leaf_spine: Topology, form: DeviceConfigFormat, class_of_service: int
+) -> None:
+    """PI's frontend, inside the SDE's server, refuses a clone session's class of service."""
+    southbound = _southbound(tmp_path, form)
+    fake = FakeSwitch("l1")
+    southbound._queues._lookup = lambda name: fake  # type: ignore[union-attr]
+    ports = compute_intent(leaf_spine).switch("l1").ports
+    assert asyncio.run(southbound._queues.apply("l1", ports)).error is None  # type: ignore[union-attr]
+    assert {update.class_of_service for update in fake.written} == {class_of_service}
+
+
 def test_trim_sessions_report_a_switch_that_is_not_ours(leaf_spine: Topology) -> None:
     sessions = TrimSessions(lambda name: None, {})
     ports = compute_intent(leaf_spine).switch("l1").ports
