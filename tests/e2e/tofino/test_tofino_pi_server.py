@@ -135,10 +135,12 @@ def test_every_preset_and_path_mode_is_installed_whole_and_rerouted_with_no_writ
 
 
 @pytest.mark.parametrize("routing", ["static", "converge:1"])
+@pytest.mark.parametrize("preset", PRESETS)
 def test_each_routing_policy_programs_what_it_says_through_a_cut(
-    fabrics, controllers, program, tmp_path, routing
+    fabrics, controllers, program, tmp_path, preset, routing
 ):
-    fabric = fabrics(_preset("leaf-spine"))
+    """``reactive``, the default, is the matrix above."""
+    fabric = fabrics(_preset(preset))
     controller = controllers(fabric, controller_config(tmp_path / "c.yaml", program, routing))
     _in_service(controller, fabric)
     link = next(iter(links_between_switches(fabric.topology)))
