@@ -33,10 +33,15 @@ def place(index: int, total: int) -> str:
     return f"[{index + 1}/{total}]"
 
 
+def counted(total: int, unit: str) -> str:
+    """``4 runs``, ``1 run`` (``unit`` is given in the plural)."""
+    return f"{total} {unit if total != 1 else unit.removesuffix('s')}"
+
+
 def plan_line(title: str, total: int, unit: str, setups: int, left: Left | None) -> str:
     """The first line: how much is to be done, and how long it should take."""
     setup_text = f" in {setups} bring-up(s)" if setups else ""
-    return f"{title}: {total} {unit}{setup_text}; {time_left(left)}"
+    return f"{title}: {counted(total, unit)}{setup_text}; {time_left(left)}"
 
 
 def started_line(title: str, index: int, total: int, label: str) -> str:
@@ -83,6 +88,7 @@ def event_line(title: str, where: str, message: str) -> str:
 
 def final_line(title: str, done: int, total: int, unit: str, took_s: float, ended: str) -> str:
     """The last line: the count done, in how long, and how it ended when not in full."""
+    of = f"{done} of {counted(total, unit)}"
     if done == total and not ended:
-        return f"{title}: {done} of {total} {unit} done in {duration(took_s)}"
-    return f"{title}: {ended or 'stopped'} after {done} of {total} {unit} in {duration(took_s)}"
+        return f"{title}: {of} done in {duration(took_s)}"
+    return f"{title}: {ended or 'stopped'} after {of} in {duration(took_s)}"

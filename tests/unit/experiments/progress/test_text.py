@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.progress.estimate import Left
-from experiments.progress.text import duration, time_left
+from experiments.progress.text import counted, duration, time_left
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,9 @@ def test_the_time_left_says_whether_it_is_a_guess_or_a_lower_bound() -> None:
     assert time_left(Left(125.0, at_least=False)) == "about 2m05s left"
     assert time_left(Left(30.0, at_least=True)) == "at least 30.0 s left"
     assert time_left(None) == "time left unknown until a step ends"
+
+
+def test_a_count_of_one_is_singular():
+    assert counted(4, "runs") == "4 runs"
+    assert counted(1, "runs") == "1 run"
+    assert counted(1, "measurements") == "1 measurement"

@@ -179,4 +179,4 @@ def test_a_stream_that_is_no_terminal_gets_plain_lines_without_being_asked() -> 
         progress.step_began(0)
         progress.step_ended(0, "goodput 1.000 Mbit/s")
     assert "\x1b" not in out.getvalue()
-    assert out.getvalue().splitlines()[-1].startswith("loss: 1 of 1 runs done in ")
+    assert out.getvalue().splitlines()[-1].startswith("loss: 1 of 1 run done in ")
