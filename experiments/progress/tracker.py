@@ -9,12 +9,13 @@ terminal a live bar (:mod:`experiments.progress.bar`) shows the time left as wel
 the lines scroll above it; elsewhere (CI, ``tee``, a pipe) the lines are plain.
 
     display = Display(verbose=True)
-    with display.track("loss", [Step("mrc@0% seed 0", 10.0), ...], setups=1) as progress:
+    with track(display, "loss", [Step("mrc@0% seed 0", 10.0), ...], setups=1) as progress:
         progress.step_began(0)
         ...
         progress.step_ended(0, "goodput 812.345 Mbit/s")
 
 A job run without a display (``track(None, ...)``) says nothing: the same calls, no output.
+Nor does one whose stream has gone (``| head`` ended): a progress line is never worth a run.
 """
 
 from __future__ import annotations
@@ -62,11 +63,6 @@ class Display:
     heartbeat_s: float = HEARTBEAT_S
     tick_s: float | None = TICK_S
 
-    def track(
-        self, title: str, steps: Sequence[Step], setups: int = 0, unit: str = "runs"
-    ) -> Progress:
-        return Progress(self, title, steps, setups, unit)
-
 
 def track(
     display: Display | None,
@@ -105,6 +101,7 @@ class Progress:
         self._between: tuple[str, float] | None = None
         self._bar: LiveBar | None = None
         self._handler: _EventHandler | None = None
+        self._gone = False
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -275,8 +272,13 @@ class Progress:
             if self._bar is not None:
                 self._bar.print(line)
                 return
-            self.display.stream.write(line + "\n")
-            self.display.stream.flush()
+            if self._gone:
+                return
+            try:
+                self.display.stream.write(line + "\n")
+                self.display.stream.flush()
+            except (OSError, ValueError):  # a closed pipe or stream: the run goes on unheard
+                self._gone = True
 
     def _show(self) -> None:
         if self._bar is None:

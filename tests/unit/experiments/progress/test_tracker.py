@@ -180,3 +180,19 @@ def test_a_stream_that_is_no_terminal_gets_plain_lines_without_being_asked() -> 
         progress.step_ended(0, "goodput 1.000 Mbit/s")
     assert "\x1b" not in out.getvalue()
     assert out.getvalue().splitlines()[-1].startswith("loss: 1 of 1 run done in ")
+
+
+class ClosedPipe(io.StringIO):
+    """A stream whose reader has gone (``| head`` after its lines)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_stream_whose_reader_has_gone_never_stops_the_job() -> None:
+    display = Display(stream=ClosedPipe(), live=False, tick_s=None)
+    with track(display, "loss", STEPS) as progress:
+        progress.step_began(0)
+        progress.step_ended(0, "goodput 1.000 Mbit/s")
+        progress.step_began(1)
+    assert progress.estimate.done == 1  # no BrokenPipeError came out, and the job went on
