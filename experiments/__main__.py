@@ -5,7 +5,10 @@
                                    [--routing static|reactive|converge[:SECONDS][,...]]
                                    [--path-mode ecmp|structured|srv6]
 
-Prints the results directory and its summary.txt. Exit status: 0 when the invariants held
+Prints the results directory and its summary.txt on standard output; on standard error, as
+it goes, each run's start and end with its key figure and the time left (a live bar on a
+terminal, plain lines elsewhere; ``-v`` adds what happens inside each run: see
+:mod:`experiments.progress`). Exit status: 0 when the invariants held
 (every transfer that must complete did, without losing a byte; a RoCE transfer that failed
 is recorded as a result) and the results are well-formed; 1 otherwise (the results are
 written all the same); 2 for bad arguments; 3 when the target cannot run here; 130 when
@@ -68,13 +71,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="how the fabric reads EVs in every bring-up (default ecmp; the others on bmv2)",
     )
     parser.add_argument("--out", type=Path, default=REPO / "results", help="results root")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log at INFO, and tell the events inside each run (bring-ups, cuts, iterations)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s: %(message)s",
     )
     from experiments.experiment import parse_params
+    from experiments.progress import Display
     from experiments.runner import run_experiment
     from testbed.targets import (
         PathModeUnavailable,
@@ -115,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             params=params,
             results_root=args.out,
             path_mode=args.path_mode,
+            progress=Display(verbose=args.verbose),
         )
     except (TargetUnavailable, PathModeUnavailable) as error:
         print(f"experiments: {error}", file=sys.stderr)

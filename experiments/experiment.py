@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar
 
 from experiments.capabilities import TargetFacts
+from experiments.headlines import transfers_headline
 from experiments.records import RunRecord, Runs
 from experiments.topology_variant import Variant
 from testbed.session import Testbed
@@ -51,6 +52,11 @@ F = TypeVar("F")
 def _never(mode: object) -> bool:
     del mode
     return False
+
+
+def _unplanned(params: object, mode: object) -> float | None:
+    del params, mode
+    return None
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,13 @@ class Experiment(Generic[P, M, R, S, F]):
     check_topology: Callable[[Topology, P], None] | None = None
     #: Modes whose transfers may fail as a result rather than an error.
     may_fail: Callable[[M], bool] = _never
+    #: A run's key figure in a few words, for its progress line (:mod:`experiments.headlines`;
+    #: by default its transfers' goodput and any failure).
+    headline: Callable[[R], str] = transfers_headline
+    #: How long a run of the mode lasts by the parameters (its transfers' ``duration_s``), for
+    #: the time left (:mod:`experiments.progress.estimate`); None where only the runs made
+    #: can tell (a job of so many iterations, a transfer of so many bytes).
+    planned_s: Callable[[P, M], float | None] = _unplanned
 
 
 #: An experiment of any parameters, modes, records, series and figures (the registry's).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from experiments import failover
 from experiments.experiment import Experiment
-from experiments.failover.figures import FailoverFigures, draw, summarize, text
+from experiments.failover.figures import FailoverFigures, draw, headline, summarize, text
 from experiments.failover.modes import FailoverMode, Params, modes_of
 from experiments.failover.run import FailoverRun, FailoverSeries, run_mode
 from experiments.placements import Placement
@@ -38,5 +38,7 @@ EXPERIMENT: Experiment[RebootParams, FailoverMode, FailoverRun, FailoverSeries, 
         text=text,
         check_topology=failover.check_topology,
         may_fail=failover.may_fail,
+        headline=headline,
+        planned_s=failover.planned_s,
     )
 )

@@ -7,6 +7,9 @@ comparisons the target supports, brings each planned network up in turn
 timeseries.json, the figures and summary.txt. Around every run it reads each core's busy time
 and the switches' counters, and records the run's CPU load, each fabric link's utilisation
 and the verdict on what limited it (:mod:`experiments.bottleneck`).
+
+With a ``progress`` display it tells, on standard error, each bring-up and run as it goes
+(:mod:`experiments.progress`); nothing it writes into the results depends on that.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from experiments.experiment import Experiment, F, M, P, R, S
 from experiments.invariants import invariant_lines, invariants
 from experiments.json_form import to_json
 from experiments.plan import ORDER_RULE, BringUp, bring_ups, plan_bring_ups, seed_orders
+from experiments.progress import Display, Progress, Step, track
 from experiments.records import Run
 from experiments.results import new_result_dir, summary_problems, versions, write_json
 from experiments.summary import Bottlenecks, BringUpAccount, Order, Summary, TopologyFiles
@@ -53,11 +57,13 @@ def run_experiment(
     params: P,
     results_root: Path,
     path_mode: str | None = None,
+    progress: Display | None = None,
 ) -> Path:
     """Run every seed in every mode (modes alternating which goes first, see
     :mod:`experiments.plan`; one bring-up for consecutive runs on the same topology variant);
     write and return the results directory. ``path_mode`` is how the fabric reads EVs in
-    every bring-up (None: the controller's default, ``ecmp``)."""
+    every bring-up (None: the controller's default, ``ecmp``); ``progress`` where the runs
+    are told as they go (None: nowhere)."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
@@ -70,12 +76,18 @@ def run_experiment(
     for suffix, (variant, members) in groups.items():
         path = write_variant(topology_ref, variant, directory, f"topology{suffix}.yaml")
         files.update((mode, path) for mode in members)
-    facts = probe_target_facts(target)
     plan = plan_bring_ups(experiment, params, seeds)
+    steps = [
+        Step(f"{mode} seed {seed}", experiment.planned_s(params, mode))
+        for bring_up in plan
+        for seed, mode in bring_up.runs
+    ]
     variants = {suffix: variant for suffix, (variant, _) in groups.items()}
-    runs, series, done = _measure(
-        experiment, plan, files, variants, target, params, directory, path_mode
-    )
+    with track(progress, experiment.name, steps, setups=len(plan)) as told:
+        facts = probe_target_facts(target)
+        runs, series, done = _measure(
+            experiment, plan, files, variants, target, params, directory, path_mode, told
+        )
     figures = experiment.summarize(runs, facts)
     first_file = files[modes[0]]
     order = seed_orders(modes, seeds)
@@ -142,11 +154,12 @@ def _measure(
     target: str,
     params: P,
     directory: Path,
-    path_mode: str | None = None,
+    path_mode: str | None,
+    told: Progress,
 ) -> tuple[dict[M, dict[int, Run[R]]], dict[M, dict[int, S]], tuple[BringUpAccount, ...]]:
     """Bring each planned network up, run its runs, tear it down; the runs and time series
     per mode and seed, and each bring-up's account (its runs, its controller's event log,
-    what its teardown left)."""
+    what its teardown left). Each bring-up, run and teardown is ``told``."""
     modes = experiment.modes_of(params)
     runs: dict[M, dict[int, Run[R]]] = {mode: {} for mode in modes}
     series: dict[M, dict[int, S]] = {mode: {} for mode in modes}
@@ -162,6 +175,9 @@ def _measure(
         routing = variants[bring_up.suffix].routing
         ran_routing = routing or "the controller's default"
         events: str | None = None
+        told.setup_began(
+            f"bring-up {len(done) + 1} of {len(plan)}: {topology_file.name} on {target}"
+        )
         with (
             Testbed.open(
                 str(topology_file),
@@ -175,12 +191,15 @@ def _measure(
             if testbed.controller is not None:
                 # the policy the controller ran, its default included ("reactive")
                 ran_routing = str(testbed.controller.routing)
+            told.setup_ready(f"fabric up, routing {ran_routing}")
             for seed, mode in bring_up.runs:
-                log.info("%s: seed %d, mode %s", experiment.name, seed, mode)
+                told.step_began(sequence)
                 run, samples = measured_run(experiment, testbed, params, mode, seed, sequence)
+                told.step_ended(sequence, experiment.headline(run.record))
                 sequence += 1
                 runs[mode][seed] = run
                 series[mode][seed] = samples
+            told.now_doing(f"tearing down bring-up {len(done) + 1} of {len(plan)}")
             if testbed.controller is not None and testbed.controller.event_log.is_file():
                 # The run directory goes with the teardown; the controller's account of link
                 # state and failovers stays with the results, for explaining odd figures.
@@ -196,6 +215,7 @@ def _measure(
                 teardown=str(testbed.leftovers),  # set by the teardown ending the block
             )
         )
+        told.setup_ended(f"torn down: {testbed.leftovers}")
     for mode in modes:  # summary.json lists seeds in order, whatever ran first
         runs[mode] = dict(sorted(runs[mode].items()))
         series[mode] = dict(sorted(series[mode].items()))

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from experiments.progress import event
 from testbed.session import Testbed
 from topologies.model import LinkId
 
@@ -72,6 +73,7 @@ class Schedule:
         self._broken = True
         link = self.testbed.fail(a, b)
         self.links.append(link)
+        event("%s cut", link)
         return link
 
     def power_off(self, switch: str, dark: bool) -> None:
@@ -79,6 +81,7 @@ class Schedule:
         self._broken = True
         self.switch = switch
         self.links = self.testbed.power_off(switch, dark=dark)
+        event("%s powered off (%s)", switch, "links dark" if dark else "links lit")
 
     def mend(self) -> None:
         """Bring back what is broken: the switch powered on (and reprogrammed), or the links
@@ -90,9 +93,11 @@ class Schedule:
             self._on_mend()
         if self.switch is not None:
             self.switch_back_s = self.testbed.power_on(self.switch, self.links)
+            event("%s powered on (reprogrammed after %s s)", self.switch, self.switch_back_s)
             return
         for link in self.links:
             self.testbed.restore(str(link.a), str(link.b))
+            event("%s restored", link)
 
     def start_job(self, name: str, job: Callable[[], None]) -> None:
         """Run ``job`` on a thread of its own (a second collective job); :meth:`finish` waits
@@ -100,6 +105,7 @@ class Schedule:
         thread = threading.Thread(target=job, name=name, daemon=True)
         self._jobs.append(thread)
         thread.start()
+        event("%s started", name)
 
     def finish(self) -> None:
         """The run is over: stop the timeline, wait for the jobs it started, mend whatever is

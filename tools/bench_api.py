@@ -25,7 +25,8 @@ took more than ``--steal-limit`` of is measured again (``tools.cpu_accounting.ru
 JSON on stdout (and ``--out FILE``): per size each side's messages/s and goodput (median and
 spread over the repeats, every run), the repeats' paired ratios api / mrc_perf, the order the
 runs were made in, and the target: at 64 KiB the API reaches at least 0.8 of ``mrc-perf``'s
-goodput (the median of the paired ratios; reported as measured either way).
+goodput (the median of the paired ratios; reported as measured either way). Each run is told
+as it goes on stderr, with its goodput and messages/s (:mod:`experiments.progress`).
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from agent.native import running_build
+from experiments.progress import Display, Progress, Step, track
 from hostenv.netns import NetnsLab, terminate_on_signals
 from hostenv.proc_stat import read_proc_stat
 from tools.bench_agent.cli import write_report
+from tools.bench_progress import goodput, with_retries
 from tools.counterbalance import ordered, paired_summary, spread
 from tools.cpu_accounting import STEAL_LIMIT, STEAL_RETRIES, pinned_cores_busy, run_unstolen
 from tools.netns_processes import REPO, SCHEDULING, Background, pinned, run_client
@@ -182,8 +185,25 @@ def summarize(
     return summary
 
 
-def bench(args: argparse.Namespace) -> dict[str, Any]:
-    """Every size, both sides, ``args.repeat`` times, counter-balanced."""
+def steps(args: argparse.Namespace) -> list[Step]:
+    """Every run in the order :func:`bench` makes them, each ``--duration`` long."""
+    return [
+        Step(f"{side} {size} B repeat {repeat}", args.duration)
+        for repeat in range(args.repeat)
+        for size, sides in run_order(list(args.sizes), repeat)
+        for side in sides
+    ]
+
+
+def figure(run: dict[str, Any], set_aside: Sequence[object]) -> str:
+    """A run's progress figure: its goodput and messages/s."""
+    rate = f"{float(run['messages_per_s']):.0f} messages/s"
+    return with_retries(f"{goodput(run)}, {rate}", set_aside)
+
+
+def bench(args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+    """Every size, both sides, ``args.repeat`` times, counter-balanced; each run a step of
+    ``progress`` (:func:`steps`)."""
     available = sorted(os.sched_getaffinity(0))
     cores = (available[0], available[-1])
     sizes = list(args.sizes)
@@ -217,7 +237,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                         )
                     )
                     set_aside: list[dict[str, Any]] = []
+                    progress.step_began(len(made))
                     kept = run_unstolen(measure, args.steal_limit, STEAL_RETRIES, set_aside)
+                    progress.step_ended(len(made), figure(kept, set_aside))
                     made.append({"repeat": repeat, "size": size, "side": side})
                     runs[size][side].append({"repeat": repeat, "sequence": len(made) - 1, **kept})
                     retried.extend(
@@ -299,8 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     if (skip := veth_skip_reason()) is not None:
         report["veth"] = {"skipped": skip}
     else:
-        with terminate_on_signals():
-            report["veth"] = bench(args)
+        with (
+            terminate_on_signals(),
+            track(Display(), "bench-api", steps(args), unit="measurements") as progress,
+        ):
+            report["veth"] = bench(args, progress)
     write_report(report, args.out)
     return 0
 

@@ -26,7 +26,8 @@ Every timed write run and every cut records each core's busy share over its wind
 part's ``summary`` puts ``CPU-bound`` beside its figure when a core was saturated during a run
 behind it (:mod:`tools.core_load`). JSON goes to stdout (and ``--out``). A part whose
 prerequisites are missing (BMv2, root, Mininet, the linux target's tools) is reported as
-skipped with the reason, and the exit status stays 0.
+skipped with the reason, and the exit status stays 0. Each write run and each cut is told as it
+goes on stderr, with its figure (:mod:`experiments.progress`), a part at a time.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from controller.southbound.plan import WritePlan, plan_writes
 from controller.southbound.records import ActionCall, RecordSet, TableEntryRecord
 from controller.southbound.writer import DEFAULT_MAX_BATCH, BatchWriteError, execute_plan
 from controller.targets import DEFAULT_TARGET
+from experiments.progress import Display, Progress, Step, track
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, find_tool, is_root, tool_version
 from testbed.bmv2 import Bmv2Options, Bmv2Process
 from testbed.mininet.switch_kind import SwitchKind
@@ -118,10 +120,20 @@ async def _timed_write(switch: fy.Switch, plan: WritePlan, max_batch: int) -> di
     }
 
 
+def write_steps(rounds: int) -> list[Step]:
+    """The timed write runs in the order :func:`_write_rates` makes them."""
+    return [
+        Step(f"{mode} writes, round {round_}")
+        for round_ in range(rounds)
+        for mode in ordered(WRITE_MODES, round_)
+    ]
+
+
 async def _write_rates(
-    address: str, entries: int, rounds: int, max_batch: int
+    address: str, entries: int, rounds: int, max_batch: int, progress: Progress
 ) -> tuple[dict[str, list[dict[str, Any]]], list[list[str]]]:
-    """Every round's run of each mode, and the order each round ran them in."""
+    """Every round's run of each mode (a step of ``progress`` each, see :func:`write_steps`),
+    and the order each round ran them in."""
     options = fy.SwitchOptions(
         p4info=p4_program.P4INFO_PATH, p4blob=p4_program.P4BLOB_PATH, initial_election_id=10
     )
@@ -136,7 +148,10 @@ async def _write_rates(
             order = ordered(WRITE_MODES, round_)
             orders.append(order)
             for mode in order:
+                step = len(runs[BATCHED]) + len(runs[SINGLE])
+                progress.step_began(step)
                 runs[mode].append(await _timed_write(switch, install, sizes[mode]))
+                progress.step_ended(step, f"{runs[mode][-1]['entries_per_s']:.0f} entries/s")
                 await _timed_write(switch, remove, DEFAULT_MAX_BATCH)
     return runs, orders
 
@@ -188,8 +203,14 @@ def bench_write_rate(entries: int, rounds: int, max_batch: int, log_dir: Path) -
     options = Bmv2Options(
         ports={}, device_id=1, grpc_port=grpc_port, thrift_port=thrift_port, log_dir=log_dir
     )
-    with Bmv2Process(options):
-        runs, orders = asyncio.run(_write_rates(options.grpc_addr, entries, rounds, max_batch))
+    steps = write_steps(rounds)
+    with track(Display(), "bench-controller write rate", steps, setups=1) as progress:
+        progress.setup_began("starting simple_switch_grpc")
+        with Bmv2Process(options):
+            progress.setup_ready("switch up")
+            address = options.grpc_addr
+            runs, orders = asyncio.run(_write_rates(address, entries, rounds, max_batch, progress))
+        progress.setup_ended("switch stopped")
     return {"entries": entries, **write_rate_summary(runs, orders, max_batch)}
 
 
@@ -244,23 +265,33 @@ def bench_failover(target: str, cuts: int, interval_ms: int, work_dir: Path) -> 
         return {"skipped": "; ".join(error.problems)}
     event_log = work_dir / f"controller-events-{target}.jsonl"
     started = time.monotonic()
-    with running_network(topology, target=target) as network:
-        controller = _start_controller(
-            topology_file, work_dir, event_log, interval_ms, target, network.prefix
-        )
-        try:
-            events = _EventTail(event_log)
-            events.wait_all_in_service([switch.name for switch in topology.switches])
-            samples = [
-                _one_cut(network, events, topology.links[index % len(topology.links)])
-                for index in range(cuts)
-            ]
-        finally:
-            controller.send_signal(signal.SIGTERM)
+    links = [topology.links[index % len(topology.links)] for index in range(cuts)]
+    steps = [Step(f"cut {link.id}") for link in links]
+    title = f"bench-controller failover ({target})"
+    samples: list[dict[str, Any]] = []
+    with track(Display(), title, steps, setups=1, unit="cuts") as progress:
+        progress.setup_began("bringing the network and the controller up")
+        with running_network(topology, target=target) as network:
+            controller = _start_controller(
+                topology_file, work_dir, event_log, interval_ms, target, network.prefix
+            )
             try:
-                controller.wait(15)
-            except subprocess.TimeoutExpired:
-                controller.kill()
+                events = _EventTail(event_log)
+                events.wait_all_in_service([switch.name for switch in topology.switches])
+                progress.setup_ready("every switch in service")
+                for index, link in enumerate(links):
+                    progress.step_began(index)
+                    samples.append(_one_cut(network, events, link))
+                    figure = f"cut to last update {samples[-1]['cut_to_update_ms']} ms"
+                    progress.step_ended(index, figure)
+            finally:
+                progress.now_doing("stopping the controller, tearing the network down")
+                controller.send_signal(signal.SIGTERM)
+                try:
+                    controller.wait(15)
+                except subprocess.TimeoutExpired:
+                    controller.kill()
+        progress.setup_ended("network down")
     return {
         "target": target,
         "topology": topology.name,

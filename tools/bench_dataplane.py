@@ -30,6 +30,9 @@ meant to be the limit here, so ``CPU-bound`` is the expected verdict: the ratio 
 each program costs BMv2 per packet, and the per-core shares show whether the sender's core
 (or another job) was saturated as well.
 Target: ``forwarding`` ratio >= 0.7.
+
+Each replay is told as it goes on stderr, with its packets/s (:mod:`experiments.progress`);
+the measurement runs in a namespace of its own, whose process hands its stderr straight on.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from scapy.utils import wrpcap
 from controller.southbound import p4_program
 from controller.southbound.p4_program import P4_CLASS_OF
 from experiments.cpu import core_times
+from experiments.progress import Display, Progress, Step, track
 from hostenv.netns import NetnsLab, terminate_on_signals
 from hostenv.toolchain import SIMPLE_SWITCH_GRPC, TCPREPLAY, find_tool, is_root, tool_version
 from p4src import BUILD_DIR
@@ -460,11 +464,37 @@ def summarize_figure(
     return result
 
 
+def replays(repeats: int, members: int) -> list[tuple[int, Figure, str]]:
+    """Every replay as (repeat, figure, program), in the order :func:`measure_all` makes them:
+    each repeat runs each figure's two programs back to back, the figures and the programs
+    each in :func:`ordered`'s alternating order."""
+    chosen = figures(members)
+    return [
+        (repeat, figure, program)
+        for repeat in range(repeats)
+        for figure in ordered(chosen, repeat)
+        for program in ordered(PROGRAMS, repeat)
+    ]
+
+
+def steps(repeats: int, members: int) -> list[Step]:
+    """The replays as progress steps (a replay's length is the switch's rate's to tell)."""
+    return [
+        Step(f"{figure.name} {program} repeat {repeat}")
+        for repeat, figure, program in replays(repeats, members)
+    ]
+
+
 def measure_all(
-    pcaps: dict[str, Path], loops: int, repeats: int, members: int, log_dir: Path
+    pcaps: dict[str, Path],
+    loops: int,
+    repeats: int,
+    members: int,
+    log_dir: Path,
+    progress: Progress,
 ) -> dict[str, dict[str, Any]]:
-    """Both figures, both programs; every repeat runs each figure's two programs back to
-    back, the figures and the programs each in :func:`ordered`'s alternating order.
+    """Both figures, both programs, every replay of :func:`replays` (a step of ``progress``
+    each, the rigs' start its one bring-up).
 
     Runs inside the benchmark's own namespace (see `main`), where BMv2's gRPC ports are local."""
     chosen = figures(members)
@@ -476,15 +506,21 @@ def measure_all(
     members_used: dict[str, int | None] = {}
     with NetnsLab() as lab:
         try:
+            progress.setup_began(f"starting {len(chosen) * len(PROGRAMS)} BMv2 switches")
             for figure in chosen:
                 for program in PROGRAMS:
                     rigs[figure.name, program] = Rig(lab, program, figure, len(rigs), log_dir)
+            progress.setup_ready("switches programmed")
+            step = 0  # the replays come in the order of replays(), one step each
             for repeat in range(repeats):
                 for figure in ordered(chosen, repeat):
                     order = ordered(PROGRAMS, repeat)
                     orders[figure.name].append(order)
                     for program in order:
+                        progress.step_began(step)
                         run = rigs[figure.name, program].replay(pcaps[figure.packets], loops)
+                        progress.step_ended(step, f"{run['pps']:.0f} packets/s")
+                        step += 1
                         run["repeat"] = repeat
                         runs[figure.name][program].append(run)
             for figure in chosen:
@@ -492,6 +528,7 @@ def measure_all(
         finally:
             for rig in rigs.values():
                 rig.close()
+    progress.setup_ended("switches stopped")
     results = {}
     for figure in chosen:
         result = summarize_figure(figure, runs[figure.name], orders[figure.name])
@@ -503,10 +540,13 @@ def measure_all(
 def run_inside(args: argparse.Namespace) -> dict[str, object]:
     log_dir = Path(tempfile.mkdtemp(prefix="mrc-bench-dp-"))
     pcaps = {kind: log_dir / f"mrc-{kind}.pcap" for kind in ("plain", "full")}
-    for kind, path in pcaps.items():
-        make_pcap(path, args.packets, kind)
-    started = time.monotonic()
-    results = measure_all(pcaps, args.loops, args.repeats, args.members, log_dir)
+    chosen = steps(args.repeats, args.members)
+    with track(Display(), "bench-dataplane", chosen, setups=1, unit="replays") as progress:
+        progress.now_doing(f"writing {len(pcaps)} pcaps of {args.packets} packets")
+        for kind, path in pcaps.items():
+            make_pcap(path, args.packets, kind)
+        started = time.monotonic()
+        results = measure_all(pcaps, args.loops, args.repeats, args.members, log_dir, progress)
     forwarding = results["forwarding"]["ratio_mrc_to_baseline"]
     return {
         "benchmark": "dataplane",
@@ -576,15 +616,16 @@ def main(argv: list[str] | None = None) -> int:
             "--members",
             str(args.members),
         ]
+        # Its stderr (the progress, any error) passes straight on; its stdout is the JSON.
         proc = subprocess.run(
             ["ip", "netns", "exec", ns, *inner],
             cwd=REPO,
-            capture_output=True,
+            stdout=subprocess.PIPE,
             text=True,
             check=False,
         )
     if proc.returncode != 0:
-        print(proc.stdout + proc.stderr, file=sys.stderr)
+        print(proc.stdout, file=sys.stderr)
         return proc.returncode
     print(proc.stdout, end="")
     if args.out:

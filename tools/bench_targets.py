@@ -19,6 +19,9 @@ per mode, the MRC / single-path ratio (mean, min, max, stdev, per seed), what li
 and the invariants (bytes lost, every transfer completed), with every seed's ratio on every
 target side by side in the order they ran.
 
+Each bring-up and run is told as it goes on stderr, with the run's goodput
+(:mod:`experiments.progress`).
+
 A target whose tools are missing is reported under ``skipped`` with what it lacks; the exit
 status is 0 unless a target that ran lost bytes or left a transfer incomplete. Target
 on ``linux``, MRC / single-path >= 1.3 -- reported as ``meets_target``, not
@@ -52,8 +55,6 @@ ORDER_RULE = (
     "in the listed order on even seeds and reversed on odd ones; within a run the modes "
     "likewise; adjacent runs on one target share a bring-up"
 )
-
-log = logging.getLogger(__name__)
 
 
 def condense(summary: dict[str, Any], directory: Path) -> dict[str, Any]:
@@ -111,6 +112,7 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
     from experiments.experiment import parse_params
     from experiments.json_form import to_json
     from experiments.plan import bring_ups
+    from experiments.progress import Display, Step, track
     from experiments.records import Run
     from experiments.registry import EXPERIMENTS
     from experiments.results import new_result_dir, versions, write_json
@@ -164,23 +166,37 @@ def run(targets: list[str], seeds: int, topology_ref: str | None, out: Path) -> 
     wall = dict.fromkeys(available, 0.0)
     bring_up_count = dict.fromkeys(available, 0)
     schedule = interleaved(available, seeds)
+    steps = [
+        Step(f"{target} {mode} seed {seed}", experiment.planned_s(params, mode))
+        for seed, target in schedule
+        for mode in ordered(modes, seed)
+    ]
     sequence = 0
-    for target, block_seeds in blocks(schedule):
-        started = time.monotonic()
-        bring_up_count[target] += 1
-        with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
-            for seed in block_seeds:
-                seed_modes = ordered(modes, seed)
-                result["order"]["per_seed"].append(
-                    {"seed": seed, "target": target, "modes": [str(m) for m in seed_modes]}
-                )
-                for mode in seed_modes:
-                    log.info("bench-targets: %s, seed %d, mode %s", target, seed, mode)
-                    run, samples = measured_run(experiment, testbed, params, mode, seed, sequence)
-                    sequence += 1
-                    runs[target][mode][seed] = run
-                    series[target][mode][seed] = samples
-        wall[target] += time.monotonic() - started
+    # verbose: this bench logs at INFO, and the events inside each run come with the run
+    with track(Display(verbose=True), "bench-targets", steps, setups=len(blocks(schedule))) as told:
+        for target, block_seeds in blocks(schedule):
+            started = time.monotonic()
+            bring_up_count[target] += 1
+            told.setup_began(f"bring-up on {target}")
+            with Testbed.open(str(topology_file), target, experiment.discovery) as testbed:
+                told.setup_ready(f"fabric up on {target}")
+                for seed in block_seeds:
+                    seed_modes = ordered(modes, seed)
+                    result["order"]["per_seed"].append(
+                        {"seed": seed, "target": target, "modes": [str(m) for m in seed_modes]}
+                    )
+                    for mode in seed_modes:
+                        told.step_began(sequence)
+                        run, samples = measured_run(
+                            experiment, testbed, params, mode, seed, sequence
+                        )
+                        told.step_ended(sequence, experiment.headline(run.record))
+                        sequence += 1
+                        runs[target][mode][seed] = run
+                        series[target][mode][seed] = samples
+                told.now_doing(f"tearing down on {target}")
+            told.setup_ended(f"torn down on {target}: {testbed.leftovers}")
+            wall[target] += time.monotonic() - started
     for name in available:
         for mode in modes:
             runs[name][mode] = dict(sorted(runs[name][mode].items()))

@@ -40,7 +40,13 @@ the summary names the RoCE contender with the most bus bandwidth (a failed job's
 
 from __future__ import annotations
 
-from experiments.collectives.figures import CollectiveFigures, draw, summarize_runs, text
+from experiments.collectives.figures import (
+    CollectiveFigures,
+    draw,
+    headline,
+    summarize_runs,
+    text,
+)
 from experiments.collectives.modes import CollectiveMode, Params, modes_of, variant
 from experiments.collectives.rings import check_topology
 from experiments.collectives.run import CollectiveRun, CollectiveSeries, run_mode
@@ -70,4 +76,5 @@ EXPERIMENT: Experiment[
     text=text,
     check_topology=check_topology,
     may_fail=may_fail,
+    headline=headline,
 )

@@ -20,6 +20,7 @@ from experiments.bottleneck import OverallBottleneck, overall_bottleneck
 from experiments.capabilities import TargetFacts
 from experiments.collectives.modes import CollectiveMode, Params, Scenario
 from experiments.collectives.run import NORMAL_FACTOR, CollectiveRun, CollectiveSeries
+from experiments.headlines import with_failures
 from experiments.json_form import FLAT, PREFIXED, TEXT, key
 from experiments.records import Run, Runs
 from experiments.stats import SeedPair, Spread, describe, seed_pairs, two_places
@@ -222,6 +223,19 @@ def _mbyte(value: float) -> str:
 
 def _percent(value: float) -> str:
     return f"{value * 100:.0f} %"
+
+
+def headline(record: CollectiveRun) -> str:
+    """A run's key figure for its progress line: the job's bus bandwidth and its share of what
+    the links allow, as summary.txt writes them, and the job's failure if it failed."""
+    busbw = record.job.busbw_Bps
+    if busbw is None:
+        figure = "no busbw (no iteration completed)"
+    else:
+        figure = f"busbw {_mbyte(busbw)} MB/s"
+        if record.busbw_of_allowed is not None:
+            figure += f" = {_percent(record.busbw_of_allowed)} of what the links allow"
+    return with_failures(figure, record.transfers)
 
 
 def text(figures: CollectiveFigures) -> list[str]:

@@ -17,6 +17,7 @@ from experiments.collectives.modes import CollectiveMode, Params, Scenario, cut_
 from experiments.collectives.rings import allowed_busbw, job_hosts, second_ring
 from experiments.fabric_loss import FabricLoss, fabric_loss
 from experiments.json_form import FLAT
+from experiments.progress import event
 from experiments.records import Transfer
 from experiments.schedule import Schedule
 from testbed.session import Testbed
@@ -105,6 +106,13 @@ class _Event:
 
     def on_iteration(self, record: dict[str, Any]) -> None:
         self.times.append(record["time_s"])
+        event(
+            "iteration %d of %d: %.3f s, busbw %.3f MB/s",
+            record["iteration"] + 1,
+            self.params.iterations,
+            record["time_s"],
+            record["busbw_Bps"] / 1e6,
+        )
         if len(self.times) == self.params.event_after and self._due_at is None:
             self._due_at = time.monotonic() + statistics.median(self.times) / 2
 

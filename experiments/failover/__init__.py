@@ -35,7 +35,7 @@ recovery, stalls, losses, exposure, the strongest RoCE per measure; the figure f
 from __future__ import annotations
 
 from experiments.experiment import Experiment
-from experiments.failover.figures import FailoverFigures, draw, summarize, text
+from experiments.failover.figures import FailoverFigures, draw, headline, summarize, text
 from experiments.failover.modes import FailoverMode, Params, modes_of
 from experiments.failover.run import FailoverRun, FailoverSeries, run_mode
 from experiments.placements import Placement, leaves_of
@@ -75,6 +75,12 @@ def check_topology(topology: Topology, params: Params) -> None:
                 )
 
 
+def planned_s(params: Params, mode: FailoverMode) -> float:
+    """Every flow of a run lasts ``duration_s``, the cut and restore among it."""
+    del mode
+    return params.duration_s
+
+
 def variant(params: Params, mode: FailoverMode) -> Variant:
     """One network per routing policy (the agents and the cut differ, not the network)."""
     return Variant(lldp_interval_ms=params.lldp_interval_ms, routing=str(mode.routing))
@@ -93,5 +99,7 @@ EXPERIMENT: Experiment[Params, FailoverMode, FailoverRun, FailoverSeries, Failov
         text=text,
         check_topology=check_topology,
         may_fail=may_fail,
+        headline=headline,
+        planned_s=planned_s,
     )
 )

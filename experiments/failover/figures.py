@@ -29,6 +29,7 @@ from experiments.bottleneck import OverallBottleneck, overall_bottleneck
 from experiments.capabilities import TargetFacts
 from experiments.failover.modes import FailoverMode, Params
 from experiments.failover.run import ALL_FLOWS, FailoverRun, FailoverSeries, FlowFailure
+from experiments.headlines import goodput, with_failures
 from experiments.json_form import FLAT, PREFIXED, TEXT, key
 from experiments.placements import Placement
 from experiments.records import Run, Runs
@@ -299,6 +300,19 @@ def _line_label(mode: FailoverMode, run: FailoverRun) -> str:
     if run.exposed is not None:
         notes.append("path cut" if run.exposed else "path not cut")
     return f"{mode.transport} ({', '.join(notes)})" if notes else mode.transport
+
+
+def headline(record: FailoverRun) -> str:
+    """A run's key figure for its progress line: how long after the cut the flows' goodput
+    was back to 90 % (``metrics.recovery_time``, as summary.txt gives it), their goodput, and
+    any failure."""
+    if record.cut_s is None:
+        back = "nothing cut" + (f" ({record.uncut})" if record.uncut else "")
+    elif record.recovery_s is None:
+        back = "never back to 90 % after the cut"
+    else:
+        back = f"back to 90 % {two_places(record.recovery_s)} s after the cut"
+    return with_failures(f"{back}, {goodput(record.transfers)}", record.transfers)
 
 
 def text(figures: FailoverFigures) -> list[str]:

@@ -40,7 +40,7 @@ both fabrics and every seed, the on/off comparison; the figure file).
 from __future__ import annotations
 
 from experiments.experiment import Experiment
-from experiments.incast.figures import IncastFigures, draw, summarize, text
+from experiments.incast.figures import IncastFigures, draw, headline, summarize, text
 from experiments.incast.modes import Fabric, Params, modes_of, shared_hops
 from experiments.incast.run import IncastRun, IncastSeries, run_mode
 from experiments.topology_variant import HostQueue, Variant
@@ -48,6 +48,12 @@ from topologies.model import Topology
 
 NAME = "incast"
 DEFAULT_TOPOLOGY = "leaf-spine-4x4"
+
+
+def planned_s(params: Params, mode: Fabric) -> float:
+    """A run lasts as long as its victim flow, the incast inside it."""
+    del mode
+    return params.victim_duration_s
 
 
 def variant(params: Params, mode: Fabric) -> Variant:
@@ -88,4 +94,6 @@ EXPERIMENT: Experiment[Params, Fabric, IncastRun, IncastSeries, IncastFigures] =
     # cuts. Nothing is cut here.
     discovery=False,
     check_topology=check_topology,
+    headline=headline,
+    planned_s=planned_s,
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 from experiments import plots
 from experiments.bottleneck import OverallBottleneck, overall_bottleneck, phrase
 from experiments.capabilities import TargetFacts
+from experiments.headlines import with_failures
 from experiments.incast.modes import MODES, Fabric, Params, victim_name
 from experiments.incast.run import IncastRun, IncastSeries
 from experiments.json_form import FLAT, PREFIXED, key
@@ -184,6 +185,22 @@ def draw(
         "incast completion time (s)",
     )
     return ["incast.png"]
+
+
+def headline(record: IncastRun) -> str:
+    """A run's key figure for its progress line: the victim's goodput before and during the
+    incast and the incast's completion time, as summary.txt writes them, and any failure."""
+
+    def goodput(bps: float | None) -> str:
+        return "unmeasured" if bps is None else f"{mbit(bps)} Mbit/s"
+
+    completion = record.incast_completion_s
+    figure = (
+        f"victim goodput {goodput(record.victim_goodput_bps_before)} before, "
+        f"{goodput(record.victim_goodput_bps_during)} during the incast; incast completion "
+        f"{'never' if completion is None else f'{two_places(completion)} s'}"
+    )
+    return with_failures(figure, record.transfers)
 
 
 def text(figures: IncastFigures) -> list[str]:

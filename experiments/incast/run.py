@@ -19,6 +19,7 @@ from experiments.metrics import (
     transfer_metrics,
     window_goodput,
 )
+from experiments.progress import event
 from experiments.records import Failure, Transfer
 from experiments.timeline import Series
 from testbed.agents import TransferFailed, TransferSpec
@@ -119,8 +120,11 @@ def run_mode(
         victim = pool.submit(testbed.transfer, victim_spec, clock.on_sample)
         if clock.wait_until_due(victim):
             start_s = clock.now()
+            event("incast: %d senders into %s", len(incast_specs), params.receiver)
             outcomes = testbed.transfer_all(incast_specs)
-            end_s: float | None = clock.now()
+            ended = clock.now()
+            event("incast over after %.2f s", ended - start_s)
+            end_s: float | None = ended
         else:
             start_s, end_s = params.incast_at_s, None
             never = TransferFailed("not started: the victim flow ended before the incast was due")

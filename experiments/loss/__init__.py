@@ -58,6 +58,12 @@ def check_topology(topology: Topology, params: Params) -> None:
         )
 
 
+def planned_s(params: Params, mode: LossMode) -> float:
+    """Every run is one transfer of ``duration_s``."""
+    del mode
+    return params.duration_s
+
+
 def variant(params: Params, mode: LossMode) -> Variant:
     """One network for every mode (the loss is set per run, in the patch panel)."""
     del mode
@@ -77,4 +83,5 @@ EXPERIMENT: Experiment[Params, LossMode, LossRun, LossSeries, LossFigures] = Exp
     text=text,
     check_topology=check_topology,
     may_fail=may_fail,
+    planned_s=planned_s,
 )

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from experiments.documents import PerfResult, PerfSample
 from experiments.fabric_loss import FabricLoss, fabric_loss
 from experiments.json_form import FLAT
-from experiments.loss.modes import LossMode, Params
+from experiments.loss.modes import LossMode, Params, rate_text
 from experiments.metrics import failed_transfer, transfer_metrics
+from experiments.progress import event
 from experiments.records import AgentFailure, Transfer
 from experiments.timeline import RunClock, Series, flow_series, longest_stall
 from experiments.transports import evs_used, requested_evs, transfer_options
@@ -62,6 +63,8 @@ def run_mode(
     )
     name = f"{params.source}->{params.destination}"
     testbed.set_fabric_loss(mode.loss_rate_percent / 100)
+    rate = rate_text(mode.loss_rate_percent)
+    event("fabric links drop UDP 4791 at %s %%; %s for %g s", rate, name, params.duration_s)
     launched = time.monotonic()
     try:
         result: PerfResult | TransferFailed = testbed.transfer(spec, on_sample)
@@ -86,6 +89,7 @@ def run_mode(
         transfer, longest_stall_s=longest_stall(points, transfer.failed_at_s)
     )
     loss = fabric_loss(directions, lldp, per_direction=True)
+    event("loss off: %d of %d frames dropped", loss.frames_dropped, loss.frames_seen)
     problems = []
     if not directions:
         problems.append("the loss rules were not in place (no counters read)")

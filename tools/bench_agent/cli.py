@@ -1,5 +1,6 @@
 """``python -m tools.bench_agent`` (``make bench-agent``): the flags, and the report as JSON on
-stdout and in ``--out``."""
+stdout and in ``--out``; each measurement told as it goes on stderr
+(:mod:`experiments.progress`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 
 from agent.core.crc import IMPLEMENTATION as crc_implementation
 from agent.native import running_build
+from experiments.progress import Display, Step, track
 from hostenv.netns import terminate_on_signals
 from tools import bench_agent
 from tools.bench_agent.runs import core_benchmark
-from tools.bench_agent.veth import veth_benchmark
+from tools.bench_agent.veth import veth_benchmark, veth_steps
 from tools.cpu_accounting import STEAL_LIMIT
 from tools.netns_processes import SCHEDULING
 from tools.veth_lab import veth_skip_reason
@@ -27,6 +29,12 @@ def write_report(report: dict[str, Any], out: Path | None) -> None:
     print(text)
     if out is not None:
         out.write_text(text + "\n")
+
+
+def core_figure(core: dict[str, Any]) -> str:
+    """The core figure's rate, for its progress line."""
+    rate = core.get("packets_per_second")
+    return "done" if rate is None else f"{float(rate):.0f} datagrams/s"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -78,13 +86,18 @@ def main(argv: list[str] | None = None) -> int:
             # mypyc-compiled or pure Python (agent/native.py); mrc-perf runs the same build.
             "agent_build": running_build(),
         },
-        "core": core_benchmark(args.core_messages),
     }
     skip = "--skip-veth" if args.skip_veth else veth_skip_reason()
-    if skip is not None:
-        report["veth"] = {"skipped": skip}
-    else:
-        with terminate_on_signals():
-            report["veth"] = veth_benchmark(args)
+    steps = [Step(f"core, {args.core_messages} messages")]
+    steps += veth_steps(args) if skip is None else []
+    with track(Display(), "bench-agent", steps, unit="measurements") as progress:
+        progress.step_began(0)
+        report["core"] = core_benchmark(args.core_messages)
+        progress.step_ended(0, core_figure(report["core"]))
+        if skip is not None:
+            report["veth"] = {"skipped": skip}
+        else:
+            with terminate_on_signals():
+                report["veth"] = veth_benchmark(args, progress, first_step=1)
     write_report(report, args.out)
     return 0

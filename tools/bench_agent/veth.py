@@ -1,5 +1,6 @@
 """The veth figure: both tools over one veth pair, lossless and lossy, in the counter-balanced
-order, each run measured again while the hypervisor stole too much of its cores."""
+order, each run measured again while the hypervisor stole too much of its cores; each run is
+told as it goes (:mod:`experiments.progress`, on standard error)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,39 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from experiments.progress import Progress, Step
 from hostenv.netns import NetnsLab
 from tools.bench_agent.figures import RunRecord, summarize
 from tools.bench_agent.runs import iperf3_udp, mrc_perf
 from tools.bench_agent.schedule import run_order
+from tools.bench_progress import goodput, with_retries
 from tools.cpu_accounting import STEAL_RETRIES, run_unstolen
 from tools.netns_processes import SCHEDULING
 from tools.veth_lab import make_veth_pair, route_peers_via_gateway
 from tools.veth_loss import apply_loss, clear_loss, loss_method, random_loss_drops
 
 
-def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
-    """Both tools over one veth pair, lossless and lossy, alternating."""
+def tool_names(args: argparse.Namespace) -> list[str]:
+    """The tools measured: iperf3 and mrc-perf, and mrc-perf on one path if asked."""
+    return ["iperf3_udp", "mrc_perf"] + (["mrc_perf_single_path"] if args.single_path else [])
+
+
+def veth_steps(args: argparse.Namespace) -> list[Step]:
+    """Every run of the figure in the order :func:`veth_benchmark` makes them, each
+    ``--duration`` long, for the progress lines."""
+    return [
+        Step(f"{name} {phase} repeat {repeat}", args.duration)
+        for repeat in range(args.repeat)
+        for phase, tools in run_order(tool_names(args), repeat)
+        for name in tools
+    ]
+
+
+def veth_benchmark(
+    args: argparse.Namespace, progress: Progress, first_step: int = 0
+) -> dict[str, Any]:
+    """Both tools over one veth pair, lossless and lossy, alternating; the runs are steps
+    ``first_step`` on of ``progress`` (:func:`veth_steps`)."""
     cores = _cores()
     sched = args.sched
     method = loss_method()
@@ -32,8 +54,9 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         "loss_method": method,
         "peer_route": "direct" if args.direct_route else "via the peer as gateway (/32 onlink)",
     }
-    names = ["iperf3_udp", "mrc_perf"] + (["mrc_perf_single_path"] if args.single_path else [])
+    names = tool_names(args)
     record = RunRecord(names)
+    step = first_step
     with NetnsLab() as lab:
         pair = make_veth_pair(lab)
         if not args.direct_route:
@@ -53,9 +76,12 @@ def veth_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 try:
                     for name in tools:
                         set_aside: list[dict[str, Any]] = []
+                        progress.step_began(step)
                         kept = run_unstolen(
                             measures[name], args.steal_limit, STEAL_RETRIES, set_aside
                         )
+                        progress.step_ended(step, with_retries(goodput(kept), set_aside))
+                        step += 1
                         record.add(repeat, phase, name, kept, set_aside)
                 finally:
                     if phase == "lossy":

@@ -4,6 +4,8 @@ summary's MRC against the strongest RoCE, and recovery around an event."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from collective.plans import Collective
@@ -11,7 +13,7 @@ from collective.report import Failure, JobResult, RankIteration
 from collective.roce import RoceSettings
 from experiments.capabilities import target_facts
 from experiments.collectives import may_fail
-from experiments.collectives.figures import summarize_runs, text
+from experiments.collectives.figures import headline, summarize_runs, text
 from experiments.collectives.job_report import IterationRecord, JobReport, job_report
 from experiments.collectives.modes import CollectiveMode, Params, Scenario, modes_of, variant
 from experiments.collectives.rings import (
@@ -22,6 +24,8 @@ from experiments.collectives.rings import (
 )
 from experiments.collectives.run import CollectiveRun, EventRecord, Recovery, recovery
 from experiments.json_form import to_json
+from experiments.metrics import failed_transfer
+from experiments.records import Failure as TransferFailure
 from experiments.transports import Contender
 from tests.unit.experiments.run_records import measured
 from topologies import load_topology
@@ -254,3 +258,26 @@ def test_per_scenario_mrc_is_held_against_the_strongest_roce_a_dead_job_deliveri
         line.startswith("busbw, cut-static (higher is better): strongest RoCE roce:nccl 0 MB/s")
         for line in lines
     )
+
+
+def test_a_runs_progress_figure_is_its_jobs_busbw_as_the_summary_writes_it():
+    assert headline(_run("mrc-clean", 123456.0).record) == (
+        "busbw 0.123 MB/s = 62 % of what the links allow"
+    )
+    dead = dataclasses.replace(
+        _run("roce:nccl-cut-static", 50000.0, failed=True).record,
+        transfers={"job": job_failed("rank 3: WRITE completed RETRY_EXC_ERR")},
+    )
+    assert headline(dead) == (
+        "busbw 0.050 MB/s = 25 % of what the links allow, FAILED 1 of 1: "
+        "rank 3: WRITE completed RETRY_EXC_ERR"
+    )
+    nothing = dataclasses.replace(
+        dead, job=dataclasses.replace(dead.job, busbw_Bps=None), busbw_of_allowed=None
+    )
+    assert headline(nothing).startswith("no busbw (no iteration completed), FAILED")
+
+
+def job_failed(error: str):
+    """The job as a transfer, failed with ``error`` (as ``job_transfer`` records it)."""
+    return failed_transfer(TransferFailure(error))

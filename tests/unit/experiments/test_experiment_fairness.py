@@ -606,3 +606,13 @@ def test_incast_on_a_kernel_with_red_compares_ecn_alone_and_says_so() -> None:
     assert comparison["reason"] == "ECN marking only: no trimming on this target/kernel"
     assert figures["incast_completion_off_over_on"] == pytest.approx(12.0 / 5.0)
     assert "(ECN marking only: no trimming on this target/kernel)" in incast.text(summary)[-1]
+
+
+def test_an_incast_runs_progress_figure_is_the_victims_goodput_and_the_completion():
+    run = _incast_run(4.0, 700e3, 0).record
+    assert incast.headline(run) == (
+        "victim goodput 3.000 Mbit/s before, 1.000 Mbit/s during the incast; "
+        "incast completion 4.00 s"
+    )
+    never = dataclasses.replace(run, incast_completion_s=None, victim_goodput_bps_during=None)
+    assert incast.headline(never).endswith("unmeasured during the incast; incast completion never")

@@ -5,6 +5,7 @@ it; the goodput figure labels each line with its contender and whether its path 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,21 @@ def test_each_line_of_the_goodput_figure_is_a_contender_and_whether_its_path_was
     ((title, labels),) = drawn
     assert title.startswith("failover (static routing, random remote cut s4:2-l2): h1 -> h3")
     assert labels == ["mrc (256 EVs, path cut)", "roce:perftest (path not cut)"]
+
+
+def test_a_runs_progress_figure_is_its_time_back_to_90_percent_as_the_summary_writes_it():
+    recovered = _run("mrc-static-remote", 0, exposed=True, recovery=0.4, stall=0.3).record
+    assert figures.headline(recovered) == (
+        "back to 90 % 0.40 s after the cut, goodput 8.000 Mbit/s"
+    )
+    never = _run("single-static-remote", 1, exposed=True, recovery=None, stall=2.0).record
+    assert figures.headline(never).startswith("never back to 90 % after the cut, ")
+    died = _run(
+        "roce:nccl-static-remote", 2, exposed=True, recovery=None, stall=9.0, died_after=4.3
+    )
+    assert figures.headline(died.record).endswith(
+        "goodput 0.000 Mbit/s, FAILED 1 of 1: retries exhausted"
+    )
+    uncut = dataclasses.replace(died.record, cut_s=None, uncut="every transfer had failed")
+    assert figures.headline(uncut).startswith("nothing cut (every transfer had failed), ")
+    assert EXPERIMENTS["failover"].headline is EXPERIMENTS["reboot"].headline is figures.headline

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tools.bench_api import SIDES, TARGET_SIZE, parse_args, run_order, summarize
+from tools.bench_api import (
+    SIDES,
+    TARGET_SIZE,
+    figure,
+    parse_args,
+    run_order,
+    steps,
+    summarize,
+)
 
 
 def test_adjacent_sizes_swap_the_first_side_and_every_size_swaps_it_between_repeats():
@@ -67,3 +75,21 @@ def test_bad_options_are_refused(argv):
 
 def test_sizes_are_read_as_a_comma_separated_list():
     assert parse_args(["--sizes", "1024,0x10000"]).sizes == [1024, 65536]
+
+
+def test_the_progress_steps_are_the_runs_in_the_order_they_are_made_each_its_duration_long():
+    args = parse_args(["--sizes", "4096,65536", "--repeat", "2", "--duration", "2"])
+    labels = [step.label for step in steps(args)]
+    assert labels == [
+        f"{side} {size} B repeat {repeat}"
+        for repeat in range(2)
+        for size, sides in run_order([4096, 65536], repeat)
+        for side in sides
+    ]
+    assert labels[:2] == ["api 4096 B repeat 0", "mrc_perf 4096 B repeat 0"]
+    assert {step.planned_s for step in steps(args)} == {2.0}
+
+
+def test_a_runs_progress_figure_is_its_goodput_and_message_rate():
+    run = {"goodput_bps": 160_101_000.0, "messages_per_s": 4886.2}
+    assert figure(run, []) == "goodput 160.101 Mbit/s, 4886 messages/s"

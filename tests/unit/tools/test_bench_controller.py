@@ -125,3 +125,12 @@ def test_a_failover_with_no_saturated_core_says_so_beside_its_median():
     assert summary["summary"] == (
         "median cut to last update 30 ms (no core saturated: busiest core 50 %)"
     )
+
+
+def test_the_write_rates_progress_steps_are_its_timed_runs_round_by_round():
+    assert [step.label for step in bench.write_steps(rounds=2)] == [
+        "batched writes, round 0",
+        "single writes, round 0",
+        "single writes, round 1",
+        "batched writes, round 1",
+    ]

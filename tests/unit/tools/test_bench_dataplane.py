@@ -125,3 +125,19 @@ def test_a_figure_measured_with_a_saturated_core_says_cpu_bound_beside_its_ratio
     assert result["bottleneck"]["verdict"] == "CPU-bound"
     assert result["bottleneck"]["cpu_bound_runs"] == 1
     assert result["summary"].startswith("0.55, CPU-bound (1 of 4 runs")
+
+
+def test_the_progress_steps_are_the_replays_in_the_counter_balanced_order():
+    labels = [step.label for step in bench.steps(repeats=2, members=64)]
+    assert labels == [
+        "forwarding l3_baseline repeat 0",
+        "forwarding mrc repeat 0",
+        "program_work l3_baseline repeat 0",
+        "program_work mrc repeat 0",
+        "program_work mrc repeat 1",
+        "program_work l3_baseline repeat 1",
+        "forwarding mrc repeat 1",
+        "forwarding l3_baseline repeat 1",
+    ]
+    # a replay lasts what the switch's rate makes it: only the replays made tell
+    assert {step.planned_s for step in bench.steps(repeats=2, members=64)} == {None}
