@@ -22,6 +22,7 @@ from experiments.collectives.modes import CollectiveMode, Params, Scenario
 from experiments.collectives.run import NORMAL_FACTOR, CollectiveRun, CollectiveSeries
 from experiments.headlines import with_failures
 from experiments.json_form import FLAT, PREFIXED, TEXT, key
+from experiments.link_overhead import overhead_of
 from experiments.records import Run, Runs
 from experiments.stats import SeedPair, Spread, describe, seed_pairs, two_places
 from experiments.strongest import AgainstStrongest, against_strongest
@@ -51,6 +52,12 @@ class ModeFigures:
     network_wait_share: Spread = field(metadata=PREFIXED)
     slowdown: Spread = field(metadata=PREFIXED)
     recovery_iterations: Spread = field(metadata=PREFIXED)
+    #: The fabric links' bytes: payload, data headers, the rest (SACKs, probes, LLDP), and
+    #: other frames per data frame (experiments.link_overhead; MRC's modes only).
+    link_payload_share: Spread = field(metadata=PREFIXED)
+    link_header_share: Spread = field(metadata=PREFIXED)
+    link_other_share: Spread = field(metadata=PREFIXED)
+    other_frames_per_data_frame: Spread = field(metadata=PREFIXED)
     failures: tuple[SeedFailure, ...]
     verified: bool
     bottleneck: OverallBottleneck
@@ -86,6 +93,11 @@ def summarize_runs(
     for mode, seeds in runs.items():
         records = [run.record for run in seeds.values()]
         jobs = [record.job for record in records]
+        splits = [
+            None if is_roce(mode.transport) else overhead_of(run.link_utilisation, payload)
+            for run in seeds.values()
+            for payload in (run.record.payload_bytes,)
+        ]
         modes[mode] = ModeFigures(
             mode=mode,
             time_per_iteration=Spread.of(j.time_per_iteration_s for j in jobs),
@@ -95,6 +107,12 @@ def summarize_runs(
             network_wait_share=Spread.of(j.network_wait_share for j in jobs),
             slowdown=Spread.of(r.recovery.slowdown for r in records),
             recovery_iterations=Spread.of(r.recovery.iterations for r in records),
+            link_payload_share=Spread.of(None if o is None else o.payload_share for o in splits),
+            link_header_share=Spread.of(None if o is None else o.header_share for o in splits),
+            link_other_share=Spread.of(None if o is None else o.other_share for o in splits),
+            other_frames_per_data_frame=Spread.of(
+                None if o is None else o.other_frames_per_data_frame for o in splits
+            ),
             failures=tuple(
                 SeedFailure(seed, run.record.job.failure)
                 for seed, run in seeds.items()
@@ -257,6 +275,14 @@ def text(figures: CollectiveFigures) -> list[str]:
             f"network {describe(f.network_wait_share, _percent, seeds)}; "
             f"verified {'yes' if f.verified else 'NO'}{failed}"
         )
+        if f.link_payload_share.mean is not None:
+            lines.append(
+                f"  link bytes: payload {describe(f.link_payload_share, _percent, seeds)}, "
+                f"data headers {describe(f.link_header_share, _percent, seeds)}, the rest "
+                f"(SACKs, probes, LLDP) {describe(f.link_other_share, _percent, seeds)}; "
+                f"{describe(f.other_frames_per_data_frame, two_places, seeds)} other frames "
+                "per data frame"
+            )
         if f.slowdown.mean is not None:
             lines.append(
                 f"  event: the iteration it hit took "

@@ -68,6 +68,8 @@ class CollectiveRun:
     loss: FabricLoss | None
     transfers: Mapping[str, Transfer]
     problems: tuple[str, ...]
+    #: The agents' payload per data packet, for the split of the link bytes.
+    payload_bytes: int = 1024
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ def run_mode(
         loss=loss,
         transfers={"job": job_transfer(result, job)},
         problems=tuple(problems),
+        payload_bytes=params.payload_bytes,
     )
     return record, CollectiveSeries(job.per_iteration, event.at_s)
 
