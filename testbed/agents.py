@@ -95,6 +95,18 @@ class TransferSpec:
 ProgressCallback = Callable[[dict[str, Any]], None]
 
 
+def slowest_fabric_rate(topology: Topology) -> int | None:
+    """Packets/s of the slowest rate-limited switch-to-switch link (None: none is limited):
+    the agents' congestion control aims its queueing at it (``mrc-agent --fabric-rate``)."""
+    switches = {switch.name for switch in topology.switches}
+    rates = [
+        link.params.queue_rate_pps
+        for link in topology.links
+        if link.a.node in switches and link.b.node in switches and link.params.queue_rate_pps
+    ]
+    return min(rates) if rates else None
+
+
 class HostAgents:
     """One ``mrc-agent serve`` per host; :meth:`stop` ends them all."""
 
@@ -152,6 +164,9 @@ class HostAgents:
         options += ["--socket", str(self.socket_of(host.name))]
         if self.path_mode is not None and self.topology_ref is not None:
             options += ["--path-mode", self.path_mode, "--topology", self.topology_ref]
+        rate = slowest_fabric_rate(self.topology)
+        if rate is not None:
+            options += ["--fabric-rate", str(rate)]
         return [*options, "--dscp", self.topology.settings.dscp.option()]
 
     def address_of(self, host: str, source: str | None = None, cut: Collection[LinkId] = ()) -> str:

@@ -142,6 +142,13 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         help="RDMA payload per packet (default 1024; up to 9000 with jumbo frames)",
     )
     parser.add_argument(
+        "--fabric-rate",
+        type=_bounded_float(1.0, 1e9),
+        metavar="PPS",
+        help="packets/s of the fabric's slowest links, where they are slowed far below line "
+        "rate: NSCC's target queueing delay becomes ten packets at that rate",
+    )
+    parser.add_argument(
         "--dscp",
         type=_dscp_option,
         metavar="CLASS=N,...",
@@ -364,7 +371,12 @@ def inbound_from_args(
 def config_from_args(args: argparse.Namespace) -> MrcConfig:
     """The core configuration the options ask for (on one EV for ``--transport single``)."""
     config = with_overrides(
-        MrcConfig(), evs=args.evs, cc=args.cc, payload=args.payload, dscp=args.dscp
+        MrcConfig(),
+        evs=args.evs,
+        cc=args.cc,
+        payload=args.payload,
+        dscp=args.dscp,
+        fabric_rate=getattr(args, "fabric_rate", None),
     )
     transport = getattr(args, "transport", None)
     return mrc_config_for(parse_transport(transport), config) if transport else config

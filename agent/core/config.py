@@ -11,6 +11,7 @@ bitmap, 1 KiB payload) it is used as given.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from agent.core.cc_registry import congestion_control_spec
@@ -19,6 +20,8 @@ from wire.dscp import DscpMap
 
 #: Largest PSN window the wire allows: SETH's ack_psn_offset and sack_offset are signed 16 bits.
 MAX_PSN_WINDOW = (1 << 15) - 1
+#: Packets of queueing NSCC aims for, as its default target delay is at 1 Gbit/s.
+TARGET_QUEUE_PACKETS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,17 @@ class NsccConfig:
     #: only with a full queue, which sits above its ECN threshold, so a trim is treated as the
     #: "ECN and above target" case at twice the target delay.
     trim_delay_factor: float = 2.0
+
+    def scaled_to(self, packets_per_s: float) -> NsccConfig:
+        """This configuration on a fabric whose slowest links send ``packets_per_s``: the
+        target queueing delay becomes ``TARGET_QUEUE_PACKETS`` packets at that rate (never
+        less than this one's). The default's ten packets at 1 Gbit/s are 1/50 of a packet
+        on a link of 200 packets/s: NSCC then took every queue for congestion and held the
+        window at the path's bare bandwidth-delay product, acknowledged packet by packet."""
+        if not packets_per_s > 0:
+            raise ValueError(f"a fabric rate must be > 0 packets/s, got {packets_per_s}")
+        target = max(self.target_queue_delay, TARGET_QUEUE_PACKETS / packets_per_s)
+        return dataclasses.replace(self, target_queue_delay=target)
 
     def __post_init__(self) -> None:
         _positive("target_queue_delay", self.target_queue_delay)

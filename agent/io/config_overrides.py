@@ -38,9 +38,16 @@ def with_overrides(
     cc: str | None = None,
     payload: int | None = None,
     dscp: DscpMap | None = None,
+    fabric_rate: float | None = None,
 ) -> MrcConfig:
-    """``base`` with the given fields replaced (None keeps the base value)."""
+    """``base`` with the given fields replaced (None keeps the base value); ``fabric_rate``
+    (packets/s of the fabric's slowest links) scales NSCC's target delay to it."""
     changes: dict[str, object] = {}
+    if fabric_rate is not None:
+        try:
+            changes["nscc"] = base.nscc.scaled_to(fabric_rate)
+        except ValueError as exc:
+            raise UsageError(f"invalid --fabric-rate: {exc}") from None
     if evs is not None:
         changes["ev_set_size"] = evs
     if cc is not None:

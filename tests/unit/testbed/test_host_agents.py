@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agent.io.config_overrides import parse_dscp
-from testbed.agents import HostAgents, TransferSpec
+from testbed.agents import HostAgents, TransferSpec, slowest_fabric_rate
 from topologies import load_topology
 from wire.dscp import DscpMap
 
@@ -39,6 +40,28 @@ def test_every_agent_gets_the_topologys_dscp_values(tmp_path: Path) -> None:
     assert _option(options, "--plane") == str(topology.host("h1").nics[0].ipv4.ip)
     dscp = _option(options, "--dscp")
     assert parse_dscp(dscp) == DscpMap(trimmable=20, trimmable_retx=21, control=40)
+
+
+def test_agents_aim_their_queueing_at_the_slowest_fabric_link(tmp_path: Path) -> None:
+    topology = load_topology("leaf-spine")
+    assert "--fabric-rate" not in HostAgents(topology, tmp_path, "m").serve_options(
+        topology.host("h1")
+    )
+    document = yaml.safe_load(_preset("leaf-spine"))
+    for number, link in enumerate(document["links"]):
+        link["queue_rate_pps"] = 300 if number else 200
+    path = tmp_path / "slowed.yaml"
+    path.write_text(yaml.safe_dump(document))
+    slowed = load_topology(str(path))
+    assert slowest_fabric_rate(slowed) == 200
+    options = HostAgents(slowed, tmp_path, "m").serve_options(slowed.host("h1"))
+    assert _option(options, "--fabric-rate") == "200"
+
+
+def _preset(name: str) -> str:
+    return (
+        Path(__file__).resolve().parents[3] / "topologies" / "presets" / f"{name}.yaml"
+    ).read_text()
 
 
 def test_in_structured_mode_every_agent_gets_the_topology_to_name_paths(tmp_path: Path) -> None:

@@ -162,6 +162,17 @@ def test_overrides_replace_only_what_is_given():
     assert changed.rto_min == base.rto_min
 
 
+def test_a_fabric_rate_sets_nsccs_target_to_ten_packets_at_that_rate_never_below_its_own():
+    base = MrcConfig()
+    slowed = with_overrides(base, fabric_rate=200)
+    assert slowed.nscc.target_queue_delay == pytest.approx(10 / 200)
+    assert slowed.nscc.decrease_gain == base.nscc.decrease_gain
+    fast = with_overrides(base, fabric_rate=1e9)
+    assert fast.nscc.target_queue_delay == base.nscc.target_queue_delay
+    with pytest.raises(UsageError, match="--fabric-rate"):
+        with_overrides(base, fabric_rate=0)
+
+
 @pytest.mark.parametrize(
     ("changes", "complaint"),
     [
