@@ -25,6 +25,11 @@ Reusing a buffer is safe within an iteration by the ring's causality (a chunk is
 only after every rank that reads it has moved past the step that reads it) and across
 iterations because a rank starts the next one only once its own WRITEs are acknowledged and
 every chunk it expected has arrived (``collective.rank``).
+
+Slices (NCCL's pipelining): ``Step.sliced`` cuts every op of a step to the same element range
+of its chunk, so slice j of step k+1 reads only what slice j of step k wrote. The S slices of
+a plan are thus S copies of the ring on disjoint bytes, each as safe as the whole one, and a
+rank may run them at different steps (``collective.pipeline``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from enum import Enum
 
 #: Bytes of one element: the collectives reduce float32.
 ELEMENT_BYTES = 4
+#: Most slices a ring step may be cut into: the immediate has 8 bits for the slice.
+MAX_SLICES = 256
 
 
 class Collective(Enum):
@@ -137,6 +144,16 @@ class Copy:
     length: int
 
 
+def slice_range(length: int, slices: int, index: int) -> tuple[int, int]:
+    """(offset, length) in bytes of slice ``index`` of ``slices`` of a ``length``-byte chunk:
+    whole float32 elements, the first slices one element shorter when they do not divide
+    evenly (no slice is empty while ``slices`` is at most the chunk's elements)."""
+    elements = length // ELEMENT_BYTES
+    start = index * elements // slices
+    end = (index + 1) * elements // slices
+    return start * ELEMENT_BYTES, (end - start) * ELEMENT_BYTES
+
+
 @dataclass(frozen=True)
 class Step:
     """Post ``sends``; once every ``recvs`` chunk arrived, apply ``reduces``."""
@@ -144,6 +161,40 @@ class Step:
     sends: tuple[Send, ...]
     recvs: tuple[Recv, ...]
     reduces: tuple[Reduce, ...] = ()
+
+    def sliced(self, index: int, slices: int) -> Step:
+        """Slice ``index`` of ``slices``: every op cut to the same element range of its chunk
+        (every op of a step spans a whole chunk), so that a slice's reductions touch only the
+        bytes its arrivals brought and the next step's same slice sends."""
+        if slices == 1:
+            return self
+
+        def cut(length: int) -> tuple[int, int]:
+            return slice_range(length, slices, index)
+
+        sends = []
+        for send in self.sends:
+            offset, length = cut(send.length)
+            sends.append(
+                Send(
+                    send.peer,
+                    send.src,
+                    send.src_offset + offset,
+                    length,
+                    send.dst,
+                    send.dst_offset + offset,
+                )
+            )
+        reduces = []
+        for op in self.reduces:
+            offset, length = cut(op.length)
+            reduces.append(
+                Reduce(
+                    op.out_offset + offset, op.in_offset + offset, op.stage_offset + offset, length
+                )
+            )
+        recvs = tuple(Recv(recv.peer, cut(recv.length)[1]) for recv in self.recvs)
+        return Step(tuple(sends), recvs, tuple(reduces))
 
 
 @dataclass(frozen=True)
@@ -181,6 +232,18 @@ def check_size(size: int, ranks: int) -> None:
         raise ValueError(
             f"size {size} must be a positive multiple of {ELEMENT_BYTES} x {ranks} ranks "
             f"= {ELEMENT_BYTES * ranks} bytes (equal float32 chunks)"
+        )
+
+
+def check_slices(size: int, ranks: int, slices: int) -> None:
+    """ValueError unless each chunk of ``size`` over ``ranks`` cuts into ``slices`` non-empty
+    slices of whole float32s, and the immediate has room for the slice's number."""
+    elements = size // ranks // ELEMENT_BYTES
+    most = min(MAX_SLICES, elements)
+    if not 1 <= slices <= most:
+        raise ValueError(
+            f"slices must be in 1..{most} ({elements} float32s a chunk, at most {MAX_SLICES}), "
+            f"got {slices}"
         )
 
 
