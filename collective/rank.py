@@ -23,8 +23,8 @@ immediate, from a QP of the peer that sends it), then reduces. Immediates are co
 (over several QPs they do) and a fast neighbour's later-step or next-iteration segments may
 arrive early. DRAIN waits for the rank's own WRITEs to be acknowledged before the next
 iteration overwrites what they read; a stage slot's slice is written once an iteration and
-reduced before its slice moves on, and its next write comes in the next iteration, which the
-ring's causality puts after that reduction (``collective.plans``).
+reduced before its slice moves on, and its next write comes only after that reduction (the
+ring's causality, or for reduce-scatter the other bank: ``collective.plans``).
 
 Any completion in error (a QP out of retries, a flushed request) fails the rank with the
 completion's status and reason: the job stops, as an NCCL communicator aborts.
@@ -179,14 +179,21 @@ class Rank:
         self.roce = roce
         self.segment_bytes = segment_bytes
         self.slices = slices
-        #: ``_units[k][j]``: slice j of step k.
-        self._units = [[step.sliced(j, slices) for j in range(slices)] for step in plan.steps]
+        layout = plan.layout
+        #: ``_units[b][k][j]``: slice j of step k with its stage slots in bank b.
+        self._units = [
+            [
+                [step.in_bank(b, layout).sliced(j, slices) for j in range(slices)]
+                for step in plan.steps
+            ]
+            for b in range(layout.stage_banks)
+        ]
         #: (step, slice) -> (peer, segments it sends us then) for each receive of the unit.
         self._expected: dict[Unit, tuple[tuple[int, int], ...]] = {
             (k, j): tuple(
                 (recv.peer, len(segments(recv.length, segment_bytes))) for recv in unit.recvs
             )
-            for k, row in enumerate(self._units)
+            for k, row in enumerate(self._units[0])
             for j, unit in enumerate(row)
         }
         self.pipeline = Pipeline(len(plan.steps), slices)
@@ -387,9 +394,10 @@ class Rank:
                 if not arrived:
                     return moved
                 started = self.clock()
+                units = self._units[self.plan.layout.bank(self.iteration)]
                 for unit in arrived:
                     step, index = unit
-                    for op in self._units[step][index].reduces:
+                    for op in units[step][index].reduces:
                         assert self.mr is not None
                         apply_reduce(self.mr.buf, self.plan.layout, op)
                     self.pipeline.complete(unit)
@@ -448,7 +456,8 @@ class Rank:
         step, index = unit
         layout = self.plan.layout
         imm = immediate(self.iteration, step, index)
-        for send in self._units[step][index].sends:
+        bank = self.plan.layout.bank(self.iteration)
+        for send in self._units[bank][step][index].sends:
             remote_addr, rkey = self._remote[send.peer]
             local = self.mr.addr + layout.offset(send.src) + send.src_offset
             remote = remote_addr + layout.offset(send.dst) + send.dst_offset

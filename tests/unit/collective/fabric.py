@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +213,10 @@ def connect(fabric: Fabric, members: Sequence[Rank]) -> None:
         member.connect(wires)
 
 
+#: Turns with nothing in flight and no rank moving before a run is declared stuck (a slow
+#: rank sits most turns out).
+IDLE_TURNS = 1000
+
 #: Which in-flight WRITE a schedule delivers next: the fabric's list and a random source.
 Pick = Callable[[list[Write], random.Random], Write]
 
@@ -237,20 +241,25 @@ def run(
     seed: int = 0,
     ack_share: float = 0.3,
     rewrite_share: float = 0.0,
+    slow: Mapping[int, float] | None = None,
     limit: int = 1_000_000,
 ) -> None:
     """Drive the ranks to the end (starting those not started): each turn every rank
-    progresses (in a random order), then one event happens, a delivery (``pick`` chooses
-    which) or, with ``ack_share`` or when nothing is in flight, an acknowledgement of a random
-    delivered WRITE (a rewrite with ``rewrite_share``). AssertionError if they stop short of
-    the end."""
+    progresses (in a random order; rank r sits the turn out with probability ``slow[r]``, as
+    a rank whose thread is busy elsewhere), then one event happens, a delivery (``pick``
+    chooses which) or, with ``ack_share`` or when nothing is in flight, an acknowledgement of
+    a random delivered WRITE (a rewrite with ``rewrite_share``). AssertionError if they stop
+    short of the end."""
     rng = random.Random(seed)
+    slow = slow or {}
     for member in members:
         if member.phase is Phase.READY:  # a test may have started them and moved a few turns
             member.start()
+    idle = 0
     for _ in range(limit):
         for member in rng.sample(list(members), len(members)):
-            member.progress()
+            if rng.random() >= slow.get(member.rank, 0.0):
+                idle = 0 if member.progress() else idle
         if all(member.finished for member in members):
             return
         if fabric.unacked and (not fabric.in_flight or rng.random() < ack_share):
@@ -258,6 +267,9 @@ def run(
         elif fabric.in_flight:
             fabric.deliver(pick(fabric.in_flight, rng))
         else:
-            waiting = "; ".join(m.waiting_for() for m in members if not m.finished)
-            raise AssertionError(f"nothing in flight and the ranks are not done: {waiting}")
+            # Nothing on the wire: only a rank's own progress can move the job now.
+            idle += 1
+            if idle > IDLE_TURNS:
+                waiting = "; ".join(m.waiting_for() for m in members if not m.finished)
+                raise AssertionError(f"nothing in flight and the ranks are stuck: {waiting}")
     raise AssertionError(f"not done after {limit} turns")

@@ -2,7 +2,7 @@
 the network replaced by copies between them, and the results are exact; every send meets a
 receive of the same length in the same step; each rank sends what nccl-tests' bus factor
 says the links carry; a step's slices are the step cut into disjoint element ranges, so that
-each slice of the ring is a ring of its own."""
+each slice of the ring is a ring of its own; reduce-scatter's stage slots come in two banks."""
 
 from __future__ import annotations
 
@@ -137,6 +137,27 @@ def test_stage_slots_only_where_something_is_reduced():
     assert make_plan(Collective.ALLGATHER, 0, 4, 64).layout.stage_slots == 0
     layout = make_plan(Collective.ALLREDUCE, 0, 4, 64).layout
     assert layout.region_bytes == 2 * 64 + 3 * 16
+    # reduce-scatter alone: two banks, by iteration parity
+    layout = make_plan(Collective.REDUCESCATTER, 0, 4, 64).layout
+    assert layout.region_bytes == 2 * 64 + 2 * 3 * 16
+    assert [layout.bank(i) for i in range(4)] == [0, 1, 0, 1]
+
+
+def test_a_steps_bank_moves_only_its_stage_writes_and_reads():
+    plan = make_plan(Collective.REDUCESCATTER, 1, 4, 64)
+    step, layout = plan.steps[2], plan.layout
+    assert step.in_bank(0, layout) is step
+    moved = step.in_bank(1, layout)
+    assert [s.dst_offset - t.dst_offset for s, t in zip(moved.sends, step.sends, strict=True)] == [
+        layout.bank_bytes
+    ]
+    assert [
+        (m.stage_offset - r.stage_offset, m.in_offset, m.out_offset)
+        for m, r in zip(moved.reduces, step.reduces, strict=True)
+    ] == [(layout.bank_bytes, r.in_offset, r.out_offset) for r in step.reduces]
+    assert [s.src_offset for s in moved.sends] == [s.src_offset for s in step.sends]
+    gather = make_plan(Collective.ALLREDUCE, 1, 4, 64).steps[-1]
+    assert gather.in_bank(1, layout).sends == gather.sends, "OUT writes stay where they are"
     assert np.dtype(np.float32).itemsize == 4
 
 
