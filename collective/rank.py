@@ -441,8 +441,8 @@ class Rank:
         return [peer for peer, count in self._expected[unit] if self._arrived[(imm, peer)] < count]
 
     def _unit_arrived(self, unit: Unit) -> bool:
-        """Whether every segment of ``unit`` arrived; if so its counts are consumed (a
-        neighbour's next iteration reuses the immediate only after this one is done)."""
+        """Whether every segment of ``unit`` arrived; if so its counts are consumed, so that
+        nothing is left under the immediate when the iteration number wraps round to it."""
         if self._missing(unit):
             return False
         imm = immediate(self.iteration, *unit)
