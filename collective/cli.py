@@ -1,7 +1,7 @@
 """The job's command line, shared by ``python -m collective`` and the testbed CLI's
 ``collective`` command: ``COLLECTIVE [--size 16M] [--iters 10] [--transport mrc|single|roce]
 [--roce-profile perftest|nccl|adaptive] [--qps N] [--roce-timeout N] [--compute S]
-[--segment 256K] [--stall-timeout S] [--json]``.
+[--segment 256K] [--slices N] [--stall-timeout S] [--json]``.
 
 Progress is printed per iteration as it completes (nccl-tests' columns), then the job's
 summary (``collective.report.text``), or with ``--json`` one JSON object of the summary.
@@ -19,7 +19,7 @@ from agent.io.transport import transport_names
 from agent.roce.profiles import DEFAULT_PROFILE, PROFILES, profile_names
 from collective.job import JobSpec
 from collective.plans import Collective, parse_collective, round_size
-from collective.rank import DEFAULT_SEGMENT_BYTES
+from collective.rank import DEFAULT_SEGMENT_BYTES, DEFAULT_SLICES
 from collective.report import header, iteration_line, summarize, text
 
 DEFAULT_SIZE = 16 << 20
@@ -86,6 +86,14 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "--segment", type=parse_size, default=DEFAULT_SEGMENT_BYTES, help="largest WRITE"
     )
     parser.add_argument(
+        "--slices",
+        type=positive_int,
+        default=DEFAULT_SLICES,
+        metavar="N",
+        help="cut each ring step into N slices that flow while the previous one is reduced "
+        f"(NCCL's pipelining; 1: steps in lockstep; default {DEFAULT_SLICES})",
+    )
+    parser.add_argument(
         "--stall-timeout",
         type=positive_float,
         default=30.0,
@@ -106,6 +114,7 @@ def job_spec(args: argparse.Namespace, ranks: int) -> tuple[JobSpec, str | None]
         transport=args.transport,
         compute_s=args.compute,
         segment_bytes=args.segment,
+        slices=args.slices,
         stall_timeout_s=args.stall_timeout,
         roce_profile=args.roce_profile,
         roce_qps=args.qps,

@@ -37,8 +37,8 @@ from typing import Any
 
 from agent.api import ApiError, Context, Controller, EvMode, NotSupported, ProfileState
 from agent.io.transport import Transport, transport_named
-from collective.plans import Collective, check_size, make_plan
-from collective.rank import DEFAULT_SEGMENT_BYTES, Rank, RankWire
+from collective.plans import Collective, check_size, check_slices, make_plan
+from collective.rank import DEFAULT_SEGMENT_BYTES, DEFAULT_SLICES, Rank, RankWire
 from collective.rendezvous import FileRendezvous
 from collective.report import Failure, JobResult, iteration_record
 from collective.roce import RoceSettings
@@ -68,6 +68,8 @@ class JobSpec:
     #: Seconds of "compute" before every iteration (a training step's forward and backward).
     compute_s: float = 0.0
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    #: Slices each ring step is cut into, pipelined (``collective.pipeline``); 1: lockstep.
+    slices: int = DEFAULT_SLICES
     #: The job fails when no rank progresses for this long.
     stall_timeout_s: float = 30.0
     #: A RoCE transport's profile (None: the default), QPs to each peer (None: the
@@ -96,6 +98,7 @@ class JobSpec:
         """JobError for parameters that cannot run on ``ranks`` ranks."""
         try:
             check_size(self.size, ranks)
+            check_slices(self.size, ranks, self.slices)
         except ValueError as exc:
             raise JobError(str(exc)) from None
         try:
@@ -200,6 +203,7 @@ def run_job(
                     ev_profile_id=ev_profile_for(ctx, transport),
                     roce=roce,
                     segment_bytes=spec.segment_bytes,
+                    slices=spec.slices,
                     clock=clock,
                 )
             )
@@ -247,6 +251,7 @@ def _drive(
         [member.records for member in members],
         hosts=hosts,
         roce=roce,
+        slices=spec.slices,
     )
     if hooks.on_start is not None:
         hooks.on_start(started)

@@ -2,9 +2,10 @@
 
 Every rank holds one registered region laid out the same way on every rank (``Layout``):
 ``IN`` (its input, never written by a peer), ``OUT`` (its result) and ``STAGE`` (one slot per
-reduce-scatter step, where the left neighbour's partial sums land). Because the layout is
-the same everywhere, a sender names a place in its peer's region by buffer and offset, and
-the peer's region address turns that into the WRITE's remote address.
+reduce-scatter step, where the left neighbour's partial sums land; two banks of them for
+reduce-scatter alone, below). Because the layout is the same everywhere, a sender names a
+place in its peer's region by buffer and offset, and the peer's region address turns that
+into the WRITE's remote address.
 
 A plan is, per rank, a prologue of local copies and a list of steps. A step posts its sends
 (RDMA WRITE WITH IMMEDIATE into the peer's region), waits until every chunk it expects has
@@ -24,7 +25,22 @@ algorithms; chunk ``c`` is the c-th of N equal parts of the buffer):
 Reusing a buffer is safe within an iteration by the ring's causality (a chunk is overwritten
 only after every rank that reads it has moved past the step that reads it) and across
 iterations because a rank starts the next one only once its own WRITEs are acknowledged and
-every chunk it expected has arrived (``collective.rank``).
+every chunk it expected has arrived (``collective.rank``). A stage slot needs one thing more:
+its next write must wait for the reduction of what it holds. In all-reduce it does, since no
+rank ends an iteration before every chunk has come back summed, which takes every rank's
+every reduction. A reduce-scatter rank ends its iteration once its own chunk is summed, and
+that chunk's way round the ring starts with its right neighbour's first send and passes no
+reduction of that neighbour: so the rank may end the iteration, start the next and write into
+the neighbour's stage slot while the neighbour, slow to poll, has not reduced what it holds.
+So reduce-scatter's stage slots come in two banks, used by iteration parity
+(``Step.in_bank``): a neighbour is never two iterations ahead (it cannot end an iteration
+before this rank has started it), so a bank is written again only after this rank reduced
+what it held.
+
+Slices (NCCL's pipelining): ``Step.sliced`` cuts every op of a step to the same element range
+of its chunk, so slice j of step k+1 reads only what slice j of step k wrote. The S slices of
+a plan are thus S copies of the ring on disjoint bytes, each as safe as the whole one, and a
+rank may run them at different steps (``collective.pipeline``).
 """
 
 from __future__ import annotations
@@ -34,6 +50,8 @@ from enum import Enum
 
 #: Bytes of one element: the collectives reduce float32.
 ELEMENT_BYTES = 4
+#: Most slices a ring step may be cut into: the immediate has 8 bits for the slice.
+MAX_SLICES = 256
 
 
 class Collective(Enum):
@@ -80,12 +98,25 @@ class Layout:
 
     size: int
     ranks: int
+    #: Stage slots a bank holds (one per reduce-scatter step).
     stage_slots: int
+    #: Banks of stage slots, used by iteration parity where a neighbour may write the next
+    #: iteration's partial sums before this rank reduced the last (module docstring).
+    stage_banks: int = 1
 
     @property
     def chunk(self) -> int:
         """Bytes of one chunk (a rank's share of the buffer)."""
         return self.size // self.ranks
+
+    @property
+    def bank_bytes(self) -> int:
+        """Bytes of one bank of stage slots."""
+        return self.stage_slots * self.chunk
+
+    def bank(self, iteration: int) -> int:
+        """The stage bank ``iteration`` uses."""
+        return iteration % self.stage_banks
 
     def offset(self, buf: Buf) -> int:
         """Where ``buf`` starts in the region."""
@@ -93,8 +124,8 @@ class Layout:
 
     @property
     def region_bytes(self) -> int:
-        """The region's length: input, output and the stage slots."""
-        return 2 * self.size + self.stage_slots * self.chunk
+        """The region's length: input, output and the stage slots of every bank."""
+        return 2 * self.size + self.stage_banks * self.bank_bytes
 
 
 @dataclass(frozen=True)
@@ -137,6 +168,16 @@ class Copy:
     length: int
 
 
+def slice_range(length: int, slices: int, index: int) -> tuple[int, int]:
+    """(offset, length) in bytes of slice ``index`` of ``slices`` of a ``length``-byte chunk:
+    whole float32 elements, the first slices one element shorter when they do not divide
+    evenly (no slice is empty while ``slices`` is at most the chunk's elements)."""
+    elements = length // ELEMENT_BYTES
+    start = index * elements // slices
+    end = (index + 1) * elements // slices
+    return start * ELEMENT_BYTES, (end - start) * ELEMENT_BYTES
+
+
 @dataclass(frozen=True)
 class Step:
     """Post ``sends``; once every ``recvs`` chunk arrived, apply ``reduces``."""
@@ -144,6 +185,59 @@ class Step:
     sends: tuple[Send, ...]
     recvs: tuple[Recv, ...]
     reduces: tuple[Reduce, ...] = ()
+
+    def sliced(self, index: int, slices: int) -> Step:
+        """Slice ``index`` of ``slices``: every op cut to the same element range of its chunk
+        (every op of a step spans a whole chunk), so that a slice's reductions touch only the
+        bytes its arrivals brought and the next step's same slice sends."""
+        if slices == 1:
+            return self
+
+        def cut(length: int) -> tuple[int, int]:
+            return slice_range(length, slices, index)
+
+        sends = []
+        for send in self.sends:
+            offset, length = cut(send.length)
+            sends.append(
+                Send(
+                    send.peer,
+                    send.src,
+                    send.src_offset + offset,
+                    length,
+                    send.dst,
+                    send.dst_offset + offset,
+                )
+            )
+        reduces = []
+        for op in self.reduces:
+            offset, length = cut(op.length)
+            reduces.append(
+                Reduce(
+                    op.out_offset + offset, op.in_offset + offset, op.stage_offset + offset, length
+                )
+            )
+        recvs = tuple(Recv(recv.peer, cut(recv.length)[1]) for recv in self.recvs)
+        return Step(tuple(sends), recvs, tuple(reduces))
+
+    def in_bank(self, bank: int, layout: Layout) -> Step:
+        """The step with its stage slots in bank ``bank``: the sends that land in a peer's
+        stage and the reductions that read ours move by whole banks (the peer's layout is
+        ours, and sender and receiver are in the same iteration for the same step)."""
+        shift = bank * layout.bank_bytes
+        if shift == 0:
+            return self
+        sends = tuple(
+            Send(s.peer, s.src, s.src_offset, s.length, s.dst, s.dst_offset + shift)
+            if s.dst is Buf.STAGE
+            else s
+            for s in self.sends
+        )
+        reduces = tuple(
+            Reduce(op.out_offset, op.in_offset, op.stage_offset + shift, op.length)
+            for op in self.reduces
+        )
+        return Step(sends, self.recvs, reduces)
 
 
 @dataclass(frozen=True)
@@ -184,6 +278,18 @@ def check_size(size: int, ranks: int) -> None:
         )
 
 
+def check_slices(size: int, ranks: int, slices: int) -> None:
+    """ValueError unless each chunk of ``size`` over ``ranks`` cuts into ``slices`` non-empty
+    slices of whole float32s, and the immediate has room for the slice's number."""
+    elements = size // ranks // ELEMENT_BYTES
+    most = min(MAX_SLICES, elements)
+    if not 1 <= slices <= most:
+        raise ValueError(
+            f"slices must be in 1..{most} ({elements} float32s a chunk, at most {MAX_SLICES}), "
+            f"got {slices}"
+        )
+
+
 def round_size(size: int, ranks: int) -> int:
     """The largest size at most ``size`` that :func:`check_size` accepts (at least one
     element per rank)."""
@@ -200,7 +306,10 @@ def make_plan(collective: Collective, rank: int, ranks: int, size: int) -> Plan:
         return _alltoall(rank, ranks, size)
     reduce_scatter = collective in (Collective.ALLREDUCE, Collective.REDUCESCATTER)
     gather = collective in (Collective.ALLREDUCE, Collective.ALLGATHER)
-    layout = Layout(size, ranks, ranks - 1 if reduce_scatter else 0)
+    # Reduce-scatter alone alternates two banks of stage slots (module docstring); all-reduce
+    # needs one, since its iteration ends only after every rank reduced every slot.
+    banks = 2 if collective is Collective.REDUCESCATTER else 1
+    layout = Layout(size, ranks, ranks - 1 if reduce_scatter else 0, banks)
     chunk = layout.chunk
     right, left = (rank + 1) % ranks, (rank - 1) % ranks
     steps: list[Step] = []

@@ -10,15 +10,21 @@ addresses); ``connect`` takes every rank's and moves the QPs to RTS; then
 ``progress`` is called whenever the agent may have said something, and runs the state
 machine as far as it can without waiting:
 
-    COMPUTE (optional, between iterations) -> STEP 0 .. STEP n-1 -> DRAIN -> next iteration
+    COMPUTE (optional, between iterations) -> STEP (every step, sliced) -> DRAIN -> next iteration
 
-A step posts its WRITEs (each chunk cut into segments of at most ``segment_bytes``, every
-segment a signalled WRITE WITH IMMEDIATE whose immediate names the iteration and step), then
-waits until every segment it expects has arrived (a receive completion carrying the same
-immediate, from a QP of the peer that sends it), then reduces. Immediates are counted, not
-matched in order, so segments may complete in any order (over several QPs they do) and a
-fast neighbour's next-step or next-iteration segments may arrive early. DRAIN waits for the
-rank's own WRITEs to be acknowledged before the next iteration overwrites what they read.
+In STEP every step of the plan is cut into ``slices`` slices (``Step.sliced``), and the
+pipeline (``collective.pipeline``) says which (step, slice) units may go: slice j of step k+1
+once slice j of step k arrived and was reduced; with one slice, step after step. A unit posts
+its WRITEs (each slice of a chunk cut into segments of at most ``segment_bytes``, every
+segment a signalled WRITE WITH IMMEDIATE whose immediate names the iteration, step and slice),
+then waits until every segment it expects has arrived (a receive completion carrying the same
+immediate, from a QP of the peer that sends it), then reduces. Immediates are counted per
+(immediate, peer), not matched in order, so segments and slices may complete in any order
+(over several QPs they do) and a fast neighbour's later-step or next-iteration segments may
+arrive early. DRAIN waits for the rank's own WRITEs to be acknowledged before the next
+iteration overwrites what they read; a stage slot's slice is written once an iteration and
+reduced before its slice moves on, and its next write comes only after that reduction (the
+ring's causality, or for reduce-scatter the other bank: ``collective.plans``).
 
 Any completion in error (a QP out of retries, a flushed request) fails the rank with the
 completion's status and reason: the job stops, as an NCCL communicator aborts.
@@ -53,12 +59,15 @@ from agent.api import (
     WrOpcode,
 )
 from collective.data import Verdict, apply_copy, apply_reduce, fill_input, verify
-from collective.plans import Plan, Step
+from collective.pipeline import Pipeline, Unit
+from collective.plans import MAX_SLICES, Plan
 from collective.report import RankIteration
 from collective.roce import RoceSettings
 
 #: Largest WRITE a rank posts; a chunk is cut into segments of at most this.
 DEFAULT_SEGMENT_BYTES = 256 << 10
+#: Slices a ring step is cut into unless the job says (docs/collective.md: measured).
+DEFAULT_SLICES = 1
 #: Send and receive queue depth of each QP.
 SEND_DEPTH = 256
 RECV_DEPTH = 512
@@ -116,9 +125,19 @@ class RankWire:
             raise ValueError(f"malformed rank record: {exc!r}") from None
 
 
-def immediate(iteration: int, step: int) -> int:
-    """The immediate every segment of ``step`` in ``iteration`` carries (16 bits each)."""
-    return ((iteration & 0xFFFF) << 16) | (step & 0xFFFF)
+def immediate(iteration: int, step: int, slice_index: int = 0) -> int:
+    """The immediate every segment of slice ``slice_index`` of ``step`` in ``iteration``
+    carries: the slice in bits 31-24, the iteration modulo 256 in 23-16, the step in 15-0.
+
+    16 bits of step cover a ring of 2(N-1) steps for every N whose sums stay exact
+    (``collective.data``: 2^14 ranks). The iteration only has to tell a neighbour's next
+    iteration from this one (a neighbour is never two ahead: it cannot finish an iteration
+    before this rank has sent its part), so 8 bits are plenty. Slice 0 leaves the top byte
+    clear: a job of one slice sends the immediates it sent before slices existed.
+    """
+    if not 0 <= slice_index < MAX_SLICES:
+        raise ValueError(f"slice {slice_index} is outside 0..{MAX_SLICES - 1}")
+    return (slice_index << 24) | ((iteration & 0xFF) << 16) | (step & 0xFFFF)
 
 
 def segments(length: int, segment_bytes: int) -> list[tuple[int, int]]:
@@ -141,12 +160,15 @@ class Rank:
         ev_profile_id: int = 0,
         roce: RoceSettings | None = None,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        slices: int = 1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if iterations < 1:
             raise ValueError(f"iterations must be at least 1, got {iterations}")
         if segment_bytes < 1:
             raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
+        if not 1 <= slices <= MAX_SLICES:
+            raise ValueError(f"slices must be in 1..{MAX_SLICES}, got {slices}")
         self.plan = plan
         self.rank = plan.rank
         self.ctx = context
@@ -156,6 +178,25 @@ class Rank:
         #: RC QPs with these settings; None: one MRC QP to each peer.
         self.roce = roce
         self.segment_bytes = segment_bytes
+        self.slices = slices
+        layout = plan.layout
+        #: ``_units[b][k][j]``: slice j of step k with its stage slots in bank b.
+        self._units = [
+            [
+                [step.in_bank(b, layout).sliced(j, slices) for j in range(slices)]
+                for step in plan.steps
+            ]
+            for b in range(layout.stage_banks)
+        ]
+        #: (step, slice) -> (peer, segments it sends us then) for each receive of the unit.
+        self._expected: dict[Unit, tuple[tuple[int, int], ...]] = {
+            (k, j): tuple(
+                (recv.peer, len(segments(recv.length, segment_bytes))) for recv in unit.recvs
+            )
+            for k, row in enumerate(self._units[0])
+            for j, unit in enumerate(row)
+        }
+        self.pipeline = Pipeline(len(plan.steps), slices)
         self.clock = clock
         self.phase = Phase.READY
         self.records: list[RankIteration] = []
@@ -180,8 +221,6 @@ class Rank:
         self._outstanding = 0
         self._next_wr = 0
         self.iteration = 0
-        self.step = 0
-        self._posted = False
         self._compute_end = 0.0
         self._started = 0.0
         self._work = 0.0
@@ -268,17 +307,21 @@ class Rank:
     def waiting_for(self) -> str:
         """What the rank waits for, in words (for a stall's report)."""
         if self.phase is Phase.STEP:
-            step = self.plan.steps[self.step]
-            missing = [
-                recv.peer
-                for recv in step.recvs
-                if self._arrived[(immediate(self.iteration, self.step), recv.peer)]
-                < len(segments(recv.length, self.segment_bytes))
-            ]
-            return (
-                f"rank {self.rank}, iteration {self.iteration} step {self.step}: waits for "
-                f"data from rank(s) {missing}"
+            # Per step the slices still short of data and from whom: one line for any S.
+            short: dict[int, tuple[list[int], set[int]]] = {}
+            for unit in self.pipeline.waiting():
+                missing = self._missing(unit)
+                if missing:
+                    slices, peers = short.setdefault(unit[0], ([], set()))
+                    slices.append(unit[1])
+                    peers.update(missing)
+            waits = "; ".join(
+                f"step {step}"
+                + (f" slice(s) {slices}" if self.slices > 1 else "")
+                + f" from rank(s) {sorted(peers)}"
+                for step, (slices, peers) in sorted(short.items())
             )
+            return f"rank {self.rank}, iteration {self.iteration}: waits for data: {waits}"
         if self.phase is Phase.DRAIN:
             return (
                 f"rank {self.rank}, iteration {self.iteration}: waits for {self._outstanding} "
@@ -344,21 +387,23 @@ class Rank:
                 self._start_collective(now)
                 moved = True
             elif self.phase is Phase.STEP:
-                step = self.plan.steps[self.step]
-                if not self._posted:
-                    self._post_step(step)
-                    self._posted = moved = True
-                if not self._step_arrived(step):
+                for unit in self.pipeline.to_post():
+                    self._post_unit(unit)
+                    moved = True
+                arrived = [unit for unit in self.pipeline.waiting() if self._unit_arrived(unit)]
+                if not arrived:
                     return moved
                 started = self.clock()
-                for op in step.reduces:
-                    assert self.mr is not None
-                    apply_reduce(self.mr.buf, self.plan.layout, op)
+                units = self._units[self.plan.layout.bank(self.iteration)]
+                for unit in arrived:
+                    step, index = unit
+                    for op in units[step][index].reduces:
+                        assert self.mr is not None
+                        apply_reduce(self.mr.buf, self.plan.layout, op)
+                    self.pipeline.complete(unit)
                 self._work += self.clock() - started
-                self.step += 1
-                self._posted = False
                 moved = True
-                if self.step == len(self.plan.steps):
+                if self.pipeline.finished:
                     self.phase = Phase.DRAIN
             elif self.phase is Phase.DRAIN:
                 if self._outstanding or any(self._pending.values()):
@@ -387,24 +432,32 @@ class Rank:
         for op in self.plan.prologue:
             apply_copy(self.mr.buf, self.plan.layout, op)
         self._work += self.clock() - now
-        self.step = 0
-        self._posted = False
+        self.pipeline.restart()
         self.phase = Phase.STEP
 
-    def _step_arrived(self, step: Step) -> bool:
-        imm = immediate(self.iteration, self.step)
-        for recv in step.recvs:
-            if self._arrived[(imm, recv.peer)] < len(segments(recv.length, self.segment_bytes)):
-                return False
-        for recv in step.recvs:
-            del self._arrived[(imm, recv.peer)]
+    def _missing(self, unit: Unit) -> list[int]:
+        """The peers whose segments of ``unit`` (this iteration) have not all arrived."""
+        imm = immediate(self.iteration, *unit)
+        return [peer for peer, count in self._expected[unit] if self._arrived[(imm, peer)] < count]
+
+    def _unit_arrived(self, unit: Unit) -> bool:
+        """Whether every segment of ``unit`` arrived; if so its counts are consumed, so that
+        nothing is left under the immediate when the iteration number wraps round to it."""
+        if self._missing(unit):
+            return False
+        imm = immediate(self.iteration, *unit)
+        for peer, _ in self._expected[unit]:
+            del self._arrived[(imm, peer)]
         return True
 
-    def _post_step(self, step: Step) -> None:
+    def _post_unit(self, unit: Unit) -> None:
+        """Queue the WRITEs of slice ``unit[1]`` of step ``unit[0]``, segment by segment."""
         assert self.mr is not None
+        step, index = unit
         layout = self.plan.layout
-        imm = immediate(self.iteration, self.step)
-        for send in step.sends:
+        imm = immediate(self.iteration, step, index)
+        bank = self.plan.layout.bank(self.iteration)
+        for send in self._units[bank][step][index].sends:
             remote_addr, rkey = self._remote[send.peer]
             local = self.mr.addr + layout.offset(send.src) + send.src_offset
             remote = remote_addr + layout.offset(send.dst) + send.dst_offset

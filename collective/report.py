@@ -67,6 +67,8 @@ class JobResult:
     hosts: list[str] = field(default_factory=list)
     #: How a RoCE job ran RoCE (None for MRC).
     roce: RoceSettings | None = None
+    #: Slices each ring step was cut into (1: steps in lockstep).
+    slices: int = 1
 
     @property
     def completed_iterations(self) -> int:
@@ -153,6 +155,7 @@ def summarize(result: JobResult) -> dict[str, Any]:
         "transport": result.transport,
         "roce": asdict(result.roce) if result.roce is not None else None,
         "compute_s": result.compute_s,
+        "slices": result.slices,
         "bus_factor": result.collective.bus_factor(result.ranks),
         "completed_iterations": done,
         "per_iteration": records,
@@ -193,6 +196,8 @@ def text(summary: dict[str, Any]) -> list[str]:
     transport = summary["transport"]
     if roce is not None:
         transport += f", {RoceSettings(**roce).describe()}"
+    if summary["slices"] > 1:
+        transport += f", {summary['slices']} slices a step"
     lines = [
         f"{summary['collective']} of {summary['size_bytes']} bytes over {summary['ranks']} ranks "
         f"({transport}): {summary['completed_iterations']}/{summary['iterations']} iterations"

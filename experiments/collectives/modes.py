@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from collective.job import JobError, JobSpec
 from collective.plans import parse_collective, round_size
+from collective.rank import DEFAULT_SLICES
 from experiments.topology_variant import Variant
 from experiments.transports import (
     parse_choices,
@@ -68,6 +69,8 @@ class Params:
     loss_percent: float = 1.0
     second_iterations: int = 3
     segment_bytes: int = 64 << 10
+    #: Slices each ring step is cut into, pipelined (docs/collective.md; 1: lockstep).
+    slices: int = DEFAULT_SLICES
     #: The launcher's watchdog: longer than an nccl QP takes to give up on a dead path
     #: (eight 4.3 s timeouts, 34 s), so that a RoCE job dies of its own retries, as under
     #: NCCL, whose watchdog waits minutes, rather than of the launcher's.
@@ -109,6 +112,7 @@ class Params:
             iterations=iterations or self.iterations,
             compute_s=self.compute_s,
             segment_bytes=self.segment_bytes,
+            slices=self.slices,
             stall_timeout_s=self.stall_timeout_s,
             **transfer_options(transport),
         )

@@ -1,11 +1,14 @@
-"""The job's command line: the RoCE options reach the job's spec as given (the spec checks
-whether they go with the transport)."""
+"""The job's command line: the RoCE options and the slice count reach the job's spec as given
+(the spec checks whether they go with the transport and the chunk)."""
 
 from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from collective.cli import add_job_options, job_spec
+from collective.rank import DEFAULT_SLICES
 
 
 def _spec(*argv: str):
@@ -33,3 +36,13 @@ def test_roce_options_reach_the_job():
 def test_without_them_a_job_runs_mrc_with_no_roce_settings():
     spec = _spec()
     assert spec.transport == "mrc" and spec.roce() is None
+
+
+def test_slices_reach_the_job_and_default_to_the_measured_count():
+    assert _spec("--slices", "4").slices == 4
+    assert _spec().slices == DEFAULT_SLICES
+
+
+def test_a_slice_count_below_one_is_refused():
+    with pytest.raises(SystemExit):
+        _spec("--slices", "0")

@@ -2,7 +2,7 @@
 stepped clock): every collective completes with exact results; ``single`` installs its
 one-EV profile and reuses it; a RoCE job runs its profile over the QPs it asks for; a dead
 network fails the job with when and why; a job in which nothing moves fails on its stall
-timeout; the rendezvous waits for every rank."""
+timeout; the rendezvous waits for every rank; steps cut into slices end as exact."""
 
 from __future__ import annotations
 
@@ -54,6 +54,22 @@ def test_every_collective_completes_with_exact_results(agents, collective):
     assert summary["completed_iterations"] == 3 and len(summary["verified"]) == 2
     assert [r["iteration"] for r in records] == [0, 1, 2], "progress once per iteration"
     assert all(r["time_s"] > 0 for r in records)
+
+
+@pytest.mark.parametrize("slices", [2, 5])
+@pytest.mark.parametrize("collective", list(Collective))
+def test_with_slices_every_collective_completes_with_exact_results(agents, collective, slices):
+    spec = JobSpec(collective, 96 * 1024, iterations=2, segment_bytes=8192, slices=slices)
+    summary = summarize(run(agents, spec))
+    assert summary["ok"], summary
+    assert summary["slices"] == slices
+    assert f"{slices} slices a step" in text(summary)[0]
+
+
+def test_slices_that_do_not_fit_a_chunk_are_refused_before_anything_runs(agents):
+    # two ranks, 16 float32s a chunk
+    with pytest.raises(JobError, match=r"slices must be in 1\.\.16"):
+        run(agents, JobSpec(Collective.ALLREDUCE, 128, slices=17))
 
 
 def test_the_launcher_hears_each_ranks_qp_numbers_as_its_agent_lists_them(agents):
@@ -253,6 +269,10 @@ def test_rank_records_round_trip_and_bad_ones_are_refused():
 
 
 def test_immediates_and_segments():
-    assert immediate(0x1_0002, 3) == (2 << 16) | 3, "the iteration wraps at 16 bits"
+    assert immediate(2, 3) == (2 << 16) | 3, "slice 0: the immediate of a job without slices"
+    assert immediate(0x102, 3, 5) == (5 << 24) | (2 << 16) | 3, "the iteration wraps at 8 bits"
+    assert immediate(0, 0xFFFF, 255) == 0xFF00_FFFF, "the step keeps 16 bits"
+    with pytest.raises(ValueError, match="slice 256"):
+        immediate(0, 0, 256)
     assert segments(10, 4) == [(0, 4), (4, 4), (8, 2)]
     assert segments(8, 8) == [(0, 8)]

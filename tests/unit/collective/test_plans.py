@@ -1,21 +1,29 @@
 """The collectives' plans as a specification: run every rank's plan on plain buffers, with
 the network replaced by copies between them, and the results are exact; every send meets a
 receive of the same length in the same step; each rank sends what nccl-tests' bus factor
-says the links carry."""
+says the links carry; a step's slices are the step cut into disjoint element ranges, so that
+each slice of the ring is a ring of its own; reduce-scatter's stage slots come in two banks."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
 
 from collective.data import apply_copy, apply_reduce, fill_input, verify
 from collective.plans import (
+    ELEMENT_BYTES,
+    MAX_SLICES,
     Buf,
     Collective,
+    Step,
     check_size,
+    check_slices,
     make_plan,
     parse_collective,
     round_size,
+    slice_range,
 )
 
 
@@ -129,4 +137,85 @@ def test_stage_slots_only_where_something_is_reduced():
     assert make_plan(Collective.ALLGATHER, 0, 4, 64).layout.stage_slots == 0
     layout = make_plan(Collective.ALLREDUCE, 0, 4, 64).layout
     assert layout.region_bytes == 2 * 64 + 3 * 16
+    # reduce-scatter alone: two banks, by iteration parity
+    layout = make_plan(Collective.REDUCESCATTER, 0, 4, 64).layout
+    assert layout.region_bytes == 2 * 64 + 2 * 3 * 16
+    assert [layout.bank(i) for i in range(4)] == [0, 1, 0, 1]
+
+
+def test_a_steps_bank_moves_only_its_stage_writes_and_reads():
+    plan = make_plan(Collective.REDUCESCATTER, 1, 4, 64)
+    step, layout = plan.steps[2], plan.layout
+    assert step.in_bank(0, layout) is step
+    moved = step.in_bank(1, layout)
+    assert [s.dst_offset - t.dst_offset for s, t in zip(moved.sends, step.sends, strict=True)] == [
+        layout.bank_bytes
+    ]
+    assert [
+        (m.stage_offset - r.stage_offset, m.in_offset, m.out_offset)
+        for m, r in zip(moved.reduces, step.reduces, strict=True)
+    ] == [(layout.bank_bytes, r.in_offset, r.out_offset) for r in step.reduces]
+    assert [s.src_offset for s in moved.sends] == [s.src_offset for s in step.sends]
+    gather = make_plan(Collective.ALLREDUCE, 1, 4, 64).steps[-1]
+    assert gather.in_bank(1, layout).sends == gather.sends, "OUT writes stay where they are"
     assert np.dtype(np.float32).itemsize == 4
+
+
+@pytest.mark.parametrize(("length", "slices"), [(80, 1), (80, 4), (80, 3), (80, 20), (12, 2)])
+def test_slices_cut_a_chunk_into_whole_non_empty_elements_in_order(length, slices):
+    ranges = [slice_range(length, slices, j) for j in range(slices)]
+    assert ranges[0][0] == 0
+    for (offset, size), (following, _) in itertools.pairwise(ranges):
+        assert offset + size == following, "contiguous, in order"
+    assert sum(size for _, size in ranges) == length
+    assert all(size > 0 and size % ELEMENT_BYTES == 0 for _, size in ranges)
+    sizes = {size for _, size in ranges}
+    assert max(sizes) - min(sizes) <= ELEMENT_BYTES, "as even as whole elements allow"
+
+
+def _touched(step: Step, layout) -> dict[str, set[int]]:
+    """The bytes of the region a step's ops read or write, by role."""
+
+    def span(buf: Buf, offset: int, length: int) -> set[int]:
+        start = layout.offset(buf) + offset
+        return set(range(start, start + length))
+
+    touched: dict[str, set[int]] = {"sent": set(), "written": set(), "reduced": set()}
+    for send in step.sends:
+        touched["sent"] |= span(send.src, send.src_offset, send.length)
+        touched["written"] |= span(send.dst, send.dst_offset, send.length)
+    for op in step.reduces:
+        touched["reduced"] |= span(Buf.OUT, op.out_offset, op.length)
+        touched["reduced"] |= span(Buf.IN, op.in_offset, op.length)
+        touched["reduced"] |= span(Buf.STAGE, op.stage_offset, op.length)
+    return touched
+
+
+@pytest.mark.parametrize("slices", [2, 3, 7])
+@pytest.mark.parametrize("collective", list(Collective))
+def test_a_steps_slices_are_the_step_cut_into_disjoint_ranges(collective, slices):
+    ranks, size = 4, 4 * 4 * 7
+    plan = make_plan(collective, 1, ranks, size)
+    for step in plan.steps:
+        parts = [step.sliced(j, slices) for j in range(slices)]
+        whole = _touched(step, plan.layout)
+        cut = [_touched(part, plan.layout) for part in parts]
+        for role, covered in whole.items():
+            assert set().union(*(c[role] for c in cut)) == covered, role
+        for a in range(slices):
+            for b in range(a + 1, slices):
+                every_a = set().union(*cut[a].values())
+                every_b = set().union(*cut[b].values())
+                assert not every_a & every_b, f"slices {a} and {b} share bytes"
+        for recv in step.recvs:
+            got = [r.length for part in parts for r in part.recvs if r.peer == recv.peer]
+            assert sum(got) == recv.length and len(got) == slices
+    assert plan.steps[0].sliced(0, 1) is plan.steps[0], "one slice is the step itself"
+
+
+def test_slices_must_fit_the_chunk_and_the_immediate():
+    check_slices(4 * 4 * 7, 4, 7)
+    check_slices(4 * 2 * 1000, 2, MAX_SLICES)
+    for size, ranks, slices in ((4 * 4 * 7, 4, 8), (4 * 4 * 7, 4, 0), (4 * 2 * 1000, 2, 257)):
+        with pytest.raises(ValueError, match="slices must be in"):
+            check_slices(size, ranks, slices)

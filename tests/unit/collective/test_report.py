@@ -49,6 +49,7 @@ def test_summary_of_a_completed_job():
     summary = summarize(job(TWO_RANKS))
     assert summary["ok"] and not summary["failed"]
     assert summary["roce"] is None and "(mrc)" in text(summary)[0]
+    assert summary["slices"] == 1, "steps in lockstep unless the job said otherwise"
     assert summary["completed_iterations"] == 2
     assert summary["job_completion_s"] == pytest.approx(2.5)
     assert summary["time_per_iteration_s"] == pytest.approx(1.35)
@@ -63,6 +64,13 @@ def test_waiting_is_time_in_the_collective_outside_the_ranks_own_work():
     # rank 0: (1.0-0.1) + (1.5-0.1); rank 1: (1.0-0.3) + (0.8-0.0); over 2 ranks x 2.5 s
     assert network_wait_share(result, 2.5) == pytest.approx((0.9 + 1.4 + 0.7 + 0.8) / 5.0)
     assert network_wait_share(result, 0.0) is None
+
+
+def test_a_sliced_job_says_so():
+    result = job(TWO_RANKS)
+    result.slices = 4
+    summary = summarize(result)
+    assert summary["slices"] == 4 and "(mrc, 4 slices a step)" in text(summary)[0]
 
 
 def test_a_failed_job_reports_when_and_why_and_no_completion_time():

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from collective.plans import Collective
+from collective.rank import DEFAULT_SLICES
 from collective.report import Failure, JobResult, RankIteration
 from collective.roce import RoceSettings
 from experiments.capabilities import target_facts
@@ -118,6 +119,11 @@ def test_a_modes_job_runs_its_contender(transport, roce):
     assert spec.transport == transport.partition(":")[0]
     assert spec.roce() == roce
     assert spec.stall_timeout_s > 8 * 4.096e-6 * 2**20, "an nccl QP dies of its own retries"
+
+
+def test_the_slice_count_reaches_every_modes_job():
+    assert Params().job_spec("mrc", ranks=16).slices == DEFAULT_SLICES
+    assert Params(slices=4).job_spec("roce:nccl", ranks=16).slices == 4
 
 
 def test_a_runs_record_names_the_roce_its_job_ran():
