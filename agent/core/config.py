@@ -173,24 +173,13 @@ class MrcConfig:
     #: Send a reliability probe (0xDE) when the tail of a burst goes unanswered, so tail losses
     #: are found by a SACK within about an RTT instead of by the RTO.
     tail_loss_probe: bool = True
-    #: Most data packets one SACK answers. 64, a receive batch of the runtime: SACK processing
-    #: is a large part of the sender's per-packet work. 1 restores one SACK per packet.
+    #: Most data packets one SACK answers. The receiver answers whatever arrived since its last
+    #: SACK whenever the caller asks for output (the runtime: after each receive batch of up
+    #: to 64 datagrams), and at the latest after this many packets. 64, the runtime's batch,
+    #: makes it one SACK per batch: SACK processing is a large part of the sender's per-packet
+    #: work, and this still returns several acknowledgements per window of the size NSCC
+    #: settles at on a veth pair. 1 restores one SACK per packet.
     sack_coalesce_max: int = 64
-    #: Longest a data packet's SACK waits for more packets to answer with it (QUIC's
-    #: max_ack_delay, 25 ms; TCP's delayed ACK waits up to 40 ms). The sender's ACK requests
-    #: make it a backstop, not the pace: packets on a link of 200 packets/s arrive 5 ms apart,
-    #: and a shorter wait brought back a SACK for every packet or two.
-    sack_delay: float = 25e-3
-    #: ACK requests a sender sets per congestion window, besides a message's last packet and
-    #: every resend: each makes the receiver answer at once, so the window keeps moving with
-    #: a SACK per quarter window instead of one per packet (TCP's ACK clock with a wider
-    #: stride). Four keeps a window-limited flow from stalling on the receiver's delay.
-    ack_requests_per_window: int = 4
-    #: A connection's first data packets all ask for their ACK, as TCP's quick ACKs at a
-    #: connection's start: the RTT variation, and so the reordering window, is learnt from
-    #: per-packet samples before acknowledgements thin out (without, a two-plane simulation
-    #: took reordering in the first window for losses). 64: the initial window.
-    quick_ack_packets: int = 64
     #: A connection with work outstanding that hears nothing from its peer for this long
     #: fails: 3 s is far beyond any path repair the testbed does and short enough for a CLI.
     peer_timeout: float = 3.0
@@ -256,13 +245,6 @@ class MrcConfig:
             raise ValueError("reorder_window_persist must be >= 1")
         if self.sack_coalesce_max < 1:
             raise ValueError(f"sack_coalesce_max must be >= 1, got {self.sack_coalesce_max}")
-        _positive("sack_delay", self.sack_delay)
-        if self.quick_ack_packets < 0:
-            raise ValueError(f"quick_ack_packets must be >= 0, got {self.quick_ack_packets}")
-        if self.ack_requests_per_window < 1:
-            raise ValueError(
-                f"ack_requests_per_window must be >= 1, got {self.ack_requests_per_window}"
-            )
         _positive("peer_timeout", self.peer_timeout)
         _positive("peer_timeout_rtos", self.peer_timeout_rtos)
         congestion_control_spec(self.congestion_control)

@@ -52,7 +52,6 @@ from agent.core.send_slots import SendSlots
 from agent.core.sender import Sender
 from agent.core.stats import ConnectionCounters, ConnectionStats
 from wire.constants import (
-    BTH_FLAG_ACKREQ,
     ECN_CE,
     ECN_ECT0,
     ECN_NOT_ECT,
@@ -172,14 +171,6 @@ class Connection:
         #: ``EndpointMessage.more_answers``), when this turn's output is collected.
         self._probe_answers: dict[int, list[tuple[int, int, int]]] = {}
         self._sack_plane = 0  # plane of the latest data packet: its coalesced SACK's way back
-        #: When the pending SACK must go at the latest (None: none pending).
-        self._sack_due: float | None = None
-        self._sack_delay = config.sack_delay
-        #: Data packets sent since the last one carrying an ACK request.
-        self._since_ack_request = 0
-        self._ack_request_bytes = config.payload_size * config.ack_requests_per_window
-        #: Data packets still to send that each ask for their ACK (``quick_ack_packets``).
-        self._quick_acks = config.quick_ack_packets
         self._scratch: list[Packet] = []
         self._dscp = config.dscp
         self.closed = False
@@ -243,15 +234,10 @@ class Connection:
          _pkey) = fields  # fmt: skip
         ev = ev_from_headers(datagram.src_port, datagram.flow_label)
         scratch = self._scratch
-        receiver = self.receiver
-        result = receiver.on_data_fields(
+        result = self.receiver.on_data_fields(
             opcode, psn, msn, va, rkey, dma_length, payload, immediate, timestamp, ev,
-            datagram.ecn == ECN_CE, bool(datagram.payload[8] & BTH_FLAG_ACKREQ), scratch,
+            datagram.ecn == ECN_CE, scratch,
         )  # fmt: skip
-        if not receiver.sack_pending:
-            self._sack_due = None
-        elif self._sack_due is None:
-            self._sack_due = now + self._sack_delay
         self._sack_plane = plane
         if scratch:
             self._queue_replies(plane, ev)
@@ -351,14 +337,11 @@ class Connection:
         out: list[OutgoingDatagram] = []
         control = self._dscp.control
         receiver = self.receiver
-        due = self._sack_due
-        if due is not None and (now >= due or not receiver.sack_pending):
-            # The packets waited as long as they may (or were answered meanwhile).
-            self._sack_due = None
-            if receiver.sack_pending:
-                ev = receiver.pending_sack_ev
-                receiver.flush_sack(self._scratch)
-                self._queue_replies(self._sack_plane, ev)
+        if receiver.sack_pending:
+            # The caller has handed over everything that arrived: answer it with one SACK.
+            ev = receiver.pending_sack_ev
+            receiver.flush_sack(self._scratch)
+            self._queue_replies(self._sack_plane, ev)
         for packet, plane, ev in self._replies:
             out.append(self._datagram(packet, plane, ev, control, ECN_NOT_ECT))
         self._replies.clear()
@@ -407,14 +390,6 @@ class Connection:
             written = 0
         burst = self._transmissions(now, limit) if paced else sender.next_transmissions(now, limit)
         self.data_sent_last_call = len(burst)
-        # An ACK request every ``stride`` packets: a few per window (config's reason); and on
-        # the last packet before the window (not pacing: its timer sends on) holds the rest
-        # back, else the packets in flight would wait out the receiver's delay.
-        stride = max(1, cc.window // self._ack_request_bytes)
-        quick = self._quick_acks
-        since = self._since_ack_request
-        stall_at = len(burst) if not paced and len(burst) < limit and sender.wants_to_send else 0
-        index = 0
         for rec in burst:
             entry = rec.entry
             assert entry is not None  # next_transmission always assigns one
@@ -423,18 +398,6 @@ class Connection:
             end = offset + rec.length
             opcode = rec.opcode
             retransmit = rec.transmissions > 1
-            since += 1
-            index += 1
-            quick -= 1
-            ack_req = (
-                quick >= 0
-                or end >= message.length
-                or retransmit
-                or since >= stride
-                or index == stall_at
-            )
-            if ack_req:
-                since = 0
             plane = entry.plane
             ev = entry.value
             src_port = ev_source_port(ev)
@@ -448,7 +411,7 @@ class Connection:
                     rqmsn, message.remote_va + offset, message.rkey, message.length,
                     message.data[offset:end],
                     message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
-                    ack_req, retransmit, src_port,
+                    end >= message.length, retransmit, src_port,
                 )  # fmt: skip
                 envelopes[count].fill(
                     paths[plane], plane, src_port, ev_flow_label(ev),
@@ -461,7 +424,7 @@ class Connection:
                 opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset, message.rkey,
                 message.length, message.data[offset:end],
                 message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
-                ack_req, retransmit, src_port,
+                end >= message.length, retransmit, src_port,
             )  # fmt: skip
             append(
                 OutgoingDatagram(
@@ -469,8 +432,6 @@ class Connection:
                     retx_dscp if retransmit else trimmable, ECN_ECT0,
                 )
             )  # fmt: skip
-        self._since_ack_request = since
-        self._quick_acks = max(quick, 0)
         if slots is not None:
             slots.count = count
             slots.written += written
@@ -610,7 +571,6 @@ class Connection:
                 self.ev_set.next_probe_time(),
                 self._port_status_due,
                 self._pacing_wake,
-                self._sack_due,
                 None if self._watch_from_next_call else self._peer_deadline(),
             )
             if t is not None

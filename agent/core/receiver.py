@@ -15,23 +15,21 @@
   of a finished message also repeats that message's ACK/NAK, because the sender only resends a
   finished message's last packet when that ACK went missing; it does so however far behind
   ``cack`` the packet is (then with the ACK alone: a SACK cannot point that far back).
-* Data SACKs are coalesced, as RoCE NICs coalesce ACKs and TCP delays them: one SACK answers
-  every data packet that arrived since the last one, because a SACK per packet costs the
-  sender as much as sending does and, in a ring collective, takes a tenth of every link. The
+* Data SACKs are coalesced: one SACK answers every data packet that arrived since the last
+  one, because at line rate a SACK per packet costs the sender as much as sending does. The
   SACK echoes the EV and timestamp of the latest packet (its RTT sample and the EV the sender
   hears about); its cumulative PSN and bitmap acknowledge all the others, and the sender
-  releases each packet's EV from that. A pending SACK goes out at once when the sender needs
-  it: the packet carries the ACK request bit (the sender sets it on a message's last packet,
-  on a resend and every ``1/ack_requests_per_window`` of its window), it opens a hole above
-  the cumulative PSN where there was none (loss detection wants the gap early), it ends a
-  message (whose completion ACK then follows the SACK), or it is CE-marked (its ECN echo
-  must steer the sender away from exactly that EV). Otherwise it goes out after
-  ``sack_coalesce_max`` packets, before a packet the bitmap could not cover together with
-  the pending ones (PSN spread of 64 or more among those at or above the cumulative PSN: a
-  resend that fills the hole cack waited at is acknowledged by the cumulative PSN and forces
-  nothing out), before any other answer (so answers keep their order), and at the latest
-  ``sack_delay`` after the first packet it answers (the connection's timer; the caller asks
-  through ``flush_sack``).
+  releases each packet's EV from that. A pending SACK goes out (``flush_sack``) when the
+  caller has nothing more to hand over (the runtime: after a receive batch; the simulator:
+  after every datagram), after ``sack_coalesce_max`` packets, before a packet the bitmap
+  could not cover together with the pending ones (PSN spread of 64 or more among those at or
+  above the cumulative PSN: a resend that fills the hole cack waited at is acknowledged by
+  the cumulative PSN and forces nothing out, which saved two SACKs per loss), and before any
+  other answer, so answers keep their order. A message's completion ACK is the exception
+  that proves it: it waits behind the pending SACK rather than forcing it out, because a
+  flush per message added many SACKs at line rate (the runtime's batches hold most of a
+  64-packet message), each costly for the sender to process. A CE-marked packet is
+  answered at once: its ECN echo must steer the sender away from exactly that EV.
 """
 
 from __future__ import annotations
@@ -125,6 +123,8 @@ class Receiver:
         # The data packets not yet answered: how many, the lowest and highest PSN among them,
         # and the latest one's PSN, EV and timestamp (what the SACK will echo).
         self._unanswered = 0
+        #: Completion ACKs of messages finished while a SACK was pending: they follow it out.
+        self._acks_behind_sack: list[Packet] = []
         self._unanswered_low: int | None = None
         self._unanswered_high = 0
         self._latest_psn = 0
@@ -137,8 +137,7 @@ class Receiver:
         """A data packet arrived on EV ``ev``; ``ce``: it was CE-marked."""
         return self.on_data_fields(
             packet.opcode, packet.psn, packet.msn, packet.va, packet.rkey, packet.dma_length,
-            packet.payload, packet.immediate, packet.tx_timestamp, ev, ce, packet.ack_req,
-            replies,
+            packet.payload, packet.immediate, packet.tx_timestamp, ev, ce, replies,
         )  # fmt: skip
 
     def on_data_fields(
@@ -154,7 +153,6 @@ class Receiver:
         tx_timestamp: int | None,
         ev: int,
         ce: bool,
-        ack_req: bool,
         replies: list[Packet],
     ) -> DropReason | None:
         """``on_data`` from the packet's fields (the runtime's per-packet path builds no
@@ -182,7 +180,6 @@ class Receiver:
         elif assembly.length != length or assembly.rkey != rkey:
             return DropReason.BAD_FIELD
         # The PSN is consumed from here on, whether the bytes are placed or refused.
-        urgent = ack_req or offset > 0  # asked for, or out of order (a hole below it)
         mask |= 1 << offset
         if offset == 0:  # cack moves over the run of arrived PSNs it now heads
             inverted = ~mask
@@ -205,16 +202,13 @@ class Receiver:
         if opcode in _IMM_OPCODE_SET:
             assembly.immediate = immediate
         assembly.accounted += size
-        self._answer(psn, ev, ce, urgent, tx_timestamp or 0, replies)
+        self._answer(psn, ev, ce, tx_timestamp or 0, replies)
         if assembly.accounted >= assembly.length:
             self._complete(msn, assembly, replies)
         return refusal
 
-    def _answer(
-        self, psn: int, ev: int, ce: bool, urgent: bool, timestamp: int, replies: list[Packet]
-    ) -> None:
-        """Acknowledge new data packet ``psn``: at once if CE-marked, with the pending ones if
-        ``urgent``, otherwise coalesced."""
+    def _answer(self, psn: int, ev: int, ce: bool, timestamp: int, replies: list[Packet]) -> None:
+        """Acknowledge new data packet ``psn``: at once if CE-marked, otherwise coalesced."""
         cack = self.cack
         # A PSN behind cack (a resend that filled the hole cack waited at, a late packet) is
         # acknowledged by the cumulative PSN: only the others need room in the bitmap, which
@@ -252,7 +246,7 @@ class Receiver:
         self._latest_psn = psn
         self._latest_ev = ev
         self._latest_timestamp = timestamp
-        if urgent or self._unanswered >= self._coalesce_max:
+        if self._unanswered >= self._coalesce_max:
             self.flush_sack(replies)
 
     @property
@@ -280,6 +274,9 @@ class Receiver:
                     probe=False,
                 )
             )
+            if self._acks_behind_sack:
+                replies.extend(self._acks_behind_sack)
+                self._acks_behind_sack.clear()
 
     def on_trimmed(
         self, header: TrimmedDataHeader, ev: int, last_hop: bool, ce: bool, replies: list[Packet]
@@ -399,5 +396,8 @@ class Receiver:
         outcomes[msn] = syndrome
         if len(outcomes) > self._history_size:
             outcomes.popitem(last=False)
-        self.flush_sack(replies)  # the SACK of the packets before the completion ACK
-        replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))
+        ack = AckPacket(self._remote_qp, self.cack, syndrome, msn)
+        if self._unanswered:
+            self._acks_behind_sack.append(ack)  # after the SACK of the packets before it
+        else:
+            replies.append(ack)
