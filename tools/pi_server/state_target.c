@@ -618,7 +618,8 @@ pi_status_t _pi_act_prof_grp_set_mbrs(pi_session_handle_t session_handle, pi_dev
   return status;
 }
 
-/* Members and groups of one profile, or the one member or group with the given handle. */
+/* Members and groups of one profile, or the one member or group with the given handle (an
+ * error when there is none). */
 static pi_status_t fetch_act_prof(pi_dev_id_t dev, pi_p4_id_t act_prof_id, int want_members,
                                   int want_groups, const pi_indirect_handle_t *handle,
                                   pi_act_prof_fetch_res_t *res) {
@@ -638,6 +639,10 @@ static pi_status_t fetch_act_prof(pi_dev_id_t dev, pi_p4_id_t act_prof_id, int w
       continue;
     num_groups++;
     num_handles += g->count;
+  }
+  if (handle != NULL && num_members + num_groups == 0) {  /* asked for one that is not there */
+    pthread_mutex_unlock(&state_lock);
+    return PI_STATUS_TARGET_ERROR;
   }
   size_t groups_size = num_groups * (sizeof(s_pi_indirect_handle_t) + 2 * sizeof(uint32_t));
   res->num_members = num_members;
@@ -692,10 +697,6 @@ pi_status_t _pi_act_prof_mbr_fetch(pi_session_handle_t session_handle, pi_dev_id
                                    pi_p4_id_t act_prof_id, pi_indirect_handle_t mbr_handle,
                                    pi_act_prof_fetch_res_t *res) {
   (void)session_handle;
-  pthread_mutex_lock(&state_lock);
-  int known = find_member(dev_id, act_prof_id, mbr_handle) >= 0;
-  pthread_mutex_unlock(&state_lock);
-  if (!known) return PI_STATUS_TARGET_ERROR;
   return fetch_act_prof(dev_id, act_prof_id, 1, 0, &mbr_handle, res);
 }
 
@@ -703,10 +704,6 @@ pi_status_t _pi_act_prof_grp_fetch(pi_session_handle_t session_handle, pi_dev_id
                                    pi_p4_id_t act_prof_id, pi_indirect_handle_t grp_handle,
                                    pi_act_prof_fetch_res_t *res) {
   (void)session_handle;
-  pthread_mutex_lock(&state_lock);
-  int known = find_group(dev_id, act_prof_id, grp_handle) >= 0;
-  pthread_mutex_unlock(&state_lock);
-  if (!known) return PI_STATUS_TARGET_ERROR;
   return fetch_act_prof(dev_id, act_prof_id, 0, 1, &grp_handle, res);
 }
 
