@@ -128,8 +128,8 @@ clean:  ## Remove caches and build/ (the native agent too: `make native`); keeps
 # -- the testbed runner and experiments (testbed/, experiments/) ---------------------------------
 .PHONY: run-topology stop experiment
 
-run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] [PATH_MODE=ecmp|structured|srv6] with controller and agents; Mininet CLI + fail/restore/restart/mrc/status; live view on LIVE_PORT (8765)
-	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) --live-port $(or $(LIVE_PORT),8765) $(if $(LIVE_HOST),--live-host $(LIVE_HOST))
+run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] [PATH_MODE=ecmp|structured|srv6] [BACKUP=1] with controller and agents; Mininet CLI + fail/restore/restart/mrc/status; live view on LIVE_PORT (8765)
+	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) $(if $(BACKUP),--backup) --live-port $(or $(LIVE_PORT),8765) $(if $(LIVE_HOST),--live-host $(LIVE_HOST))
 
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop

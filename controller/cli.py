@@ -3,6 +3,7 @@
     mrc-controller run leaf-spine                      # a preset name, or a topology file
     mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
     mrc-controller run leaf-spine --target linux --netns-prefix mn3fa2   # kernel switches
+    mrc-controller run leaf-spine --target linux --primary-lock run/ctl.lock  # with a backup
     mrc-controller run leaf-spine --routing static     # or reactive (default), converge:3
     mrc-controller run leaf-spine --path-mode structured   # or ecmp (default), srv6
     mrc-controller status [--socket PATH] [--json]
@@ -68,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
         help="linux: switch S is the namespace PREFIX-S ('' : S itself)",
     )
     run.add_argument("--election-id", type=int, help="P4Runtime election id (default 10)")
+    run.add_argument(
+        "--primary-lock",
+        type=Path,
+        help="linux: a lock file shared with a backup controller; only its holder writes",
+    )
     run.add_argument("--grpc-host", help="host of every switch's gRPC/Thrift server")
     run.add_argument("--socket", type=Path, dest="status_socket", help="status socket path")
     run.add_argument("--event-log", type=Path, help="write the event log here (default stdout)")
@@ -116,6 +122,7 @@ def _run(args: argparse.Namespace) -> int:
             target=args.target,
             netns_prefix=args.netns_prefix,
             election_id=args.election_id,
+            primary_lock=args.primary_lock,
             grpc_host=args.grpc_host,
             status_socket=args.status_socket,
             event_log=args.event_log,

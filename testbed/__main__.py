@@ -3,6 +3,7 @@
     python -m testbed run [TOPO] [--target auto|bmv2|linux]   # bring up, open the CLI, tear down
         [--routing static|reactive|converge[:SECONDS]]      # the controller's routing policy
         [--path-mode ecmp|structured|srv6]                  # how EVs pick paths (docs/routing.md)
+        [--backup]                                          # a backup controller beside the first
         [--live-port 8765] [--live-host 127.0.0.1] [--no-live]  # the live view (web page)
     python -m testbed stop [PREFIX...]             # stop every run (or those) and clean up
 
@@ -70,6 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fields name the uplinks; bmv2) or srv6 (bmv2, and linux where the kernel routes uSID "
         "carriers; docs/routing.md)",
     )
+    run.add_argument(
+        "--backup",
+        action="store_true",
+        help="run a backup controller that takes over when the primary dies (docs/controller.md)",
+    )
     run.add_argument("--live-port", type=int, default=8765, help="the live view's port")
     run.add_argument(
         "--live-host",
@@ -84,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args.command == "run":
         live = None if args.no_live else (args.live_host, args.live_port)
-        return _run(args.topology, args.target, live, args.routing, args.path_mode)
+        return _run(args.topology, args.target, live, args.routing, args.path_mode, args.backup)
     return _stop(args.prefixes)
 
 
@@ -104,6 +110,7 @@ def _run(
     live: tuple[str, int] | None = None,
     routing: str | None = None,
     path_mode: str | None = None,
+    backup: bool = False,
 ) -> int:
     from mininet.log import setLogLevel
 
@@ -114,7 +121,7 @@ def _run(
 
     setLogLevel("output")
     try:
-        testbed = Testbed(topology_ref, target, routing=routing, path_mode=path_mode)
+        testbed = Testbed(topology_ref, target, routing=routing, path_mode=path_mode, backup=backup)
     except (TargetUnavailable, PathModeUnavailable) as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
@@ -135,11 +142,13 @@ def _run(
                 f"{testbed.controller.socket}; agents on "
                 f"{len(testbed.topology.hosts)} hosts; logs in {testbed.run_dir}"
             )
+            if backup:
+                print("backup controller: connected to every switch, ready to take over")
             with contextlib.ExitStack() as page:
                 if live is not None:
                     page.enter_context(live_view(testbed, host=live[0], port=live[1]))
                 print(
-                    "testbed ready: fail, restore, restart, mrc, collective, status; "
+                    "testbed ready: fail, restore, restart, mrc, collective, controller, status; "
                     "exit or Ctrl-C ends it",
                     flush=True,
                 )

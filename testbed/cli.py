@@ -9,6 +9,12 @@
     collective allreduce h1,h5,h9,h13 [--size 16M] [--iters 10] [--transport mrc|single|roce]
                         a collective job, a rank per host on its agent, progress per iteration
     status              the controller's status (links, groups, counters, last failover)
+    controller [kill|restart] [primary|backup]
+                        which controller is primary; kill -9 one; start a dead one again
+
+With a backup controller (``--backup``), a line says when a controller dies, when the backup
+becomes primary, when a restarted one rejoins (as backup, or taking over) and when none is
+left (``testbed.controller_watch``); ``status`` answers from whichever is primary.
 
 Mininet's own commands keep working (``h1 ping h3``, ``nodes``, ``sh``, and on the linux
 target ``s1 ip route`` inside a kernel switch), except ``link``: it sets both veth ends down,
@@ -41,6 +47,8 @@ from collective.report import summarize
 from controller.app.status import format_status
 from testbed.agents import TransferSpec
 from testbed.collective_run import parse_hosts
+from testbed.controller_watch import ControllerWatch
+from testbed.controllers import PRIMARY
 from testbed.mininet.switch_kind import SwitchKind
 from testbed.session import Testbed
 from testbed.stdin_lines import InterruptibleLines
@@ -97,7 +105,16 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
             # A script on stdin: read it so that Ctrl-C is never lost (testbed/stdin_lines.py).
             kwargs["stdin"] = InterruptibleLines(sys.stdin.fileno())
             self.use_rawinput = False
-        super().__init__(testbed.network.mininet, **kwargs)
+        assert testbed.controllers is not None
+        # Mininet's CLI runs its loop inside __init__: the watch must start before it.
+        with ControllerWatch(testbed.controllers, self._announce):
+            super().__init__(testbed.network.mininet, **kwargs)
+
+    def _announce(self, line: str) -> None:
+        """A line from the controller watch, printed between the commands' own output."""
+        out = getattr(self, "stdout", sys.stdout)
+        out.write(f"*** {line}\n")
+        out.flush()
 
     def run(self) -> None:
         """The command loop; Ctrl-C leaves it (Mininet's own loop would swallow it)."""
@@ -246,6 +263,41 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
     def do_status(self, _line: str) -> None:
         """status: the controller's view (links, groups, counters, last failover)."""
         self._guarded(lambda: self.stdout.write(format_status(self.testbed.status()) + "\n"))
+
+    def do_controller(self, line: str) -> None:
+        """controller [kill|restart] [primary|backup]: which controller is primary on each
+        switch; kill -9 one (as a crash); start a dead one again (it rejoins as backup or
+        takes over, as the target arbitrates)."""
+
+        def action() -> None:
+            words = shlex.split(line)
+            if not words:
+                self.stdout.write(self._controllers_line() + "\n")
+                return
+            if words[0] not in ("kill", "restart") or len(words) > 2:
+                raise CommandError("usage: controller [kill|restart] [primary|backup]")
+            name = words[1] if len(words) == 2 else PRIMARY
+            try:
+                if words[0] == "kill":
+                    self.testbed.kill_controller(name)
+                    self.stdout.write(f"killed the {name} controller (kill -9)\n")
+                else:
+                    role = self.testbed.restart_controller(name)
+                    self.stdout.write(f"restarted the {name} controller: {role} on every switch\n")
+            except (KeyError, ValueError) as error:
+                raise CommandError(str(error).strip("'\"")) from None
+
+        self._guarded(action)
+
+    def _controllers_line(self) -> str:
+        controllers = self.testbed.controllers
+        assert controllers is not None
+        parts = []
+        for name, state in controllers.states().items():
+            stance = state.stance(controllers.switches)
+            alive = f"pid {state.pid}" if state.alive else "not running"
+            parts.append(f"{name}: {stance} ({alive})")
+        return "; ".join(parts)
 
     def do_link(self, _line: str) -> None:
         """link: refused (it sets the switches' own interfaces down); use fail/restore."""

@@ -16,6 +16,10 @@ namespaces of their own (kernel switches), where they are (``--netns-prefix <pre
 None leaves the controller's default (``reactive``). ``path_mode`` (``ecmp``, ``structured``,
 ``srv6``: ``topologies.paths.PathMode``) is how the fabric reads a packet's EV; None leaves the
 controller's default (``ecmp``).
+
+``name`` tells two controllers of one run apart (``controller``, ``controller-backup``: the
+file names follow it), and ``extra`` is what the caller adds to the command line (a backup's
+``--election-id``, the ``--primary-lock`` of the linux target): ``testbed.controllers``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +67,20 @@ class ControllerRun:
         target: str = DEFAULT_TARGET,
         routing: str | None = None,
         path_mode: str | None = None,
+        name: str = "controller",
+        extra: Sequence[str] = (),
     ) -> None:
-        self.socket = run_dir / f"{prefix}-controller.sock"
-        self.event_log = run_dir / f"{prefix}-controller.jsonl"
+        self.socket = run_dir / f"{prefix}-{name}.sock"
+        self.event_log = run_dir / f"{prefix}-{name}.jsonl"
         #: The routing policy the controller runs (its default when none was asked for).
         self.routing = RoutingPolicy() if routing is None else RoutingPolicy.parse(routing)
         #: How the fabric reads EVs (the controller's default when none was asked for).
         self.path_mode = PathMode.ECMP if path_mode is None else PathMode(path_mode)
         self.command = controller_command(
             topology_ref, self.socket, self.event_log, prefix, discovery, target, routing, path_mode
-        )
-        self.process = ManagedProcess(
-            "mrc-controller", self.command, run_dir / f"{prefix}-controller.out"
-        )
+        ) + list(extra)
+        output = run_dir / f"{prefix}-{name}.out"
+        self.process = ManagedProcess("mrc-controller", self.command, output)
 
     def events(self) -> list[dict[str, Any]]:
         """Every complete event written so far."""

@@ -81,6 +81,13 @@ class ManagedProcess:
                 )
             time.sleep(0.05)
 
+    def kill(self) -> int | None:
+        """SIGKILL, as a crash: the process closes nothing; returns the exit status."""
+        if self.running:
+            self.process.kill()
+            self.process.wait(STOP_GRACE_S)
+        return self.process.returncode
+
     def stop(self, grace: float = STOP_GRACE_S) -> int | None:
         """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit status."""
         if self.running:

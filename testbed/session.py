@@ -29,6 +29,7 @@ from hostenv.netns import terminate_on_signals
 from testbed.agents import HostAgents, ProgressCallback, TransferFailed, TransferSpec
 from testbed.collective_run import run_collective
 from testbed.controller_run import ControllerRun
+from testbed.controllers import Controllers
 from testbed.jobs import JobBoard
 from testbed.targets import AUTO, check_path_mode, choose_target, differences, kernel_qdiscs_for
 from topologies import load_topology
@@ -50,6 +51,7 @@ class Testbed:
         discovery: bool = True,
         routing: str | None = None,
         path_mode: str | None = None,
+        backup: bool = False,
     ) -> None:
         """Check the target and plan the run; nothing starts until :meth:`start`.
 
@@ -63,13 +65,15 @@ class Testbed:
         ``converge:SECONDS``; None: the controller's default). ``path_mode`` is how the
         fabric reads EVs (``ecmp``, ``structured``, ``srv6``; None: the controller's default,
         ``ecmp``); PathModeUnavailable for one the target cannot carry (on linux structured,
-        and srv6 where the kernel lacks seg6local).
+        and srv6 where the kernel lacks seg6local). ``backup`` runs a second controller
+        beside the first, which takes over when the first dies (``testbed.controllers``).
         """
         from testbed.mininet.network import TestbedNetwork  # imports Mininet
 
         self.topology_ref = topology_ref
         self.discovery = discovery
         self.routing = routing
+        self.backup = backup
         self.topology: Topology = load_topology(topology_ref)
         choice = choose_target(target, self.topology)
         self.target = choice.target.name
@@ -80,7 +84,8 @@ class Testbed:
         #: One line: the target and why (asked for, or the default choice for this machine).
         self.target_announcement = choice.announcement
         self.network = TestbedNetwork(self.topology, target=self.target)
-        self.controller: ControllerRun | None = None
+        #: The run's controllers (None until started).
+        self.controllers: Controllers | None = None
         self.agents: HostAgents | None = None
         #: After :meth:`close`: what the teardown left, as a sentence ("nothing left").
         self.leftovers: str | None = None
@@ -95,9 +100,10 @@ class Testbed:
         discovery: bool = True,
         routing: str | None = None,
         path_mode: str | None = None,
+        backup: bool = False,
     ) -> contextlib.AbstractContextManager[Testbed]:
         """A started testbed for the ``with`` block, closed however the block ends."""
-        return cls(topology_ref, target, discovery, routing, path_mode).running()
+        return cls(topology_ref, target, discovery, routing, path_mode, backup).running()
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Testbed]:
@@ -110,6 +116,12 @@ class Testbed:
                 yield self
             finally:
                 self.close()
+
+    @property
+    def controller(self) -> ControllerRun | None:
+        """The controller acting now: the primary, or the backup that took over (None before
+        the start)."""
+        return None if self.controllers is None else self.controllers.acting()
 
     @property
     def prefix(self) -> str:
@@ -126,10 +138,17 @@ class Testbed:
             options: dict[str, Any] = {} if self.routing is None else {"routing": self.routing}
             if self.path_mode is not None:
                 options["path_mode"] = str(self.path_mode)
-            self.controller = ControllerRun(
-                self.topology_ref, self.run_dir, self.prefix, self.discovery, self.target, **options
+            self.controllers = Controllers(
+                self.topology_ref,
+                self.run_dir,
+                self.prefix,
+                [s.name for s in self.topology.switches],
+                backup=self.backup,
+                discovery=self.discovery,
+                target=self.target,
+                options=options,
             )
-            self.controller.wait_in_service([s.name for s in self.topology.switches])
+            self.controllers.start()
             ref = Path(self.topology_ref)  # the agents' cwd may differ: absolute
             self.agents = HostAgents(
                 self.topology,
@@ -157,8 +176,8 @@ class Testbed:
         returns what was left as a sentence ("nothing left" when all went)."""
         if self.agents is not None:
             _logged("stopping the agents", self.agents.stop)
-        if self.controller is not None:
-            _logged("stopping the controller", self.controller.stop)
+        if self.controllers is not None:
+            _logged("stopping the controllers", self.controllers.stop)
         self.leftovers = str(self.network.close())
         return self.leftovers
 
@@ -255,8 +274,19 @@ class Testbed:
         return len(self._controller().events())
 
     def status(self) -> dict[str, Any]:
-        """The controller's status snapshot."""
-        return self._controller().status()
+        """The acting controller's status snapshot (StatusUnavailable when none is alive)."""
+        if self.controllers is None:
+            raise RuntimeError("the testbed is not started")
+        return self.controllers.status()
+
+    def kill_controller(self, name: str = "primary") -> float:
+        """kill -9 the controller started as ``name`` (``primary``, ``backup``); the
+        monotonic time of the kill."""
+        return self._controllers().kill(name)
+
+    def restart_controller(self, name: str = "primary") -> str:
+        """Start a dead controller again; the role it holds once connected everywhere."""
+        return self._controllers().restart(name)
 
     def transfer(
         self, spec: TransferSpec, on_progress: ProgressCallback | None = None
@@ -290,9 +320,12 @@ class Testbed:
         return result
 
     def _controller(self) -> ControllerRun:
-        if self.controller is None:
+        return self._controllers().acting()
+
+    def _controllers(self) -> Controllers:
+        if self.controllers is None:
             raise RuntimeError("the testbed is not started")
-        return self.controller
+        return self.controllers
 
     def _agents(self) -> HostAgents:
         if self.agents is None:

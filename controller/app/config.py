@@ -13,6 +13,8 @@ keys optional)::
       cells_per_packet: 19       # queue cells per intent packet in ECN/trim thresholds
     netns_prefix: ""             # linux: switch s1 lives in namespace <prefix>-s1 ('' : s1)
     election_id: 10              # P4Runtime arbitration; the highest live id is primary
+    primary_lock: null           # linux: a lock file shared with a backup controller; only its
+                                 # holder writes (netlink has no arbitration)
     grpc_host: 127.0.0.1         # where the switches' gRPC and Thrift servers listen
     switch_hosts: {s1: 10.0.0.1} # per-switch override of grpc_host
     tls:                         # gRPC over TLS (paths relative to the file)
@@ -77,6 +79,7 @@ class ControllerConfig:
     target: str = DEFAULT_TARGET
     netns_prefix: str = ""
     election_id: int = 10
+    primary_lock: Path | None = None
     grpc_host: str = "127.0.0.1"
     switch_hosts: dict[str, str] = field(default_factory=dict)
     tls: TlsConfig | None = None
@@ -203,6 +206,7 @@ _TOP_KEYS = {
     "target",
     "netns_prefix",
     "election_id",
+    "primary_lock",
     "grpc_host",
     "switch_hosts",
     "tls",
@@ -231,6 +235,7 @@ def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfi
     values["target"] = parse_target(document.get("target", default.target), source)
     values["netns_prefix"] = reader.text("netns_prefix", default.netns_prefix)
     values["election_id"] = reader.integer("election_id", default.election_id)
+    values["primary_lock"] = reader.path("primary_lock")
     values["grpc_host"] = reader.text("grpc_host", default.grpc_host)
     values["switch_hosts"] = reader.text_map("switch_hosts")
     values["discovery"] = reader.boolean("discovery", default.discovery)

@@ -110,6 +110,9 @@ class Capabilities:
     #: What the target's lossless RoCE class is (a clause beginning "lossless class"); a
     #: target without one lists :attr:`Feature.LOSSLESS_ROCE` among what it lacks instead.
     lossless_class: str = BMV2_LOSSLESS_CLASS
+    #: Whether the switches arbitrate between controllers (P4Runtime election ids); without,
+    #: two controllers agree through ``--primary-lock`` (``controller.southbound.linux.primacy``).
+    arbitration: bool = True
 
     def has(self, feature: Feature) -> bool:
         return feature not in self.lacks

@@ -3,8 +3,14 @@ kernel, programmed over netlink.
 
 A switch is *connected* while its namespace exists: the southbound opens it (waiting for it
 to appear), writes the forwarding sysctls (:mod:`.sysctls`), reports every port's carrier and
-then ``switch_connected(PRIMARY)`` (there is no arbitration: whoever can open the namespace may
-program it). It then follows the ports' link events, and drops the connection when the
+then ``switch_connected(PRIMARY)`` (netlink has no arbitration: whoever can open the namespace
+may program it). With a ``primary_lock`` (a backup controller runs beside this one) the role is
+whether this process holds that lock (:mod:`.primacy`): until it does, every switch is
+connected as ``BACKUP``, its ports' carrier still reported so that the links and the intent
+stay current, and ``program()`` refuses; once it does, every connected switch is reported
+``PRIMARY`` again, and the fabric reconciles it (reads back, writes the difference).
+
+A connected switch's ports' link events are followed; the connection is dropped when the
 namespace's name goes away or points at another namespace (a runner tore the switch down or
 made it anew), reporting ``switch_disconnected`` and waiting for it again.
 
@@ -23,6 +29,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from pyroute2.netlink.exceptions import NetlinkError
 
@@ -38,6 +45,7 @@ from controller.southbound.linux.diff import plan_changes
 from controller.southbound.linux.ecn import ECN_QDISC_PREFERENCE
 from controller.southbound.linux.names import namespace_of, port_interface
 from controller.southbound.linux.namespace import LinkWatch, PortLink, SwitchNamespace
+from controller.southbound.linux.primacy import PrimacyLock
 from controller.southbound.linux.render import render
 from controller.southbound.linux.state import KernelState
 from controller.southbound.linux.sysctls import apply_sysctls, forwarding_sysctls
@@ -65,6 +73,8 @@ class LinuxOptions:
     presence_interval_s: float = 0.5
     #: Render queue rates and depths as tbf (False: leave the ports' qdiscs alone).
     shapers: bool = True
+    #: A lock file shared with another controller: only its holder writes (None: always us).
+    primary_lock: Path | None = None
 
 
 @dataclass
@@ -87,6 +97,16 @@ class LinuxSouthbound:
         self._connections: dict[str, _Connection] = {}
         #: ECN-capable qdiscs the kernel offers (None: not probed, or the probe failed).
         self._ecn_qdiscs: frozenset[str] | None = None
+        lock = self._options.primary_lock
+        self._primacy = PrimacyLock(lock) if lock is not None else None
+
+    @property
+    def primary(self) -> bool:
+        """Whether this controller may write (it holds the lock, or there is none)."""
+        return self._primacy is None or self._primacy.held
+
+    def _role(self) -> SwitchRole:
+        return SwitchRole.PRIMARY if self.primary else SwitchRole.BACKUP
 
     def namespace(self, switch: str) -> str:
         """The namespace ``switch`` lives in."""
@@ -97,6 +117,8 @@ class LinuxSouthbound:
         """Keep every switch connected until cancelled."""
         self._ecn_qdiscs = await _probe_ecn_qdiscs()
         keepers = [asyncio.create_task(self._keep(name, events)) for name in self._switches]
+        if self._primacy is not None:
+            keepers.append(asyncio.create_task(self._take_over(self._primacy, events)))
         try:
             await asyncio.gather(*keepers)
         finally:
@@ -105,6 +127,16 @@ class LinuxSouthbound:
             for keeper in keepers:
                 keeper.cancel()
             await asyncio.gather(*keepers, return_exceptions=True)
+            if self._primacy is not None:
+                self._primacy.release()
+
+    async def _take_over(self, lock: PrimacyLock, events: SouthboundEvents) -> None:
+        """Wait for the lock, then become primary on every connected switch (a switch that
+        connects later is reported primary by its keeper)."""
+        await lock.acquire()
+        for switch in self._switches:
+            if switch in self._connections:
+                events.switch_connected(switch, SwitchRole.PRIMARY)
 
     async def program(self, intent: SwitchIntent, *, read_back: bool = False) -> ProgramResult:
         """Make the namespace of ``intent.switch`` hold it, writing only the difference."""
@@ -115,6 +147,8 @@ class LinuxSouthbound:
             return ProgramResult(
                 switch, error=f"namespace {self.namespace(switch)} not connected", ours=False
             )
+        if not self.primary:
+            return ProgramResult(switch, error="not primary", ours=False)
         async with connection.lock:
             rendering = render(intent, ecn_qdiscs=self._ecn_qdiscs)
             reading = read_back or connection.held is None
@@ -191,7 +225,7 @@ class LinuxSouthbound:
             for port, link in sorted(connection.ports.items()):
                 events.port_status(switch, port, link.up)
             self._connections[switch] = connection
-            events.switch_connected(switch, SwitchRole.PRIMARY)
+            events.switch_connected(switch, self._role())
             try:
                 await self._follow(switch, connection, events)
             finally:

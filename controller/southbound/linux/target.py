@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Protocol
 
 from controller.southbound.interface import LinkEvidence, Southbound
@@ -31,6 +32,9 @@ class LinuxSettings(Protocol):
 
     @property
     def queues(self) -> bool: ...
+
+    @property
+    def primary_lock(self) -> Path | None: ...
 
     @property
     def path_mode(self) -> PathMode: ...
@@ -67,7 +71,11 @@ def build_linux(topology: Topology, settings: LinuxSettings) -> Southbound:
 
     return LinuxSouthbound(
         [switch.name for switch in topology.switches],
-        LinuxOptions(netns_prefix=settings.netns_prefix, shapers=settings.queues),
+        LinuxOptions(
+            netns_prefix=settings.netns_prefix,
+            shapers=settings.queues,
+            primary_lock=settings.primary_lock,
+        ),
     )
 
 
@@ -96,6 +104,7 @@ LINUX = ControllerTarget[LinuxSettings](
         ecn=EcnMarking(qdiscs=ECN_QDISC_PREFERENCE),
         link_evidence=LinkEvidence.CARRIER,
         link_source="netlink carrier events",
+        arbitration=False,
         path_mode_refusal=linux_path_mode_refusal,
     ),
     check=check_linux,

@@ -1,0 +1,106 @@
+"""Lines that say what the run's controllers do as it happens: one dies, a backup becomes
+primary, a restarted one rejoins (as backup, or taking over), none is left.
+
+:func:`describe` compares two moments (``testbed.controllers.ControllerState`` per
+controller) and is pure, so its wording is tested without processes; :class:`ControllerWatch`
+polls the controllers in a thread and hands each line to a callback (the CLI prints it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from testbed.controllers import PRIMARY, Controllers, ControllerState, unmanaged_line
+
+#: How often the watch looks; a takeover is reported within this of the log saying so.
+POLL_INTERVAL_S = 0.2
+
+
+def describe(
+    before: Mapping[str, ControllerState],
+    after: Mapping[str, ControllerState],
+    switches: frozenset[str],
+    arbitrated: bool = True,
+) -> list[str]:
+    """What changed between ``before`` and ``after``, one line each (none if nothing did)."""
+    lines: list[str] = []
+    for name, now in after.items():
+        then = before.get(name)
+        old = then.stance(switches) if then is not None else "dead"
+        new = now.stance(switches)
+        restarted = then is not None and now.alive and now.pid != then.pid
+        if new == old and not restarted:
+            continue
+        if new == "dead":
+            lines.append(f"controller {name} (pid {now.pid}) died")
+        elif restarted and new == "connecting":
+            lines.append(f"controller {name} restarted (pid {now.pid})")
+        elif new == PRIMARY:
+            lines.append(_became_primary(name, old, restarted))
+        elif new == "backup":
+            lines.append(_became_backup(name, old, restarted, arbitrated))
+    was_managed = any(state.alive for state in before.values())
+    if was_managed and not any(state.alive for state in after.values()):
+        lines.append(unmanaged_line())
+    return lines
+
+
+def _became_primary(name: str, old: str, restarted: bool) -> str:
+    if old == "backup":
+        return f"controller {name} took over: primary on every switch"
+    if restarted or old in ("dead", "connecting"):
+        return f"controller {name} rejoined as primary on every switch"
+    return f"controller {name} is primary on every switch"
+
+
+def _became_backup(name: str, old: str, restarted: bool, arbitrated: bool) -> str:
+    why = "by election id" if arbitrated else "the other holds the lock"
+    if old == PRIMARY:
+        return f"controller {name} is backup now: the other took over ({why})"
+    if restarted or old in ("dead", "connecting"):
+        return f"controller {name} rejoined as backup ({why})"
+    return f"controller {name} is backup on every switch"
+
+
+class ControllerWatch:
+    """Polls ``controllers`` in a daemon thread; ``say`` gets each line of :func:`describe`."""
+
+    def __init__(
+        self,
+        controllers: Controllers,
+        say: Callable[[str], None],
+        interval: float = POLL_INTERVAL_S,
+    ) -> None:
+        self._controllers = controllers
+        self._say = say
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="controller-watch", daemon=True)
+        self._last = controllers.states()
+
+    def __enter__(self) -> ControllerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5 * self._interval + 1)
+
+    def poll(self) -> list[str]:
+        """Look once; the lines for what changed since the last look."""
+        now = self._controllers.states()
+        lines = describe(self._last, now, self._controllers.switches, self._controllers.arbitrated)
+        self._last = now
+        return lines
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                lines = self.poll()
+            except Exception as error:  # a watch that fails must never end the run
+                lines = [f"controller watch: {error}"]
+                time.sleep(self._interval)
+            for line in lines:
+                self._say(line)

@@ -1,0 +1,90 @@
+"""A backup controller on each target (``Testbed.open(..., backup=True)``, ``--backup``): the
+primary is killed with SIGKILL during an MRC transfer, the backup becomes primary on every
+switch writing nothing (nothing changed), then a fabric link is cut and the backup reroutes
+it; the transfer completes with no byte lost.
+
+Needs root and Mininet, and per target BMv2 or kernel switches; skips with the reason
+otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments.metrics import transfer_metrics
+from testbed.agents import TransferSpec
+from testbed.controllers import BACKUP, PRIMARY
+
+pytestmark = pytest.mark.mininet
+
+#: Long enough for the kill, the takeover and the cut to land inside it.
+TRANSFER_S = 8.0
+#: The kill comes once the transfer runs; the cut once the backup is primary.
+KILL_AFTER_S = 1.5
+TAKEOVER_WITHIN_S = 20.0
+REROUTE_WITHIN_S = 20.0
+
+
+def _writes(events: list[dict[str, Any]]) -> int:
+    return sum(
+        e["inserts"] + e["modifies"] + e["deletes"] for e in events if e["event"] == "program"
+    )
+
+
+def _wait_for(events: Any, name: str, timeout: float, after: int) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in events()[after:]:
+            if event.get("event") == name:
+                return dict(event)
+        time.sleep(0.1)
+    raise AssertionError(f"no {name} event within {timeout} s")
+
+
+def test_the_backup_takes_over_a_killed_primary_writing_nothing_then_reroutes_a_cut(
+    testbed_target: str, runs_dir: Path, leaf_spine_file: Path
+) -> None:
+    from testbed.session import Testbed
+
+    with Testbed.open(str(leaf_spine_file), testbed_target, backup=True) as testbed:
+        controllers = testbed.controllers
+        assert controllers is not None
+        backup = controllers.run(BACKUP)
+        assert controllers.state(BACKUP).stance(controllers.switches) == BACKUP
+        assert _writes(backup.events()) == 0, "a backup wrote while the primary was alive"
+        results: list[dict[str, Any]] = []
+        transfer = threading.Thread(
+            target=lambda: results.append(
+                testbed.transfer(TransferSpec("h1", "h3", duration_s=TRANSFER_S))
+            )
+        )
+        transfer.start()
+        try:
+            time.sleep(KILL_AFTER_S)
+            killed_at = testbed.kill_controller(PRIMARY)
+            controllers.wait_stance(BACKUP, PRIMARY, timeout=TAKEOVER_WITHIN_S)
+            took_over = [
+                e for e in backup.events() if e["event"] == "switch_connected"
+            ][-len(controllers.switches) :]
+            assert {e["role"] for e in took_over} == {"primary"}
+            assert max(e["mono"] for e in took_over) - killed_at < TAKEOVER_WITHIN_S
+            reconciled = _wait_for(backup.events, "switch_in_service", REROUTE_WITHIN_S, 0)
+            assert reconciled
+            controllers.run(BACKUP).wait_in_service(sorted(controllers.switches))
+            assert _writes(backup.events()) == 0, "the takeover rewrote what the switches held"
+            assert testbed.controller is backup
+            mark = len(backup.events())
+            testbed.fail("l1", "s1")
+            failover = _wait_for(backup.events, "failover", REROUTE_WITHIN_S, mark)
+            assert failover["complete"] and failover["writes"] > 0
+        finally:
+            transfer.join()
+        assert len(results) == 1
+        metrics = transfer_metrics(results[0])  # type: ignore[arg-type]
+        assert metrics.completed, results[0]
+        assert metrics.bytes_lost == 0
