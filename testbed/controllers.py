@@ -129,11 +129,7 @@ class Controllers:
             self.wait_stance(BACKUP, BACKUP)
 
     def _start(self, name: str) -> ControllerRun:
-        extra: list[str] = []
-        if len(self.names) > 1 and not self.arbitrated:
-            extra += ["--primary-lock", str(self._lock)]
-        if name == BACKUP and self.arbitrated:
-            extra += ["--election-id", str(BACKUP_ELECTION_ID)]
+        extra = arbitration_arguments(name, len(self.names) > 1, self.arbitrated, self._lock)
         file_name = "controller" if name == PRIMARY else "controller-backup"
         run = ControllerRun(*self._args, **self._options, name=file_name, extra=extra)
         self.runs[name] = run
@@ -216,6 +212,17 @@ class Controllers:
         for name in reversed(self.names):
             if name in self.runs:
                 self.runs[name].stop()
+
+
+def arbitration_arguments(name: str, paired: bool, arbitrated: bool, lock: Path) -> list[str]:
+    """What tells controller ``name`` whether it writes: a lower election id for the backup
+    where the switches arbitrate, the shared lock file for both where they do not (``paired``:
+    a backup runs; alone, a controller needs neither)."""
+    if not paired:
+        return []
+    if not arbitrated:
+        return ["--primary-lock", str(lock)]
+    return ["--election-id", str(BACKUP_ELECTION_ID)] if name == BACKUP else []
 
 
 def unmanaged_line() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -40,9 +41,16 @@ def live_view(
         return
     assert testbed.controller is not None and testbed.agents is not None
     agents = testbed.agents
+
+    def acting_socket() -> Path:
+        # The controller acting when the page (re)subscribes: the backup once it took over.
+        controller = testbed.controller
+        assert controller is not None
+        return controller.socket
+
     server = LiveServer(
         testbed.topology,
-        testbed.controller.socket,
+        acting_socket,
         {host_.name: agents.socket_of(host_.name) for host_ in testbed.topology.hosts},
         TestbedActions(testbed),
         host=host,

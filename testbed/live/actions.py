@@ -1,7 +1,8 @@
 """What the live page's buttons do, through the code the testbed CLI runs.
 
 ``TestbedActions`` calls the same ``Testbed`` methods as the CLI's ``fail``, ``restore``,
-``restart`` and ``mrc`` (``testbed.cli``), so a button and a typed command cannot differ.
+``restart``, ``mrc`` and ``controller restart`` (``testbed.cli``), so a button and a typed
+command cannot differ.
 ``ActionRequests`` checks what a page asks for and runs it on worker threads, never on the
 page server's event loop: the operations block on Mininet, on BMv2 starting, or for a whole
 transfer (a transfer runs in the background; the page follows it in the transfer's record).
@@ -46,6 +47,13 @@ class Actions(Protocol):
 
     def cut_links(self) -> frozenset[str]: ...
 
+    def controllers(self) -> dict[str, str]:
+        """Each of the run's controllers (``primary``, ``backup``) and what it is doing now:
+        ``primary``, ``backup``, ``connecting`` or ``dead``."""
+        ...
+
+    def restart_controller(self, name: str) -> str: ...
+
 
 class TestbedActions:
     """The page's operations on a running ``Testbed``."""
@@ -77,6 +85,18 @@ class TestbedActions:
 
     def cut_links(self) -> frozenset[str]:
         return frozenset(str(link) for link in self.testbed.network.cut_links)
+
+    def controllers(self) -> dict[str, str]:
+        controllers = self.testbed.controllers
+        if controllers is None:
+            return {}
+        return {
+            name: state.stance(controllers.switches) for name, state in controllers.states().items()
+        }
+
+    def restart_controller(self, name: str) -> str:
+        role = self.testbed.restart_controller(name)
+        return f"restarted the {name} controller: {role} on every switch"
 
 
 def next_hops_of(testbed: Testbed) -> NextHops:
@@ -120,7 +140,14 @@ class ActionRequests:
             return lambda: actions.restart(switch)
         if op == "transfer":
             return self._transfer(body)
-        raise ValueError(f"unknown operation {op!r} (fail, restore, restart, transfer)")
+        if op == "controller_restart":
+            name = _text(body, "controller")
+            if name not in self.actions.controllers():
+                raise ValueError(f"controller_restart: this run has no {name!r} controller")
+            return lambda: actions.restart_controller(name)
+        raise ValueError(
+            f"unknown operation {op!r} (fail, restore, restart, transfer, controller_restart)"
+        )
 
     async def perform(self, call: Callable[[], str]) -> str:
         """Run a prepared ``call`` on a worker thread; its message, or its own exception."""

@@ -77,7 +77,7 @@ class LiveServer:
     def __init__(
         self,
         topology: Topology,
-        controller_socket: Path,
+        controller_socket: Path | Callable[[], Path],
         agent_sockets: dict[str, Path],
         actions: Actions | None,
         host: str = "127.0.0.1",
@@ -102,7 +102,11 @@ class LiveServer:
         self.token = token
         self.state = LiveState(topology, can_restart=bool(actions and actions.can_restart))
         self._poller = AgentPoller(
-            self.state, agent_sockets, actions.cut_links if actions is not None else None, jobs
+            self.state,
+            agent_sockets,
+            actions.cut_links if actions is not None else None,
+            jobs,
+            actions.controllers if actions is not None else None,
         )
         #: None: this view has no testbed to act on.
         self._requests = None if actions is None else ActionRequests(topology, actions, self.state)

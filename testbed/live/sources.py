@@ -27,14 +27,19 @@ RESUBSCRIBE_S = 1.0
 
 
 async def follow_controller(
-    socket: Path, refresh_s: float, state: LiveState, on_event: Callable[[], None]
+    socket: Path | Callable[[], Path],
+    refresh_s: float,
+    state: LiveState,
+    on_event: Callable[[], None],
 ) -> None:
     """Keep a subscription to the controller on ``socket`` open until cancelled; on its loss
-    say so on the page and subscribe again. ``on_event`` runs after each controller event
-    (worth showing at once, not at the next refresh)."""
+    say so on the page and subscribe again, to the socket ``socket()`` names then when it is
+    a callable (a run with a backup controller: the one acting). ``on_event`` runs after
+    each controller event (worth showing at once, not at the next refresh)."""
     while True:
+        path = socket() if callable(socket) else socket
         try:
-            async for message in open_subscription(socket, refresh_s):
+            async for message in open_subscription(path, refresh_s):
                 if state.apply_controller(message):
                     on_event()
             state.controller_lost("the controller closed its status stream")
@@ -54,6 +59,7 @@ class AgentPoller:
         agent_sockets: dict[str, Path],
         cut_links: Callable[[], frozenset[str]] | None = None,
         jobs: Callable[[], list[dict[str, Any]]] | None = None,
+        controllers: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         """Poll the agents on ``agent_sockets`` (by host) into ``state``; ``cut_links`` and
         ``jobs`` are the testbed's own records, where there is a testbed."""
@@ -61,6 +67,7 @@ class AgentPoller:
         self.agent_sockets = dict(agent_sockets)
         self.cut_links = cut_links
         self.jobs = jobs
+        self.controllers = controllers
 
     async def poll(self) -> None:
         """Ask every agent at once; one that does not answer is shown as unavailable."""
@@ -68,6 +75,8 @@ class AgentPoller:
             self.state.set_cut(self.cut_links())
         if self.jobs is not None:
             self.state.set_jobs(self.jobs())
+        if self.controllers is not None:
+            self.state.set_controllers(self.controllers())
         hosts = list(self.agent_sockets)
         results = await asyncio.gather(
             *(agent_status(self.agent_sockets[h]) for h in hosts), return_exceptions=True

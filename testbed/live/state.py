@@ -106,6 +106,8 @@ class LiveState:
         self.transfers: dict[int, PageTransfer] = {}
         self._next_transfer = 1
         self.jobs: list[dict[str, Any]] = []
+        #: The run's controllers and what each does (``primary``, ``backup``, ``dead``...).
+        self.controllers: dict[str, str] = {}
 
     # -- the static part ---------------------------------------------------------------------
     def layout_json(self) -> dict[str, Any]:
@@ -166,6 +168,10 @@ class LiveState:
     def set_cut(self, links: frozenset[str]) -> None:
         """The links the testbed has cut now (its own record, for host links too)."""
         self.cut = links
+
+    def set_controllers(self, controllers: dict[str, str]) -> None:
+        """What each of the run's controllers is doing now (``TestbedActions.controllers``)."""
+        self.controllers = controllers
 
     def set_jobs(self, jobs: list[dict[str, Any]]) -> None:
         """The testbed's collective jobs now (``testbed.jobs.JobBoard.snapshot``)."""
@@ -253,6 +259,7 @@ class LiveState:
                 "last_failover": model["last_failover"],
                 "not_counted": model["not_counted"],
                 "status_error": model["status_error"],
+                "controllers": self.controllers,
             },
             "switches": model["switches"],
             "links": links,

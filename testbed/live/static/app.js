@@ -146,6 +146,26 @@ async function act(op, body) {
   }
 }
 
+// Which of the run's controllers is primary, and a restart button for a dead one (a run
+// with one controller shows just it).
+function showControllers(controllers) {
+  const box = document.getElementById("controllers");
+  const key = JSON.stringify(controllers);
+  if (box.dataset.shown === key) return; // unchanged: keep the buttons under the pointer
+  box.dataset.shown = key;
+  box.replaceChildren();
+  for (const [name, stance] of Object.entries(controllers)) {
+    const item = el("span", { class: `controller-${stance}`, id: `controller-${name}` }, `${name}: ${stance}`);
+    if (stance === "dead") {
+      item.append(" ", el("button", { id: `button-restart-${name}`, onclick: () => act("controller_restart", { controller: name }) }, "restart"));
+    }
+    box.append(item, " ");
+  }
+  if (Object.values(controllers).length && !Object.values(controllers).some((s) => s !== "dead")) {
+    box.append(el("span", { class: "error" }, "no controller: the fabric is unmanaged"));
+  }
+}
+
 function linkState(link, wall) {
   if (link.cut || link.state === "down") {
     const changed = link.changed_at ? Date.parse(link.changed_at) / 1000 : null;
@@ -174,6 +194,7 @@ function applyUpdate(update) {
     status.textContent = `generation ${ctl.generation ?? "–"}${routing}${took}`;
     status.className = "";
   }
+  showControllers(ctl.controllers || {});
   live.cy.batch(() => {
     for (const [id, link] of Object.entries(update.links)) {
       const edge = live.cy.getElementById(id);

@@ -68,9 +68,9 @@ def test_the_backup_takes_over_a_killed_primary_writing_nothing_then_reroutes_a_
             time.sleep(KILL_AFTER_S)
             killed_at = testbed.kill_controller(PRIMARY)
             controllers.wait_stance(BACKUP, PRIMARY, timeout=TAKEOVER_WITHIN_S)
-            took_over = [
-                e for e in backup.events() if e["event"] == "switch_connected"
-            ][-len(controllers.switches) :]
+            took_over = [e for e in backup.events() if e["event"] == "switch_connected"][
+                -len(controllers.switches) :
+            ]
             assert {e["role"] for e in took_over} == {"primary"}
             assert max(e["mono"] for e in took_over) - killed_at < TAKEOVER_WITHIN_S
             reconciled = _wait_for(backup.events, "switch_in_service", REROUTE_WITHIN_S, 0)

@@ -34,6 +34,7 @@ def test_every_key_is_read_and_relative_paths_follow_the_file(tmp_path):
         tmp_path,
         """
 election_id: 20
+primary_lock: run/ctl.lock
 grpc_host: 10.9.0.1
 switch_hosts: {s1: 10.9.0.2}
 tls: {ca_cert: certs/ca.pem, cert: certs/c.pem, key: certs/c.key, target_name_override: sw}
@@ -50,6 +51,8 @@ event_log: logs/events.jsonl
     )
     config = load_config(path)
     assert config.election_id == 20
+    assert config.primary_lock == tmp_path / "run/ctl.lock"
+    assert ControllerConfig().primary_lock is None, "alone, a controller needs no lock"
     assert config.host_of("s1") == "10.9.0.2" and config.host_of("s2") == "10.9.0.1"
     assert config.tls == TlsConfig(
         tmp_path / "certs/ca.pem", tmp_path / "certs/c.pem", tmp_path / "certs/c.key", "sw"

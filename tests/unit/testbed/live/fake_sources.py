@@ -175,6 +175,8 @@ class FakeActions:
         self.can_restart = can_restart
         self.calls: list[tuple[str, ...]] = []
         self.cut: set[str] = set()
+        #: The run's controllers as the page shows them.
+        self.stances: dict[str, str] = {"primary": "primary", "backup": "backup"}
 
     def _link(self, a: str, b: str) -> str:
         for link in self.fabric.topology.all_links:
@@ -210,6 +212,14 @@ class FakeActions:
 
     def cut_links(self) -> frozenset[str]:
         return frozenset(self.cut)
+
+    def controllers(self) -> dict[str, str]:
+        return dict(self.stances)
+
+    def restart_controller(self, name: str) -> str:
+        self.calls.append(("controller_restart", name))
+        self.stances[name] = "backup"
+        return f"restarted the {name} controller: backup on every switch"
 
 
 class FakeNextHops:

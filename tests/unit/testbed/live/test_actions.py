@@ -47,6 +47,13 @@ class StandIn:
     def cut_links(self) -> frozenset[str]:
         return self.cut
 
+    def controllers(self) -> dict[str, str]:
+        return {"primary": "dead", "backup": "primary"}
+
+    def restart_controller(self, name: str) -> str:
+        self.threads.append(threading.current_thread().name)
+        return f"restarted the {name} controller: backup on every switch"
+
 
 def _requests(actions: StandIn) -> tuple[ActionRequests, LiveState]:
     topology = load_topology("leaf-spine")
@@ -108,3 +115,21 @@ def test_a_transfer_runs_in_the_background_and_its_record_ends_with_the_outcome(
         assert record.summary == {"bytes": 1000, "seconds": 1.0, "goodput_bps": 8e3}
     else:
         assert (record.state, record.error) == ("failed", error)
+
+
+def test_restarting_a_controller_runs_on_a_worker_thread_and_an_unknown_one_is_refused():
+    actions = StandIn()
+    requests, _ = _requests(actions)
+
+    async def body() -> str:
+        call = requests.prepare("controller_restart", {"controller": "primary"})
+        return await requests.perform(call)
+
+    try:
+        with pytest.raises(ValueError, match="no 'standby' controller"):
+            requests.prepare("controller_restart", {"controller": "standby"})
+        message = asyncio.run(body())
+    finally:
+        requests.close()
+    assert message == "restarted the primary controller: backup on every switch"
+    assert actions.threads[0].startswith("live-action")

@@ -44,6 +44,7 @@ def test_a_poll_reads_every_agent_and_names_those_that_do_not_answer(short_dir):
         sockets,
         cut_links=lambda: frozenset({"l1:3<->s1:1"}),
         jobs=lambda: [{"id": 1}],
+        controllers=lambda: {"primary": "dead", "backup": "primary"},
     )
 
     async def body() -> None:
@@ -58,5 +59,7 @@ def test_a_poll_reads_every_agent_and_names_those_that_do_not_answer(short_dir):
     asyncio.run(body())
     assert state.agents["h1"] == {"ok": True, "error": None, "planes": ["10.0.1.1"]}
     assert state.agents["h2"] == {"ok": False, "error": "the agent refused: busy"}
+    controllers = state.update_json()["controller"]["controllers"]
+    assert controllers == {"primary": "dead", "backup": "primary"}
     assert state.agents["h3"] == {"ok": False, "error": "[Errno 2] No such file or directory"}
     assert state.cut == {"l1:3<->s1:1"} and state.jobs == [{"id": 1}]
