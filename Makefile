@@ -134,6 +134,6 @@ run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] [PATH_MODE
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|reboot|loss|spray|incast|collective [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [ROCE=perftest,nccl,adaptive] [PATH_MODE=] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
+experiment:  ## NAME=failover|reboot|loss|spray|incast|collective|controller [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [ROCE=perftest,nccl,adaptive] [PATH_MODE=] [BACKUP=1] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
-	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(ROCE),--roce $(ROCE)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))
+	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(ROCE),--roce $(ROCE)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) $(if $(BACKUP),--backup) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))

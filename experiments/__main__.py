@@ -70,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("ecmp", "structured", "srv6"),
         help="how the fabric reads EVs in every bring-up (default ecmp; the others on bmv2)",
     )
+    parser.add_argument(
+        "--backup",
+        action="store_true",
+        help="a backup controller beside the first in every bring-up (the controller "
+        "experiment always has one)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "results", help="results root")
     parser.add_argument(
         "-v",
@@ -125,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results_root=args.out,
             path_mode=args.path_mode,
             progress=Display(verbose=args.verbose),
+            backup=args.backup,
         )
     except (TargetUnavailable, PathModeUnavailable) as error:
         print(f"experiments: {error}", file=sys.stderr)

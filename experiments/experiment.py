@@ -83,6 +83,9 @@ class Experiment(Generic[P, M, R, S, F]):
     text: Callable[[F], list[str]]
     #: Whether the controller runs LLDP discovery (off where links are slowed: see Testbed).
     discovery: bool = True
+    #: Whether every bring-up runs a backup controller (``testbed.controllers``; the runner's
+    #: ``backup`` adds one to any experiment).
+    backup: bool = False
     #: What the experiment needs of the topology (hosts it names, links its flows share):
     #: a ValueError saying what is wrong, raised before anything is brought up.
     check_topology: Callable[[Topology, P], None] | None = None

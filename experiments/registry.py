@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments import collectives, failover, incast, loss, reboot, spray
+from experiments import collectives, controller_failure, failover, incast, loss, reboot, spray
 from experiments.experiment import AnyExperiment
 
 EXPERIMENTS: dict[str, AnyExperiment] = {
@@ -14,5 +14,6 @@ EXPERIMENTS: dict[str, AnyExperiment] = {
         spray.EXPERIMENT,
         incast.EXPERIMENT,
         collectives.EXPERIMENT,
+        controller_failure.EXPERIMENT,
     )
 }

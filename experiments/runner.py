@@ -58,12 +58,14 @@ def run_experiment(
     results_root: Path,
     path_mode: str | None = None,
     progress: Display | None = None,
+    backup: bool = False,
 ) -> Path:
     """Run every seed in every mode (modes alternating which goes first, see
     :mod:`experiments.plan`; one bring-up for consecutive runs on the same topology variant);
     write and return the results directory. ``path_mode`` is how the fabric reads EVs in
     every bring-up (None: the controller's default, ``ecmp``); ``progress`` where the runs
-    are told as they go (None: nowhere)."""
+    are told as they go (None: nowhere); ``backup`` runs a backup controller beside the first
+    in every bring-up (as the experiment may ask itself)."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
@@ -86,7 +88,16 @@ def run_experiment(
     with track(progress, experiment.name, steps, setups=len(plan)) as told:
         facts = probe_target_facts(target)
         runs, series, done = _measure(
-            experiment, plan, files, variants, target, params, directory, path_mode, told
+            experiment,
+            plan,
+            files,
+            variants,
+            target,
+            params,
+            directory,
+            path_mode,
+            told,
+            backup or experiment.backup,
         )
     figures = experiment.summarize(runs, facts)
     first_file = files[modes[0]]
@@ -156,6 +167,7 @@ def _measure(
     directory: Path,
     path_mode: str | None,
     told: Progress,
+    backup: bool = False,
 ) -> tuple[dict[M, dict[int, Run[R]]], dict[M, dict[int, S]], tuple[BringUpAccount, ...]]:
     """Bring each planned network up, run its runs, tear it down; the runs and time series
     per mode and seed, and each bring-up's account (its runs, its controller's event log,
@@ -185,6 +197,7 @@ def _measure(
                 experiment.discovery,
                 routing,
                 path_mode,
+                backup,
             ) as testbed,
             _live_view(testbed),
         ):
