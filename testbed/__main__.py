@@ -74,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument(
         "--backup",
         action="store_true",
-        help="run a backup controller that takes over when the primary dies (docs/controller.md)",
+        help="run a backup controller that takes over when the primary dies "
+        "(docs/controller-failover.md)",
     )
     run.add_argument("--live-port", type=int, default=8765, help="the live view's port")
     run.add_argument(

@@ -33,10 +33,13 @@ def describe(
         restarted = then is not None and now.alive and now.pid != then.pid
         if new == old and not restarted:
             continue
+        if restarted:
+            old = "dead"  # what it was in its previous life does not count
         if new == "dead":
             lines.append(f"controller {name} (pid {now.pid}) died")
-        elif restarted and new == "connecting":
-            lines.append(f"controller {name} restarted (pid {now.pid})")
+        elif new == "connecting":
+            if restarted:  # else: half-way through a takeover, said once it is whole
+                lines.append(f"controller {name} restarted (pid {now.pid})")
         elif new == PRIMARY:
             lines.append(_became_primary(name, old, restarted))
         elif new == "backup":

@@ -75,6 +75,15 @@ def test_a_restarted_primary_rejoins_as_backup_under_a_lock_or_takes_over_by_ele
     ]
 
 
+def test_a_primary_restarted_between_two_looks_rejoins_rather_than_steps_down() -> None:
+    before = {PRIMARY: primary(1), BACKUP: backup(2)}
+    after = {PRIMARY: backup(3), BACKUP: primary(2)}
+    assert describe(before, after, SWITCHES, arbitrated=False) == [
+        "controller primary rejoined as backup (the other holds the lock)",
+        "controller backup took over: primary on every switch",
+    ]
+
+
 def test_a_lone_controller_needs_no_arbitration_arguments(tmp_path: Path) -> None:
     assert arbitration_arguments(PRIMARY, False, True, tmp_path / "l") == []
     assert arbitration_arguments(PRIMARY, False, False, tmp_path / "l") == []
