@@ -3,7 +3,8 @@
 with the right nodes and links; a cut link is drawn down within 2 s of the click and up again
 after ``restore``; a sending connection shows its EV grid with every state, is named by the
 host it sends to, and hovering an EV draws the path the switches say it takes; a collective
-job is one card with its progress and its ranks' connections, a failed one shows its error."""
+job is one card with its progress and its ranks' connections, a failed one shows its error;
+the header names each controller's role, with a restart button beside a dead one."""
 
 from __future__ import annotations
 
@@ -150,6 +151,30 @@ def test_a_restart_button_only_where_the_target_can_restart(browser, short_dir):
                 page.close()
                 server.stop()
     assert shown == {False: 0, True: 1}
+
+
+def test_the_header_names_the_primary_controller_and_restarts_a_dead_one(browser, short_dir):
+    with FakeFabric("leaf-spine", short_dir) as fabric:
+        actions = FakeActions(fabric)
+        actions.stances = {"primary": "dead", "backup": "primary"}
+        server = _serving(fabric, actions)
+        page = browser.new_page()
+        try:
+            page.goto(server.url)
+            page.wait_for_selector("#button-restart-primary", timeout=15000)
+            acting = page.locator("#controller-backup").inner_text()
+            page.click("#button-restart-primary")
+            page.wait_for_function(
+                "document.getElementById('controller-primary')?.textContent === 'primary: backup'",
+                timeout=15000,
+            )
+            buttons_left = page.locator("#controllers button").count()
+        finally:
+            page.close()
+            server.stop()
+    assert acting == "backup: primary"
+    assert ("controller_restart", "primary") in actions.calls
+    assert buttons_left == 0
 
 
 def test_a_sending_connection_shows_its_ev_grid(browser, short_dir):
