@@ -45,6 +45,7 @@ from collective.cli import Progress, add_job_options, final_report, job_spec
 from collective.job import JobHooks
 from collective.report import summarize
 from controller.app.status import format_status
+from controller.app.status_socket import StatusUnavailable
 from testbed.agents import TransferSpec
 from testbed.collective_run import parse_hosts
 from testbed.controller_watch import ControllerWatch
@@ -163,7 +164,11 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
 
     def _controller_view(self, link: LinkId, down: bool) -> str:
         """How the controller took the change: when it saw it, or that it does not track it."""
-        if not self.testbed.controller_tracks(link):
+        try:
+            tracked = self.testbed.controller_tracks(link)
+        except StatusUnavailable as error:  # no controller left: nobody reacts
+            return str(error)
+        if not tracked:
             return "a host link: the controller does not track it (hosts answer no LLDP)"
         seen = self.testbed.wait_link_state(link, down=down, timeout=LINK_STATE_TIMEOUT_S)
         return _seen("down" if down else "up", seen)

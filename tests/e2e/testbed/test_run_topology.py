@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.mininet.environment import forwarding_skip_reason
 from tests.e2e.mininet.machine_state import (
     LineReader,
     assert_nothing_left,
@@ -247,3 +248,54 @@ def test_stop_cleans_up_after_a_runner_killed_with_sigkill(
         if proc.poll() is None:
             proc.kill()
     assert_nothing_left(prefix, pids)
+
+
+@pytest.mark.usefixtures("runs_dir")
+def test_a_run_with_a_backup_says_when_a_controller_dies_takes_over_rejoins_or_none_is_left(
+    leaf_spine_file: Path,
+) -> None:
+    # The CLI and its lines are the same on every target: one (kernel switches, the faster
+    # bring-up) stands for both; each target's takeover is tested in test_controller_backup.
+    reason = forwarding_skip_reason("linux")
+    if reason:
+        pytest.skip(reason)
+    script = "\n".join(
+        [
+            "controller",
+            "controller kill primary",
+            "sh sleep 1",
+            "status",
+            "controller restart primary",
+            "controller kill backup",
+            "sh sleep 1",
+            "mrc h1 h3 --bytes 128K",
+            "controller kill primary",
+            "sh sleep 1",
+            "controller restart backup",
+            "exit",
+        ]
+    )
+    proc = subprocess.run(
+        [*RUNNER, "run", str(leaf_spine_file), "--target", "linux", "--backup"],
+        cwd=REPO,
+        input=script + "\n",
+        capture_output=True,
+        text=True,
+        timeout=BRING_UP_TIMEOUT_S + 120,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "*** error" not in output
+    assert re.search(r"primary: primary \(pid \d+\); backup: backup \(pid \d+\)", output), output
+    assert re.search(r"\*\*\* controller primary \(pid \d+\) died", output), output
+    assert "*** controller backup took over: primary on every switch" in output
+    assert re.search(r"l1 +primary +in service", output), output  # status from the backup
+    assert "restarted the primary controller: backup on every switch" in output
+    assert "*** controller primary took over: primary on every switch" in output
+    assert "*** no controller is running: the fabric is unmanaged" in output
+    assert "restarted the backup controller: primary on every switch" in output
+    up = re.search(r"up as run (mn[0-9a-f]{4})", output)
+    assert up, output
+    assert f"run {up.group(1)} torn down: nothing left" in output
+    assert_nothing_left(up.group(1))
