@@ -108,7 +108,8 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
             self.use_rawinput = False
         assert testbed.controllers is not None
         # Mininet's CLI runs its loop inside __init__: the watch must start before it.
-        with ControllerWatch(testbed.controllers, self._announce):
+        self._watch = ControllerWatch(testbed.controllers, self._announce)
+        with self._watch:
             super().__init__(testbed.network.mininet, **kwargs)
 
     def _announce(self, line: str) -> None:
@@ -291,6 +292,8 @@ class TestbedCLI(CLI):  # type: ignore[misc]  # Mininet has no type hints
                     self.stdout.write(f"restarted the {name} controller: {role} on every switch\n")
             except (KeyError, ValueError) as error:
                 raise CommandError(str(error).strip("'\"")) from None
+            finally:
+                self._watch.say_now()
 
         self._guarded(action)
 

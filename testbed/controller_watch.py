@@ -81,6 +81,8 @@ class ControllerWatch:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="controller-watch", daemon=True)
+        #: The thread and a command that changed the controllers (``say_now``) both look.
+        self._looking = threading.Lock()
         self._last = controllers.states()
 
     def __enter__(self) -> ControllerWatch:
@@ -93,10 +95,18 @@ class ControllerWatch:
 
     def poll(self) -> list[str]:
         """Look once; the lines for what changed since the last look."""
-        now = self._controllers.states()
-        lines = describe(self._last, now, self._controllers.switches, self._controllers.arbitrated)
-        self._last = now
+        with self._looking:
+            now = self._controllers.states()
+            switches, arbitrated = self._controllers.switches, self._controllers.arbitrated
+            lines = describe(self._last, now, switches, arbitrated)
+            self._last = now
         return lines
+
+    def say_now(self) -> None:
+        """Look at once and say what changed: a command that killed or restarted a
+        controller has its lines right after its answer, however soon the next command comes."""
+        for line in self.poll():
+            self._say(line)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
