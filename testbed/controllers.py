@@ -3,8 +3,10 @@
 The backup is a second ``mrc-controller`` of the same topology that connects to every switch
 and follows the fabric but does not write. Who writes is decided as each target can: on the
 P4Runtime targets (bmv2, tofino) the backup has a lower election id
-(:data:`BACKUP_ELECTION_ID` against the controller's default 10) and the switches arbitrate,
-so a restarted primary takes its place back; on the linux target, whose netlink has no
+(:data:`BACKUP_ELECTION_ID` against the controller's default 10) and the switches arbitrate:
+when the primary goes, finsy has the backup bid the election id the switch names (the dead
+primary's), so a restarted primary, bidding the same id, is refused it, bids one less and
+stays backup; on the linux target, whose netlink has no
 arbitration, both name one lock file (``--primary-lock``) and only its holder writes
 (``controller.southbound.linux.primacy``), so a restarted controller waits as backup.
 

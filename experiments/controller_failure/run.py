@@ -1,8 +1,9 @@
 """One run of the controller experiment: a transfer; at ``kill_at_s`` the acting controller is
 killed with SIGKILL and the other takes over; at ``cut_at_s`` a fabric link, drawn with the
 seed, is cut and the new primary must reroute it. Afterwards the link is restored and the
-dead controller restarted (it rejoins as backup, or takes over where a higher election id
-wins), so the next run starts from a whole fabric with two controllers.
+dead controller restarted (it rejoins as backup on either target: see
+``testbed.controllers``), so the next run starts from a whole fabric with two controllers and
+kills the other one.
 
 Times are on the machine's monotonic clock, which the controllers' event logs share
 (``mono``): the takeover is measured from the kill to the last switch the new primary was
