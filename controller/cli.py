@@ -74,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="linux: a lock file shared with a backup controller; only its holder writes",
     )
+    run.add_argument(
+        "--peer-socket",
+        type=Path,
+        help="the other controller's status socket: while backup, follow its down links",
+    )
     run.add_argument("--grpc-host", help="host of every switch's gRPC/Thrift server")
     run.add_argument("--socket", type=Path, dest="status_socket", help="status socket path")
     run.add_argument("--event-log", type=Path, help="write the event log here (default stdout)")
@@ -123,6 +128,7 @@ def _run(args: argparse.Namespace) -> int:
             netns_prefix=args.netns_prefix,
             election_id=args.election_id,
             primary_lock=args.primary_lock,
+            peer_socket=args.peer_socket,
             grpc_host=args.grpc_host,
             status_socket=args.status_socket,
             event_log=args.event_log,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.app.status_socket import StatusUnavailable
-from controller.southbound.interface import SwitchRole
+from controller.southbound.interface import LinkEvidence, SwitchRole
 from controller.targets import controller_target
 from testbed.controller_run import IN_SERVICE_TIMEOUT_S, ControllerRun
 from testbed.processes import ProcessFailed
@@ -131,15 +131,28 @@ class Controllers:
             self.wait_stance(BACKUP, BACKUP)
 
     def _start(self, name: str) -> ControllerRun:
-        extra = arbitration_arguments(name, len(self.names) > 1, self.arbitrated, self._lock)
-        file_name = "controller" if name == PRIMARY else "controller-backup"
-        run = ControllerRun(*self._args, **self._options, name=file_name, extra=extra)
+        paired = len(self.names) > 1
+        extra = arbitration_arguments(name, paired, self.arbitrated, self._lock)
+        if paired and self.probes:
+            # A backup sends no probes: it takes its link state from the other one.
+            other = BACKUP if name == PRIMARY else PRIMARY
+            extra += ["--peer-socket", str(self._socket_of(other))]
+        run = ControllerRun(*self._args, **self._options, name=_file_name(name), extra=extra)
         self.runs[name] = run
         follower = _Follower(run.event_log)
         follower.offset = _size(run.event_log)  # a restarted one: only its new events count
         with self._reading:
             self._followers[name] = follower
         return run
+
+    @property
+    def probes(self) -> bool:
+        """Whether links are watched by probes, which only a primary may send."""
+        return controller_target(self.target).capabilities.link_evidence is LinkEvidence.PROBES
+
+    def _socket_of(self, name: str) -> Path:
+        _, run_dir, prefix, _, _ = self._args
+        return Path(run_dir) / f"{prefix}-{_file_name(name)}.sock"
 
     def run(self, name: str) -> ControllerRun:
         """The controller started as ``name`` (KeyError: the run has none)."""
@@ -225,6 +238,11 @@ def arbitration_arguments(name: str, paired: bool, arbitrated: bool, lock: Path)
     if not arbitrated:
         return ["--primary-lock", str(lock)]
     return ["--election-id", str(BACKUP_ELECTION_ID)] if name == BACKUP else []
+
+
+def _file_name(name: str) -> str:
+    """What a controller's files are named after (the primary's as a lone controller's)."""
+    return "controller" if name == PRIMARY else "controller-backup"
 
 
 def unmanaged_line() -> str:

@@ -15,6 +15,8 @@ keys optional)::
     election_id: 10              # P4Runtime arbitration; the highest live id is primary
     primary_lock: null           # linux: a lock file shared with a backup controller; only its
                                  # holder writes (netlink has no arbitration)
+    peer_socket: null            # the other controller's status socket: while backup, take
+                                 # its down links (probe targets: a backup sends no probes)
     grpc_host: 127.0.0.1         # where the switches' gRPC and Thrift servers listen
     switch_hosts: {s1: 10.0.0.1} # per-switch override of grpc_host
     tls:                         # gRPC over TLS (paths relative to the file)
@@ -80,6 +82,7 @@ class ControllerConfig:
     netns_prefix: str = ""
     election_id: int = 10
     primary_lock: Path | None = None
+    peer_socket: Path | None = None
     grpc_host: str = "127.0.0.1"
     switch_hosts: dict[str, str] = field(default_factory=dict)
     tls: TlsConfig | None = None
@@ -207,6 +210,7 @@ _TOP_KEYS = {
     "netns_prefix",
     "election_id",
     "primary_lock",
+    "peer_socket",
     "grpc_host",
     "switch_hosts",
     "tls",
@@ -236,6 +240,7 @@ def _parse(document: dict[str, Any], source: str, base: Path) -> ControllerConfi
     values["netns_prefix"] = reader.text("netns_prefix", default.netns_prefix)
     values["election_id"] = reader.integer("election_id", default.election_id)
     values["primary_lock"] = reader.path("primary_lock")
+    values["peer_socket"] = reader.path("peer_socket")
     values["grpc_host"] = reader.text("grpc_host", default.grpc_host)
     values["switch_hosts"] = reader.text_map("switch_hosts")
     values["discovery"] = reader.boolean("discovery", default.discovery)

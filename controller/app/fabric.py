@@ -49,6 +49,12 @@ from controller.southbound.interface import LinkEvidence, ProgramResult, Southbo
 from topologies.model import LinkId, Topology
 from topologies.paths import PathMode
 
+
+def sorted_links(links: set[LinkId] | frozenset[LinkId]) -> list[LinkId]:
+    """``links`` in a stable order (events and records come out the same each time)."""
+    return sorted(links, key=str)
+
+
 #: A failover whose switches are not all programmed by then is recorded as incomplete.
 FAILOVER_WAIT_S = 30.0
 
@@ -212,6 +218,19 @@ class FabricController:
     def frame_received(self, switch: str, port: int, frame: bytes) -> None:
         """A frame came up from ``port`` of ``switch``: a probe for the probe loop."""
         self.probes.frame_received(switch, port, frame)
+
+    def peer_down_links(self, down: frozenset[LinkId]) -> None:
+        """The down links as the fabric's other controller sees them, taken while this one is
+        primary on no switch (a backup that cannot watch links itself: ``controller.app.peer``);
+        its intent follows, so that a takeover finds the switches holding it."""
+        if any(view.role is SwitchRole.PRIMARY for view in self.views.values()):
+            return
+        now = self.clock.monotonic()
+        went, came = sorted_links(down - self._down), sorted_links(self._down - down)
+        changes = [LinkChange(link, LinkState.DOWN, now, now) for link in went]
+        changes += [LinkChange(link, LinkState.UP, now, now) for link in came]
+        if changes:
+            self._apply_link_changes(changes)
 
     # -- carrier -------------------------------------------------------------------------------
     def _apply_carrier(self, changes: list[LinkChange]) -> None:

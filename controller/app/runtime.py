@@ -20,10 +20,11 @@ from controller.app.config import ConfigError, ControllerConfig
 from controller.app.discovery import discovery_settings
 from controller.app.eventlog import EventLog
 from controller.app.fabric import FabricController
+from controller.app.peer import follow_peer
 from controller.app.status import collect_status
 from controller.app.status_socket import EventFeed, serve_status
 from controller.app.watch import describe_topology
-from controller.southbound.interface import Southbound
+from controller.southbound.interface import LinkEvidence, Southbound
 from controller.southbound.target import TargetSettingsError
 from controller.targets import controller_target
 from topologies.model import Topology
@@ -66,6 +67,14 @@ def build_fabric(topology: Topology, config: ControllerConfig, log: EventLog) ->
     )
 
 
+def _peer_follower(fabric: FabricController, config: ControllerConfig) -> asyncio.Task[None] | None:
+    """Where links are watched by probes, which a backup cannot send, follow the other
+    controller's link state (``controller.app.peer``); None where there is nothing to do."""
+    if config.peer_socket is None or not fabric.discovery.watches(LinkEvidence.PROBES):
+        return None
+    return asyncio.create_task(follow_peer(fabric, config.peer_socket))
+
+
 async def run_controller(topology: Topology, config: ControllerConfig, log: EventLog) -> None:
     """Run until SIGINT/SIGTERM or cancellation; always closes channels and the socket."""
     fabric = build_fabric(topology, config, log)
@@ -79,11 +88,15 @@ async def run_controller(topology: Topology, config: ControllerConfig, log: Even
     for signum in stop_signals:
         if main is not None:
             loop.add_signal_handler(signum, main.cancel)
+    follower = _peer_follower(fabric, config)
     try:
         await fabric.run()
     except asyncio.CancelledError:
         pass
     finally:
+        if follower is not None:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
         for signum in stop_signals:
             loop.remove_signal_handler(signum)
         server.close()

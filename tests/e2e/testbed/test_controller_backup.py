@@ -1,7 +1,9 @@
 """A backup controller on each target (``Testbed.open(..., backup=True)``, ``--backup``): the
 primary is killed with SIGKILL during an MRC transfer, the backup becomes primary on every
 switch writing nothing (nothing changed), then a fabric link is cut and the backup reroutes
-it; the transfer completes with no byte lost.
+it; the transfer completes with no byte lost. A cut made while the primary acts is followed
+by the backup, so its takeover writes nothing either; a restarted primary rejoins as backup;
+with both dead the fabric is unmanaged, forwards still, and a restarted one takes it.
 
 Needs root and Mininet, and per target BMv2 or kernel switches; skips with the reason
 otherwise.
@@ -90,7 +92,14 @@ def test_the_backup_takes_over_a_killed_primary_writing_nothing_then_reroutes_a_
         assert metrics.bytes_lost == 0
 
 
-def test_a_restarted_primary_rejoins_as_arbitrated_and_with_none_left_the_fabric_forwards(
+def _wait_down(run: Any, link: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while link not in run.status()["down_links"]:
+        assert time.monotonic() < deadline, f"{link} not down in the backup's view"
+        time.sleep(0.1)
+
+
+def test_a_cut_the_backup_followed_costs_no_write_at_takeover_then_rejoin_and_none_left(
     testbed_target: str, runs_dir: Path, leaf_spine_file: Path
 ) -> None:
     from controller.app.status_socket import StatusUnavailable
@@ -101,8 +110,16 @@ def test_a_restarted_primary_rejoins_as_arbitrated_and_with_none_left_the_fabric
         controllers = testbed.controllers
         assert controllers is not None
         watch = ControllerWatch(controllers, say=lambda line: None)
+        backup = controllers.run(BACKUP)
+        # Cut while the primary acts: the backup follows (carrier on linux, the primary's
+        # stream where links are probed), so taking over changes nothing.
+        link = str(testbed.fail("l1", "s1"))
+        _wait_down(backup, link, REROUTE_WITHIN_S)
+        mark = len(backup.events())
         testbed.kill_controller(PRIMARY)
         controllers.wait_stance(BACKUP, PRIMARY, timeout=TAKEOVER_WITHIN_S)
+        backup.wait_in_service(sorted(controllers.switches), after=mark)
+        assert _writes(backup.events()[mark:]) == 0, "the backup did not follow the cut"
         # P4Runtime: the backup took over at the primary's election id (finsy bids the id the
         # switch names), so the restarted one, bidding the same, steps below it; linux: the
         # lock's holder stays primary and the restarted one waits.
