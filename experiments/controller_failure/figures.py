@@ -34,6 +34,9 @@ class TransportFigures:
     takeover_writes: int
     takeover_writes_max: int
     cut_to_write: Spread = field(metadata=key("cut_to_write_s", PREFIXED))
+    #: When each failed transfer failed on its run's clock (the kill and the cut are at
+    #: ``kill_at_s`` and ``cut_at_s``): a death before the kill is not the controller's.
+    failures: tuple[str, ...]
     problems: tuple[str, ...]
 
 
@@ -65,6 +68,12 @@ def _figures(runs: Runs[str, ControllerRunRecord]) -> ControllerFigures:
             takeover_writes=sum(writes),
             takeover_writes_max=max(writes, default=0),
             cut_to_write=Spread.of(r.cut_to_write_s for r in records),
+            failures=tuple(
+                f"seed {seed} at {t.failure.failed_at_s} s: {t.failure.error[:80]}"
+                for seed, run in seeds.items()
+                for t in run.record.transfers.values()
+                if t.failure is not None
+            ),
             problems=tuple(p for r in records for p in r.problems),
         )
     return ControllerFigures(figures)
@@ -82,6 +91,7 @@ def text(figures: ControllerFigures) -> list[str]:
             + (f" ({f.bytes_lost_unknown} unknown)" if f.bytes_lost_unknown else "")
         )
         lines.extend(f"  problem: {problem}" for problem in f.problems)
+        lines.extend(f"  failed {failure}" for failure in f.failures)
     return lines
 
 

@@ -136,8 +136,9 @@ def run_controller_failure(
         flow_thread.join()
         rejoined = _mend(testbed, controllers, killed, ends, problems)
     result = outcome[0] if outcome else TransferFailed("no result")
+    # A failure's time on the run's clock tells a death of the kill or the cut from one before.
     transfer = (
-        failed_transfer(Failure(str(result)))
+        failed_transfer(Failure(str(result), failed_at_s=round(result.at - started, 3)))
         if isinstance(result, TransferFailed)
         else transfer_metrics(result)
     )
