@@ -101,19 +101,42 @@ def draw(
     series: Mapping[str, Mapping[int, ControllerSeries]],
     params: ControllerParams,
 ) -> list[str]:
-    """``controller-times.png``: per transport, the mean takeover time and the mean time from
-    the cut to the new primary's last write."""
+    """``controller-times.png``: per transport, the takeover time and the time from the cut
+    to the new primary's last write, mean with min-max whiskers over the seeds."""
     del series, params
     figures = _figures(runs)
     name = "controller-times.png"
-    plots.grouped_bars(
-        directory / name,
-        "Primary killed, then a link cut: the backup's takeover and reroute",
-        "seconds (mean over seeds)",
-        ["kill -> backup primary everywhere", "cut -> last write"],
-        {
-            transport: [f.takeover.mean or 0.0, f.cut_to_write.mean or 0.0]
-            for transport, f in figures.transports.items()
-        },
-    )
+    measures = ("kill -> other primary everywhere", "cut -> its last write")
+    figure, axes = plots.plt.subplots(figsize=(7, 4))
+    width = 0.8 / max(1, len(figures.transports))
+    for offset, (transport, f) in enumerate(figures.transports.items()):
+        spreads = (f.takeover, f.cut_to_write)
+        means = [s.mean or 0.0 for s in spreads]
+        below = [_whisker(s)[0] for s in spreads]
+        above = [_whisker(s)[1] for s in spreads]
+        axes.bar(
+            [i + offset * width for i in range(len(measures))],
+            means,
+            width=width,
+            yerr=[below, above],
+            capsize=4,
+            label=transport,
+            color=plots.colour_of(transport),
+        )
+    axes.set_xticks([i + width * (len(figures.transports) - 1) / 2 for i in range(len(measures))])
+    axes.set_xticklabels(measures)
+    axes.set_ylabel("seconds (mean, min-max over seeds)")
+    axes.set_title("The acting controller killed, then a link cut")
+    axes.grid(axis="y", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(directory / name, dpi=110)
+    plots.plt.close(figure)
     return [name]
+
+
+def _whisker(spread: Spread) -> tuple[float, float]:
+    """How far the min and the max lie from the mean (0 where no seed gave a value)."""
+    if spread.mean is None or spread.min is None or spread.max is None:
+        return 0.0, 0.0
+    return spread.mean - spread.min, spread.max - spread.mean
