@@ -26,7 +26,7 @@ from typing import Any
 
 from controller.app.status_socket import StatusUnavailable
 from controller.southbound.interface import LinkEvidence, SwitchRole
-from controller.targets import controller_target
+from controller.targets import DEFAULT_TARGET, controller_target
 from testbed.controller_run import IN_SERVICE_TIMEOUT_S, ControllerRun
 from testbed.processes import ProcessFailed
 
@@ -103,12 +103,13 @@ class Controllers:
         switches: Sequence[str],
         backup: bool = False,
         discovery: bool = True,
-        target: str = "bmv2",
+        target: str = DEFAULT_TARGET,
         options: dict[str, Any] | None = None,
     ) -> None:
         self.switches = frozenset(switches)
         self.target = target
         self._args = (topology_ref, run_dir, prefix, discovery, target)
+        self._run_dir, self._prefix = run_dir, prefix
         self._options = dict(options or {})
         self._lock = run_dir / f"{prefix}-{LOCK_NAME}"
         self.names: tuple[str, ...] = (PRIMARY, BACKUP) if backup else (PRIMARY,)
@@ -151,8 +152,7 @@ class Controllers:
         return controller_target(self.target).capabilities.link_evidence is LinkEvidence.PROBES
 
     def _socket_of(self, name: str) -> Path:
-        _, run_dir, prefix, _, _ = self._args
-        return Path(run_dir) / f"{prefix}-{_file_name(name)}.sock"
+        return self._run_dir / f"{self._prefix}-{_file_name(name)}.sock"
 
     def run(self, name: str) -> ControllerRun:
         """The controller started as ``name`` (KeyError: the run has none)."""
