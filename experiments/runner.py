@@ -218,6 +218,7 @@ def _measure(
                 # state and failovers stays with the results, for explaining odd figures.
                 shutil.copyfile(testbed.controller.event_log, directory / events_name)
                 events = events_name
+                _copy_other_controllers(testbed, directory, events_name)
         done.append(
             BringUpAccount(
                 topology=topology_file.name,
@@ -233,6 +234,19 @@ def _measure(
         runs[mode] = dict(sorted(runs[mode].items()))
         series[mode] = dict(sorted(series[mode].items()))
     return runs, series, tuple(done)
+
+
+def _copy_other_controllers(testbed: Testbed, directory: Path, events_name: str) -> None:
+    """With a backup in the run, the log of each controller that was not acting at the end
+    goes beside the acting one's (``controller-events...`` -> ``controller-<name>-events...``):
+    a takeover is explained by both."""
+    controllers, acting = testbed.controllers, testbed.controller
+    if controllers is None or acting is None:
+        return
+    for name, run in controllers.runs.items():
+        if run.event_log != acting.event_log and run.event_log.is_file():
+            other = events_name.replace("controller-events", f"controller-{name}-events", 1)
+            shutil.copyfile(run.event_log, directory / other)
 
 
 def _live_view(testbed: Testbed) -> contextlib.AbstractContextManager[object]:
