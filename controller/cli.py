@@ -4,6 +4,7 @@
     mrc-controller run topo.yaml --config ctl.yaml --election-id 20 --socket /tmp/ctl-b.sock
     mrc-controller run leaf-spine --target linux --netns-prefix mn3fa2   # kernel switches
     mrc-controller run leaf-spine --target linux --primary-lock run/ctl.lock  # with a backup
+    mrc-controller run leaf-spine --socket /tmp/b.sock --election-id 5 --peer-socket /tmp/a.sock
     mrc-controller run leaf-spine --routing static     # or reactive (default), converge:3
     mrc-controller run leaf-spine --path-mode structured   # or ecmp (default), srv6
     mrc-controller status [--socket PATH] [--json]
