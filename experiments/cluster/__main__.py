@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import socket
 import sys
@@ -54,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker.add_argument("--name", default=socket.gethostname(), help="default: host name")
     worker.add_argument("--host", default=None, help="address to listen on")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     if args.command == "scheduler":
         dask.config.set({"distributed.scheduler.allowed-failures": args.allowed_failures})
         return asyncio.run(_scheduler(args.host, args.port, args.dashboard_port))
@@ -66,7 +68,7 @@ async def _scheduler(host: str, port: int, dashboard_port: int) -> int:
     ) as scheduler:
         dashboard = scheduler.services.get("dashboard")
         url = (
-            f"http://{socket.gethostname()}:{dashboard.port}/status"
+            f"http://{host or socket.gethostname()}:{dashboard.port}/status"
             if dashboard is not None
             else "none (bokeh is not installed)"
         )
@@ -76,6 +78,10 @@ async def _scheduler(host: str, port: int, dashboard_port: int) -> int:
 
 
 async def _worker(address: str, name: str, host: str | None) -> int:
+    # The task's modules (every experiment, the testbed) take seconds to import on a busy
+    # machine: imported here, before the worker joins, they are not paid by its first seed.
+    import experiments.cluster.task  # noqa: F401
+
     async with Worker(
         address,
         name=name,
