@@ -9,7 +9,8 @@ back and are merged as a local multi-seed run merges them, figures drawn at the 
 
 The modules, one job each: :mod:`~experiments.cluster.tree` (which commit a tree is at),
 :mod:`~experiments.cluster.job` (what a task gets and gives back),
-:mod:`~experiments.cluster.task` (a seed's runs on a worker),
+:mod:`~experiments.cluster.task` (a seed's runs on a worker; the scheduler sees
+:mod:`~experiments.cluster.entry`, which imports it on the worker alone),
 :mod:`~experiments.cluster.attempts` (which worker ran which seed, the reruns),
 :mod:`~experiments.cluster.progress` (the client's lines),
 :mod:`~experiments.cluster.merge` (the seeds' results as one run's),

@@ -22,10 +22,10 @@ from typing import Any
 
 from distributed import Client, as_completed
 
-from experiments.cluster.job import Refused, SeedFailed, SeedJob, SeedResult
+from experiments.cluster.entry import run_seed
+from experiments.cluster.job import Outcome, Refused, SeedFailed, SeedJob, SeedResult
 from experiments.cluster.merge import merge
 from experiments.cluster.progress import TOPIC, ClusterProgress
-from experiments.cluster.task import run_seed
 from experiments.cluster.tree import tree_identity
 from experiments.experiment import Experiment, F, M, P, R, S
 from experiments.progress import Display
@@ -86,7 +86,7 @@ def run_on_cluster(
             submitted[job.seed] = time.monotonic()
             future = client.submit(
                 run_seed,
-                job,
+                pickle.dumps(job, protocol=5),
                 key=f"{experiment.name}-seed{job.seed}-{sweep}",
                 resources={"fabric": 1},
                 pure=False,
@@ -99,7 +99,7 @@ def run_on_cluster(
             for future in as_completed(futures):
                 began = time.monotonic()
                 try:
-                    outcome = future.result()
+                    outcome: Outcome = future.result()
                 except Exception as error:  # KilledWorker: too many workers lost
                     raise ClusterRunFailed(f"seed {futures[future]}: {error}") from error
                 result_s[futures[future]] = time.monotonic() - began

@@ -22,6 +22,7 @@ class FabricCleanup(WorkerPlugin):
 
     def setup(self, worker: Worker) -> None:
         for prefix, left in sweep_dead_runs().items():
-            log.warning(
-                "worker %s: removed run %s, left by a killed run (%s)", worker.name, prefix, left
-            )
+            if left.empty:
+                log.warning("worker %s: removed run %s, left by a killed run", worker.name, prefix)
+            else:
+                log.error("worker %s: run %s could not be removed: %s", worker.name, prefix, left)

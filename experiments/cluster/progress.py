@@ -56,8 +56,8 @@ class ClusterProgress:
                 replaced = self.attempts.started(seed, machine, worker)
                 if replaced is not None:
                     self._say(
-                        f"{self.title} seed {seed}: rerun on {machine}, {replaced.machine} "
-                        f"({replaced.worker}) having stopped mid-run after "
+                        f"{self.title} seed {seed}: rerun on {machine} ({worker}); "
+                        f"{replaced.machine} ({replaced.worker}) stopped mid-run after "
                         f"{len(replaced.ended)} run(s), dropped; "
                         f"{len(self.attempts.done())} of {len(self.steps)} done"
                     )

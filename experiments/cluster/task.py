@@ -11,6 +11,7 @@ result: Dask reruns a task only when its worker is lost, never because the run f
 
 from __future__ import annotations
 
+import pickle
 import tempfile
 import time
 import traceback
@@ -37,8 +38,10 @@ from experiments.results import versions
 from experiments.runner import measure
 
 
-def run_seed(job: SeedJob[Any]) -> Outcome:
-    """The seed's runs, or why they were not made (see the module's docstring)."""
+def run_seed(pickled_job: bytes) -> Outcome:
+    """The seed's runs, or why they were not made (see the module's docstring); the job
+    pickled (see :mod:`experiments.cluster.entry`)."""
+    job: SeedJob[Any] = pickle.loads(pickled_job)
     worker = get_worker()
     place = Place(machine=str(worker.name), worker=worker.address)
     tell = _Teller(job, place)
