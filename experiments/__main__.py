@@ -148,6 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"experiments: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if args.cluster is not None:  # Dask cannot stop a task's thread once it runs
+            print(
+                "experiments: interrupted; seeds not started were cancelled, a worker running "
+                "one tears its testbed down when the seed ends",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
         print("experiments: interrupted; the testbed was torn down", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (RuntimeError, OSError) as error:  # a sweep on a cluster: could not complete
