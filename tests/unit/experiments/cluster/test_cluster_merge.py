@@ -30,7 +30,7 @@ FACTS = TargetFacts("linux", trimming=False, ecn_marking=None, ecn_by=None)
 SEEDS = 3
 
 
-def _measured_run(
+def fake_measured_run(
     experiment: Any, testbed: FakeTestbed, params: Params, mode: str, seed: int, sequence: int
 ) -> tuple[Run[Any], dict[str, Any]]:
     record, series = experiment.run_mode(testbed, params, mode, seed)
@@ -40,7 +40,7 @@ def _measured_run(
 @pytest.fixture(autouse=True)
 def fake_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(runner, "Testbed", FakeTestbed)
-    monkeypatch.setattr(runner, "measured_run", _measured_run)
+    monkeypatch.setattr(runner, "measured_run", fake_measured_run)
     monkeypatch.setattr(runner, "versions", lambda: {"project_commit": "abc", "agent_build": "x"})
     monkeypatch.delenv("LIVE", raising=False)
     yield
