@@ -2,15 +2,16 @@
 workers, each a separate process standing for a machine, run a short two-seed ``loss``
 experiment (two transports, lossless and 1 %, 2 s each) on the kernel target, the cheapest.
 
-Every process is in the root network namespace, each worker on a loopback address of its own
-(127.0.0.2, 127.0.0.3): a worker in a child network namespace could not reach a scheduler in
-the root one on the machine this was written on, and a worker's fabrics are namespaces of
-their own anyway. One worker is killed (SIGKILL to its process group, its machine lost) once
-it has finished a run of its seed and started the next; the scheduler gives the seed to a
-worker again, the killed worker comes back and removes what its killed run left before it
-joins, and both seeds complete, the rerun recorded, the merged summary of the same form as a
-local run's. A worker whose tree is at another commit refuses its seed with a message naming
-both commits.
+The scheduler, each worker and the client are each in a network namespace of their own, on a
+LAN of them (a bridge; :mod:`tests.e2e.testbed.cluster_lan`), with an address each: none is in
+the root namespace (a worker in a child namespace could not reach a scheduler in the root one
+on the machine this was written on). A worker's fabric comes up inside its machine's
+namespace, its hosts' and switches' namespaces named by its run as anywhere. One worker is
+killed (SIGKILL to its process group, its machine lost) once it has finished a run of its seed
+and started the next; the scheduler gives the seed to a worker again, the killed worker comes
+back and removes what its killed run left before it joins, and both seeds complete, the rerun
+recorded, the merged summary of the same form as a local run's. A worker whose tree is at
+another commit refuses its seed with a message naming both commits.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 from experiments.cluster.tree import tree_identity
 from experiments.summary import Summary
 from tests.e2e.mininet.environment import forwarding_skip_reason
+from tests.e2e.testbed.cluster_lan import Lan
 from tests.e2e.testbed.cluster_processes import REPO, Cluster
 from tests.e2e.testbed.experiment_run import checked_results, experiment_command
 
@@ -52,12 +54,15 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         pytest.skip(reason)
     logs = tmp_path / "cluster-logs"
     logs.mkdir()
-    started = Cluster(logs)
+    lan = Lan()
+    started = Cluster(logs, lan)
     try:
+        lan.open()
         started.start_scheduler()
         yield started
     finally:
         started.close()
+        lan.close()
 
 
 def _sweep(
@@ -66,7 +71,7 @@ def _sweep(
     command = experiment_command("loss", topology, out, SETTINGS, TARGET, seeds)
     with log.open("wb") as stderr:
         return subprocess.Popen(
-            [*command, "--cluster", cluster.address],
+            cluster.command("client", [*command, "--cluster", cluster.address]),
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -88,15 +93,15 @@ def _second_run_started(log: Path, timeout: float = 300) -> int:
 def test_a_worker_lost_mid_run_has_its_seed_rerun_and_both_seeds_merge_as_a_local_run(
     cluster: Cluster, leaf_spine_file: Path, tmp_path: Path
 ) -> None:
-    cluster.start_worker("machine-a", "127.0.0.2")
-    cluster.start_worker("machine-b", "127.0.0.3")
+    cluster.start_worker("machine-a")
+    cluster.start_worker("machine-b")
     told = tmp_path / "sweep.err"
     sweep = _sweep(cluster, leaf_spine_file, tmp_path / "results", 2, told)
     try:
         lost_seed = _second_run_started(told)
         cluster.kill("machine-a")
         # the machine comes back: before it joins, it removes what its killed run left
-        cluster.start_worker("machine-a", "127.0.0.2", process="machine-a-back")
+        cluster.start_worker("machine-a", process="machine-a-back")
         assert sweep.wait(timeout=600) == 0, told.read_text()[-5000:]
     finally:
         if sweep.poll() is None:
@@ -123,7 +128,7 @@ def test_a_worker_lost_mid_run_has_its_seed_rerun_and_both_seeds_merge_as_a_loca
     (rerun,) = account["reruns"]
     assert rerun["seed"] == lost_seed and rerun["lost_machine"] == "machine-a"
     assert rerun["runs_dropped"] == 1
-    assert rerun["why"].startswith("worker machine-a (tcp://127.0.0.2:")
+    assert rerun["why"].startswith(f"worker machine-a (tcp://{cluster.lan.addresses['machine-a']}:")
     assert " was lost mid-run after 1 of 4 run(s), which were dropped; rerun on " in rerun["why"]
     assert f"seed {lost_seed} rerun: {rerun['why']}" in (directory / "summary.txt").read_text()
     assert all(account["task_start_s"][seed] > 0 for seed in ("0", "1"))
@@ -141,7 +146,7 @@ def test_a_worker_at_another_commit_refuses_its_seed_naming_both_commits(
 ) -> None:
     other = tmp_path / "other-tree"
     other_commit = _tree_at_another_commit(other)
-    address = cluster.start_worker("machine-c", "127.0.0.4", tree=other)
+    address = cluster.start_worker("machine-c", tree=other)
     told = tmp_path / "sweep.err"
     sweep = _sweep(cluster, leaf_spine_file, tmp_path / "results", 1, told)
     try:
