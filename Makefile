@@ -126,7 +126,7 @@ clean:  ## Remove caches and build/ (the native agent too: `make native`); keeps
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .hypothesis build
 
 # -- the testbed runner and experiments (testbed/, experiments/) ---------------------------------
-.PHONY: run-topology stop experiment
+.PHONY: run-topology stop experiment cluster-scheduler cluster-worker
 
 run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] [PATH_MODE=ecmp|structured|srv6] [BACKUP=1] with controller and agents; Mininet CLI + fail/restore/restart/mrc/status; live view on LIVE_PORT (8765)
 	$(SUDO) $(PY) -m testbed run $(or $(TOPO),leaf-spine) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) $(if $(BACKUP),--backup) --live-port $(or $(LIVE_PORT),8765) $(if $(LIVE_HOST),--live-host $(LIVE_HOST))
@@ -134,6 +134,14 @@ run-topology:  ## TOPO on TARGET [ROUTING=static|reactive|converge:S] [PATH_MODE
 stop:  ## Stop every testbed run and remove what any run left (namespaces, veths, processes)
 	$(SUDO) $(PY) -m testbed stop
 
-experiment:  ## NAME=failover|reboot|loss|spray|incast|collective|controller [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [ROCE=perftest,nccl,adaptive] [PATH_MODE=] [BACKUP=1] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1]: results/<name>-<time>/
+experiment:  ## NAME=failover|reboot|loss|spray|incast|collective|controller [TOPO=] [TARGET=auto|bmv2|linux] [ROUTING=static,...] [ROCE=perftest,nccl,adaptive] [PATH_MODE=] [BACKUP=1] [SEEDS=5] [SET="duration_s=10 ..."] [LIVE=1] [CLUSTER=tcp://HOST:PORT]: results/<name>-<time>/
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<experiment> [TOPO=...] [TARGET=...] [SEEDS=5]"; exit 2; }
-	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(ROCE),--roce $(ROCE)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) $(if $(BACKUP),--backup) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s))
+	$(SUDO) env LIVE=$(LIVE) LIVE_PORT=$(LIVE_PORT) $(PY) -m experiments $(NAME) $(if $(TOPO),--topo $(TOPO)) --target $(or $(TARGET),auto) $(if $(ROUTING),--routing $(ROUTING)) $(if $(ROCE),--roce $(ROCE)) $(if $(PATH_MODE),--path-mode $(PATH_MODE)) $(if $(BACKUP),--backup) --seeds $(or $(SEEDS),5) $(foreach s,$(SET),--set $(s)) $(if $(CLUSTER),--cluster $(CLUSTER))
+
+# Sweeps on many machines (docs/experiments.md): one scheduler anywhere, a worker per machine.
+cluster-scheduler:  ## Start the Dask scheduler of experiment sweeps on many machines; prints its address and dashboard [PORT=8786]
+	$(PY) -m experiments.cluster scheduler $(if $(PORT),--port $(PORT))
+
+cluster-worker:  ## SCHEDULER=tcp://HOST:PORT: on a machine after `make setup`, a worker taking one experiment seed at a time (root)
+	@test -n "$(SCHEDULER)" || { echo "usage: make cluster-worker SCHEDULER=tcp://HOST:PORT"; exit 2; }
+	$(SUDO) $(PY) -m experiments.cluster worker $(SCHEDULER)

@@ -4,6 +4,7 @@
                                    [--set duration_s=10 --set cut_at_s=3 ...] [--out results]
                                    [--routing static|reactive|converge[:SECONDS][,...]]
                                    [--path-mode ecmp|structured|srv6]
+                                   [--cluster tcp://HOST:PORT]
 
 Prints the results directory and its summary.txt on standard output; on standard error, as
 it goes, each run's start and end with its key figure and the time left (a live bar on a
@@ -13,22 +14,30 @@ terminal, plain lines elsewhere; ``-v`` adds what happens inside each run: see
 is recorded as a result) and the results are well-formed; 1 otherwise (the results are
 written all the same); 2 for bad arguments; 3 when the target cannot run here; 130 when
 interrupted (Ctrl-C, SIGTERM, SIGHUP: the testbed is torn down first).
+
+With ``--cluster`` (``make experiment CLUSTER=...``) each seed runs as a task on the Dask
+cluster at that address (:mod:`experiments.cluster`); the results are written here, as a local
+run writes them. Without it Dask is never imported.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from experiments.experiment import AnyExperiment
 from experiments.registry import EXPERIMENTS
 from experiments.results import REPO, summary_problems
 from testbed.targets import AUTO, target_help
+
+#: ``run_experiment`` or its cluster counterpart: the results directory of the run.
+RunExperiment = Callable[..., Path]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -76,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a backup controller beside the first in every bring-up (the controller "
         "experiment always has one)",
     )
+    parser.add_argument(
+        "--cluster",
+        metavar="tcp://HOST:PORT",
+        help="run each seed on a worker of this Dask scheduler (make cluster-scheduler)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "results", help="results root")
     parser.add_argument(
         "-v",
@@ -122,7 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"experiments: {choice.announcement}", file=sys.stderr)
         if args.path_mode is not None:
             check_path_mode(choice.target, PathMode(args.path_mode))
-        directory = run_experiment(
+        run: RunExperiment = run_experiment if args.cluster is None else _on_cluster(args.cluster)
+        directory = run(
             experiment,
             topology_ref=args.topo,
             target=choice.target.name,
@@ -140,13 +155,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"experiments: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if args.cluster is not None:  # Dask cannot stop a task's thread once it runs
+            print(
+                "experiments: interrupted; seeds not started were cancelled, a worker running "
+                "one tears its testbed down when the seed ends",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
         print("experiments: interrupted; the testbed was torn down", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except (RuntimeError, OSError) as error:  # a sweep on a cluster: could not complete
+        if args.cluster is None:
+            raise
+        print(f"experiments: on {args.cluster}: {error}", file=sys.stderr)
+        return EXIT_FAILED
     print(f"results: {directory}")
     print((directory / "summary.txt").read_text(), end="")
     summary = json.loads((directory / "summary.json").read_text())
     healthy = not summary_problems(summary, args.seeds) and summary["invariants"]["held"]
     return 0 if healthy else EXIT_FAILED
+
+
+def _on_cluster(address: str) -> RunExperiment:
+    """``run_experiment``'s counterpart that runs each seed on the cluster at ``address``:
+    imported only here, so that a local run never loads Dask."""
+    from experiments.cluster.fanout import run_on_cluster
+
+    return functools.partial(run_on_cluster, address=address)
 
 
 def _routing_setting(

@@ -74,13 +74,29 @@ def plan_bring_ups(
 ) -> list[BringUp[M]]:
     """The runs of :func:`run_order`, cut into bring-ups wherever the next run needs
     another topology variant than the one before it."""
+    return _cut(experiment, params, run_order(experiment.modes_of(params), seeds))
+
+
+def plan_seed(experiment: Experiment[P, M, R, S, F], params: P, seed: int) -> list[BringUp[M]]:
+    """The bring-ups of one seed's runs alone, in that seed's order of :func:`run_order`:
+    what a cluster's worker runs when the seed is its task (no bring-up is shared with
+    another seed, which runs on another machine)."""
+    runs = run_order(experiment.modes_of(params), seed + 1)
+    return _cut(experiment, params, [(s, mode) for s, mode in runs if s == seed])
+
+
+def _cut(
+    experiment: Experiment[P, M, R, S, F], params: P, runs: Sequence[tuple[int, M]]
+) -> list[BringUp[M]]:
+    """``runs`` in order, cut into bring-ups wherever the next run needs another topology
+    variant than the one before it."""
     suffix_of = {
         mode: suffix
         for suffix, (_, modes) in bring_ups(experiment, params).items()
         for mode in modes
     }
     plan: list[BringUp[M]] = []
-    for seed, mode in run_order(experiment.modes_of(params), seeds):
+    for seed, mode in runs:
         suffix = suffix_of[mode]
         if plan and plan[-1].suffix == suffix:
             plan[-1] = BringUp(suffix, (*plan[-1].runs, (seed, mode)))

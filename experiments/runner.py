@@ -21,11 +21,13 @@ import os
 import shutil
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic
 
 from controller.app.status_socket import StatusUnavailable
 from experiments.bottleneck import link_utilisation, overall_bottleneck, phrase, run_bottleneck
-from experiments.capabilities import probe_target_facts
+from experiments.capabilities import TargetFacts, probe_target_facts
 from experiments.counters import hop_loads
 from experiments.cpu import core_times, process_times
 from experiments.cpu_load import cpu_load
@@ -37,7 +39,14 @@ from experiments.plan import ORDER_RULE, BringUp, bring_ups, plan_bring_ups, see
 from experiments.progress import Display, Progress, Step, track
 from experiments.records import Run
 from experiments.results import new_result_dir, summary_problems, versions, write_json
-from experiments.summary import Bottlenecks, BringUpAccount, Order, Summary, TopologyFiles
+from experiments.summary import (
+    Bottlenecks,
+    BringUpAccount,
+    ClusterAccount,
+    Order,
+    Summary,
+    TopologyFiles,
+)
 from experiments.topology_variant import Variant, write_variant
 from testbed.session import Testbed
 from topologies import load_topology
@@ -66,12 +75,63 @@ def run_experiment(
     every bring-up (None: the controller's default, ``ecmp``); ``progress`` where the runs
     are told as they go (None: nowhere); ``backup`` runs a backup controller beside the first
     in every bring-up (as the experiment may ask itself)."""
+    prepared = prepare(experiment, topology_ref, seeds, params, results_root)
+    with track(progress, experiment.name, prepared.steps, setups=len(prepared.plan)) as told:
+        facts = probe_target_facts(target)
+        measured = measure(
+            experiment,
+            prepared.plan,
+            prepared.files,
+            prepared.variants,
+            target,
+            params,
+            prepared.directory,
+            path_mode,
+            told,
+            backup=backup or experiment.backup,
+        )
+    return write_results(experiment, prepared, target, params, facts, measured)
+
+
+@dataclass(frozen=True)
+class Prepared(Generic[M]):
+    """What every run of an experiment needs before the first bring-up, locally or on a
+    cluster: the results directory, the topology asked for and each mode's file written
+    into the directory, each bring-up's topology variant by file suffix, the plan of
+    bring-ups over every seed, and the runs as progress steps in the order they run."""
+
+    directory: Path
+    topology_ref: str
+    seeds: int
+    files: Mapping[M, Path]
+    variants: Mapping[str, Variant]
+    plan: list[BringUp[M]]
+    steps: list[Step]
+
+
+@dataclass(frozen=True)
+class Measured(Generic[M, R, S]):
+    """The runs and time series per mode and seed, and each bring-up's account."""
+
+    runs: dict[M, dict[int, Run[R]]]
+    series: dict[M, dict[int, S]]
+    bring_ups: tuple[BringUpAccount, ...]
+
+
+def prepare(
+    experiment: Experiment[P, M, R, S, F],
+    topology_ref: str | None,
+    seeds: int,
+    params: P,
+    results_root: Path,
+) -> Prepared[M]:
+    """Check the topology, make the results directory and write each mode's topology file
+    into it; plan the bring-ups and the runs' steps."""
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     topology_ref = topology_ref or experiment.default_topology
     if experiment.check_topology is not None:
         experiment.check_topology(load_topology(topology_ref), params)
-    modes = experiment.modes_of(params)
     directory = new_result_dir(results_root, experiment.name)
     groups = bring_ups(experiment, params)
     files: dict[M, Path] = {}
@@ -85,20 +145,25 @@ def run_experiment(
         for seed, mode in bring_up.runs
     ]
     variants = {suffix: variant for suffix, (variant, _) in groups.items()}
-    with track(progress, experiment.name, steps, setups=len(plan)) as told:
-        facts = probe_target_facts(target)
-        runs, series, done = _measure(
-            experiment,
-            plan,
-            files,
-            variants,
-            target,
-            params,
-            directory,
-            path_mode,
-            told,
-            backup or experiment.backup,
-        )
+    return Prepared(directory, topology_ref, seeds, files, variants, plan, steps)
+
+
+def write_results(
+    experiment: Experiment[P, M, R, S, F],
+    prepared: Prepared[M],
+    target: str,
+    params: P,
+    facts: TargetFacts,
+    measured: Measured[M, R, S],
+    cluster: ClusterAccount | None = None,
+) -> Path:
+    """Summarize the runs, draw the figures, and write summary.json, timeseries.json and
+    summary.txt into the prepared directory, which is returned. ``cluster`` is where the
+    runs were made when a cluster made them (None: here)."""
+    directory, topology_ref, seeds = prepared.directory, prepared.topology_ref, prepared.seeds
+    runs, series, done = measured.runs, measured.series, measured.bring_ups
+    files = prepared.files
+    modes = experiment.modes_of(params)
     figures = experiment.summarize(runs, facts)
     first_file = files[modes[0]]
     order = seed_orders(modes, seeds)
@@ -133,6 +198,7 @@ def run_experiment(
         bring_ups=done,
         teardown=_teardown_sentence([bring_up.teardown for bring_up in done]),
         pngs=tuple(experiment.draw(directory, runs, series, params)),
+        cluster=cluster,
     )
     write_json(directory / "summary.json", to_json(summary))
     problems = summary_problems(json.loads((directory / "summary.json").read_text()), seeds)
@@ -141,6 +207,7 @@ def run_experiment(
         f"commit {summary.versions['project_commit']}, agent "
         f"{summary.versions['agent_build']}",
         f"order: {_order_text(order)} ({len(done)} bring-up(s))",
+        *(cluster.lines() if cluster is not None else []),
         *(f"target lacks: {line}" for line in facts.lacks),
         # The modes that may fail are the RoCE ones: each RoCE figure needs its fabric beside it.
         *(
@@ -157,7 +224,7 @@ def run_experiment(
     return directory
 
 
-def _measure(
+def measure(
     experiment: Experiment[P, M, R, S, F],
     plan: list[BringUp[M]],
     files: Mapping[M, Path],
@@ -167,18 +234,21 @@ def _measure(
     directory: Path,
     path_mode: str | None,
     told: Progress,
+    first_sequence: int = 0,
     backup: bool = False,
-) -> tuple[dict[M, dict[int, Run[R]]], dict[M, dict[int, S]], tuple[BringUpAccount, ...]]:
+) -> Measured[M, R, S]:
     """Bring each planned network up, run its runs, tear it down; the runs and time series
     per mode and seed, and each bring-up's account (its runs, its controller's event log,
-    what its teardown left). Each bring-up, run and teardown is ``told``."""
+    what its teardown left). Each bring-up, run and teardown is ``told``; the runs are
+    numbered from ``first_sequence`` (a cluster's task makes one seed's runs of many);
+    ``backup``: a backup controller in every bring-up."""
     modes = experiment.modes_of(params)
     runs: dict[M, dict[int, Run[R]]] = {mode: {} for mode in modes}
     series: dict[M, dict[int, S]] = {mode: {} for mode in modes}
     done: list[BringUpAccount] = []
     per_suffix = {b.suffix: sum(1 for o in plan if o.suffix == b.suffix) for b in plan}
     seen: dict[str, int] = {}
-    sequence = 0
+    sequence = first_sequence
     for bring_up in plan:
         seen[bring_up.suffix] = seen.get(bring_up.suffix, 0) + 1
         numbered = f"-{seen[bring_up.suffix]}" if per_suffix[bring_up.suffix] > 1 else ""
@@ -233,7 +303,7 @@ def _measure(
     for mode in modes:  # summary.json lists seeds in order, whatever ran first
         runs[mode] = dict(sorted(runs[mode].items()))
         series[mode] = dict(sorted(series[mode].items()))
-    return runs, series, tuple(done)
+    return Measured(runs, series, tuple(done))
 
 
 def _copy_other_controllers(testbed: Testbed, directory: Path, events_name: str) -> None:

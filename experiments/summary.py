@@ -14,7 +14,7 @@ from experiments.bottleneck import OverallBottleneck
 from experiments.capabilities import TargetFacts
 from experiments.experiment import F, M, P, R
 from experiments.invariants import Invariants
-from experiments.json_form import FLAT, TEXT
+from experiments.json_form import FLAT, OMIT_NONE, TEXT
 from experiments.records import Runs
 
 
@@ -60,6 +60,57 @@ class Bottlenecks(Generic[M]):
 
 
 @dataclass(frozen=True)
+class SeedPlace:
+    """Where one seed ran on a cluster: the machine (its host name), the worker's address,
+    how many times a worker started it (1 unless a worker was lost mid-run), and the
+    machine's versions (its tree matched the client's commit, its tools may differ)."""
+
+    machine: str
+    worker: str
+    attempts: int
+    versions: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """A seed started again on another worker: the worker lost, how many of the seed's runs
+    it had finished (dropped with the rest of its partial run), and why."""
+
+    seed: int
+    lost_worker: str
+    lost_machine: str
+    runs_dropped: int
+    why: str
+
+
+@dataclass(frozen=True)
+class ClusterAccount:
+    """How a cluster ran the seeds: the scheduler, each seed's place (by seed), the reruns,
+    and what the fan-out cost: seconds from submitting each seed to its first run starting,
+    bytes and seconds of each result coming back (by seed)."""
+
+    scheduler: str
+    seeds: Mapping[int, SeedPlace]
+    reruns: tuple[Rerun, ...]
+    task_start_s: Mapping[int, float]
+    result_bytes: Mapping[int, int]
+    result_transfer_s: Mapping[int, float]
+
+    def lines(self) -> list[str]:
+        """summary.txt's account of the cluster: each seed's machine, each rerun."""
+        where = ", ".join(
+            f"seed {seed} on {place.machine}" for seed, place in sorted(self.seeds.items())
+        )
+        return [
+            f"cluster {self.scheduler}: {where}",
+            *(
+                f"seed {rerun.seed} rerun: {rerun.why}"
+                for rerun in sorted(self.reruns, key=lambda rerun: rerun.seed)
+            ),
+        ]
+
+
+@dataclass(frozen=True)
 class Summary(Generic[P, M, R, F]):
     """summary.json."""
 
@@ -80,3 +131,5 @@ class Summary(Generic[P, M, R, F]):
     bring_ups: tuple[BringUpAccount, ...]
     teardown: str
     pngs: tuple[str, ...]
+    #: Where the seeds ran when a cluster ran them (``--cluster``); absent from a local run's.
+    cluster: ClusterAccount | None = field(default=None, metadata=OMIT_NONE)

@@ -30,6 +30,8 @@ VIEWPORT: ViewportSize = {"width": 1500, "height": 860}
 SHOWN_WITHIN_MS = 2000
 #: From asking for a transfer to its first EVs and goodput on the page.
 TRANSFER_SHOWN_MS = 20_000
+#: A path on bmv2 is read from every switch on it over Thrift, one CLI process each.
+PATH_ANSWERED_MS = 45_000
 
 
 def chromium_path() -> str | None:
@@ -68,7 +70,8 @@ def hover_path(page: Any, cell: str = ".transfer .evgrid .ev >> nth=0") -> dict[
     """Hover the EV cell ``cell`` selects; the path the server answered."""
     page.hover(cell)
     page.wait_for_function(
-        "window.liveView.hover && window.liveView.hover.path !== null", timeout=20_000
+        "window.liveView.hover && window.liveView.hover.path !== null",
+        timeout=PATH_ANSWERED_MS,
     )
     result: dict[str, Any] = page.evaluate("window.liveView.hover.path")
     return result

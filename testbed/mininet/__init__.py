@@ -16,13 +16,13 @@ runs a switch: a BMv2 process or a kernel namespace), ``switch_target`` (the tar
 bring up, each with its kind and needs: the testbed's side of ``controller.targets``),
 ``wiring`` (the plan of veths, patches and names, checked before anything is created),
 ``preflight`` (what a switch kind needs from the machine), ``host_config`` (the commands that
-configure a host NIC), ``link_lookup`` (``cut l1 s1`` to a topology link), ``bmv2_switch``,
+configure a host NIC), ``bmv2_switch``,
 ``kernel_switch``, ``testbed_host`` and ``patch_panel`` (the Mininet nodes), ``network``
 (bring-up, operations, teardown), ``runs`` and ``cleanup`` (the run registry and the prefix
 sweep), ``cli``.
 
 The Mininet-dependent names are imported on first use, so the planning modules (naming,
-switch_kind, switch_target, wiring, preflight, host_config, link_lookup) work where Mininet is
+switch_kind, switch_target, wiring, preflight, host_config) work where Mininet is
 not installed.
 """
 

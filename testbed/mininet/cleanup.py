@@ -8,6 +8,7 @@ run's interfaces (BMv2), the run's root-namespace veths, then the namespaces the
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass
 
@@ -93,3 +94,18 @@ def stale_prefixes() -> set[str]:
         for prefix in prefixes_on_machine()
         if prefix not in records or not records[prefix].owner_alive
     }
+
+
+def sweep_dead_runs() -> dict[str, Leftovers]:
+    """Sweep every run recorded under this machine's runs root whose owner is dead (a
+    runner killed with SIGKILL), and remove its record; what was left of each, by prefix.
+    Runs of live owners, and runs recorded under other roots, are not touched: on a shared
+    machine they are someone else's."""
+    swept: dict[str, Leftovers] = {}
+    root = runs_root()
+    for prefix, record in recorded_runs(root).items():
+        if record.owner_alive:
+            continue
+        swept[prefix] = sweep(prefix)
+        shutil.rmtree(root / prefix, ignore_errors=True)
+    return swept

@@ -42,7 +42,6 @@ from testbed.mininet.bmv2_switch import Bmv2Switch
 from testbed.mininet.cleanup import Leftovers, sweep
 from testbed.mininet.host_config import offloads_off, sysctl
 from testbed.mininet.kernel_switch import KernelSwitch, NotApplicable
-from testbed.mininet.link_lookup import find_link
 from testbed.mininet.link_loss import LossCounters
 from testbed.mininet.naming import PATCH_PANEL_NODE
 from testbed.mininet.patch_panel import PatchPanel
@@ -53,6 +52,7 @@ from testbed.mininet.switch_target import switch_target
 from testbed.mininet.system import run_all_in
 from testbed.mininet.testbed_host import TestbedHost
 from testbed.mininet.wiring import Wiring, plan_wiring
+from topologies.link_lookup import find_link
 from topologies.model import LinkId, Topology
 
 __all__ = [

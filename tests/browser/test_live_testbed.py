@@ -14,6 +14,7 @@ Heavy: run it under `flock /tmp/mrc-heavy.lock` on a shared machine.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,8 @@ SPINE_LINK = "l1:3<->s1:1"
 OTHER_LINK = "l2:4<->s2:2"
 #: A restored link is up once the controller has seen it (LLDP probes on bmv2).
 BACK_UP_WITHIN_MS = 30_000
+#: The one-EV transfer's length: it must still be sending when the checks end.
+SINGLE_EV_TRANSFER_S = 30
 
 
 @pytest.fixture(params=TARGETS)
@@ -109,8 +112,10 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
             transfer = page.evaluate("window.liveView.update.transfers[0]")
             page.mouse.move(5, 5)
 
-            # One EV: every data packet takes its path, which must be the loaded one.
-            start_transfer(page, "12", evs="1")
+            # One EV: every data packet takes its path, which must be the loaded one. Long
+            # enough to outlast the checks below: a hover reads every switch on the path over
+            # Thrift, several seconds each on a loaded machine.
+            start_transfer(page, str(SINGLE_EV_TRANSFER_S), evs="1")
             # The key is taken when the connection is seen: later it may be idle for a moment
             # (a stall on the busy bmv2 path) and no longer count as active (moved within 2.5 s).
             key = page.wait_for_function(
@@ -122,10 +127,16 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
             page.wait_for_timeout(3500)  # two controller periods of load with the new transfer
             # Until the earlier transfer's tail has left the load window; hovered again each
             # time, since a loss retires the one EV and its stand-in may hash elsewhere.
-            for _ in range(6):
+            deadline = time.monotonic() + SINGLE_EV_TRANSFER_S - 5
+            while True:
                 single = hover_path(page, f'.evgrid .ev[data-key="{key}"]')
                 links = page.evaluate("window.liveView.update.links")
+                single_running = page.evaluate(
+                    "window.liveView.update.transfers[0].state"  # newest first
+                )
                 if single["ok"] and _only_the_path_is_loaded(single, links):
+                    break
+                if time.monotonic() > deadline or single_running != "running":
                     break
                 page.mouse.move(5, 5)
                 page.wait_for_timeout(1000)
@@ -142,7 +153,7 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
 
     assert single["ok"], single
     on_path, elsewhere = _path_and_other_loads(single, links)
-    assert len(on_path) == 2 and min(on_path.values()) > 1e6, (single, links)
+    assert len(on_path) == 2 and min(on_path.values()) > 1e6, (single_running, single, links)
     # Other links carry acknowledgements at most (a small fraction of the data).
     assert max(elsewhere.values()) < min(on_path.values()) / 4, (single, links)
 

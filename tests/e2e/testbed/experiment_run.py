@@ -35,20 +35,37 @@ def run_experiment(
     """Run ``seeds`` seeds of ``name`` on ``target``; its process, its results directory and
     its summary, after checking what every experiment must write (files, PNGs, a
     well-formed summary, the modes' order, what limited every run)."""
+    command = experiment_command(name, topology, out, settings, target, seeds)
+    proc = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    directory, summary = checked_results(name, topology, out, target, seeds, proc.stderr)
+    return proc, directory, summary
+
+
+def experiment_command(
+    name: str, topology: Path, out: Path, settings: dict[str, str], target: str, seeds: int
+) -> list[str]:
+    """``python -m experiments`` with these arguments, as a user would type it."""
     command = [sys.executable, "-m", "experiments", name, "--topo", str(topology)]
     command += ["--target", target]
     command += ["--seeds", str(seeds), "--out", str(out)]
     for key, value in settings.items():
         command += ["--set", f"{key}={value}"]
-    proc = subprocess.run(
-        command, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return command
+
+
+def checked_results(
+    name: str, topology: Path, out: Path, target: str, seeds: int, stderr: str = ""
+) -> tuple[Path, dict[str, Any]]:
+    """The results directory of the one run under ``out`` and its summary, after checking
+    what every experiment must write (see :func:`run_experiment`)."""
     made = list(out.iterdir()) if out.is_dir() else []
-    assert len(made) == 1, f"exit {proc.returncode}, no results directory: {proc.stderr[-3000:]}"
+    assert len(made) == 1, f"no results directory: {stderr[-3000:]}"
     (directory,) = made
     assert directory.name.startswith(f"{name}-")
     for file in FILES:
-        assert (directory / file).is_file(), f"{file} missing: {proc.stdout}{proc.stderr}"
+        assert (directory / file).is_file(), f"{file} missing: {stderr[-3000:]}"
     summary = json.loads((directory / "summary.json").read_text())
     assert summary_problems(summary, seeds=seeds) == []
     assert sorted(summary["topology"]["files"]) == sorted(summary["modes"])
@@ -64,7 +81,7 @@ def run_experiment(
         assert (directory / png).read_bytes().startswith(PNG_MAGIC), png
     _check_order(summary, seeds)
     _check_bottlenecks(summary, topology)
-    return proc, directory, summary
+    return directory, summary
 
 
 def _check_order(summary: dict[str, Any], seeds: int) -> None:

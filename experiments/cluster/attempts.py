@@ -1,0 +1,72 @@
+"""Which worker ran which seed, from the events the tasks tell (:mod:`experiments.cluster.task`):
+a seed that starts on a second worker was rerun, because the first was lost mid-run (a task
+whose run failed comes back as a result and is never rerun), and what the first had made of
+it was dropped: only the result of the attempt that finished is merged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from experiments.summary import Rerun
+
+
+@dataclass
+class Attempt:
+    """One start of a seed on a worker, and the runs it finished there."""
+
+    machine: str
+    worker: str
+    ended: set[int] = field(default_factory=set)
+
+
+class Attempts:
+    """Every seed's attempts, in the order they started."""
+
+    def __init__(self) -> None:
+        self.by_seed: dict[int, list[Attempt]] = {}
+
+    def started(self, seed: int, machine: str, worker: str) -> Attempt | None:
+        """Seed ``seed`` started on ``worker``; the attempt it replaces (None: its first)."""
+        attempts = self.by_seed.setdefault(seed, [])
+        replaced = attempts[-1] if attempts else None
+        attempts.append(Attempt(machine, worker))
+        return replaced
+
+    def ended(self, seed: int, worker: str, index: int) -> None:
+        """Run ``index`` of ``seed`` ended on ``worker``."""
+        for attempt in reversed(self.by_seed.get(seed, [])):
+            if attempt.worker == worker:
+                attempt.ended.add(index)
+                return
+
+    def done(self) -> set[int]:
+        """The runs ended in each seed's latest attempt: the ones that will be merged."""
+        return {index for attempts in self.by_seed.values() for index in attempts[-1].ended}
+
+    def count(self, seed: int) -> int:
+        return len(self.by_seed.get(seed, []))
+
+    def reruns(self, runs_per_seed: int, gone: set[str]) -> tuple[Rerun, ...]:
+        """Each seed started again, with the worker it was lost on; ``gone`` are the
+        workers no longer in the cluster (a worker still there was not lost but, say,
+        restarted by its nanny)."""
+        reruns = []
+        for seed, attempts in sorted(self.by_seed.items()):
+            for lost, next_attempt in itertools.pairwise(attempts):
+                state = "lost" if lost.worker in gone else "restarted"
+                reruns.append(
+                    Rerun(
+                        seed=seed,
+                        lost_worker=lost.worker,
+                        lost_machine=lost.machine,
+                        runs_dropped=len(lost.ended),
+                        why=(
+                            f"worker {lost.machine} ({lost.worker}) was {state} mid-run after "
+                            f"{len(lost.ended)} of {runs_per_seed} run(s), which were "
+                            f"dropped; rerun on {next_attempt.machine} ({next_attempt.worker})"
+                        ),
+                    )
+                )
+        return tuple(reruns)

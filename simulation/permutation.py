@@ -1,0 +1,138 @@
+"""The permutation workload: every host writes one message of the same size to another host,
+each host receiving exactly one (a random derangement), all starting at once.
+
+It is the standard stress of a fabric's multipathing (htsim, NDP and EQDS use it): every host's
+uplink is full, and only load spread evenly over the core keeps the core from being the
+bottleneck. Each flow's completion is the sender's ``MessageAcked``; with ``check`` every
+receiver's region is compared with what was sent.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+import time
+from dataclasses import dataclass
+
+from agent.core.events import MessageAcked, MessageFailed
+from simulation.fabric import Connected, FabricStats, SimFabric
+
+#: Simulated events run between two looks at which flows completed.
+_EVENTS_PER_CHECK = 50_000
+
+
+@dataclass(frozen=True)
+class FlowOutcome:
+    """One flow: when it completed (simulated seconds from the start), or why it failed."""
+
+    sender: str
+    receiver: str
+    completed_s: float | None
+    failed: str | None
+    exact: bool | None
+
+
+@dataclass(frozen=True)
+class PermutationResult:
+    """A permutation run: its flows, the fabric's counters and what the run cost."""
+
+    hosts: int
+    flow_bytes: int
+    flows: tuple[FlowOutcome, ...]
+    simulated_s: float
+    wall_s: float
+    #: CPU seconds of this process (the measure on a shared machine: one core's work).
+    cpu_s: float
+    stats: FabricStats
+    max_rss_mb: float
+
+    @property
+    def completed(self) -> int:
+        """Flows the receiver confirmed in full."""
+        return sum(flow.completed_s is not None for flow in self.flows)
+
+    @property
+    def events_per_cpu_s(self) -> float:
+        """Simulated events run per CPU second."""
+        return self.stats.events / self.cpu_s if self.cpu_s > 0 else 0.0
+
+    @property
+    def finished_s(self) -> float | None:
+        """Simulated time the last flow completed (None if any did not)."""
+        times = [flow.completed_s for flow in self.flows]
+        return None if None in times else max(t for t in times if t is not None)
+
+
+def derangement(names: list[str], rng: random.Random) -> list[tuple[str, str]]:
+    """Pairs (sender, receiver): every name sends once and receives once, never to itself."""
+    if len(names) < 2:
+        raise ValueError("a permutation needs at least two hosts")
+    while True:
+        receivers = names[:]
+        rng.shuffle(receivers)
+        if all(a != b for a, b in zip(names, receivers, strict=True)):
+            return list(zip(names, receivers, strict=True))
+
+
+def run_permutation(
+    fabric: SimFabric,
+    flow_bytes: int,
+    *,
+    seed: int = 0,
+    limit_s: float = 10.0,
+    check: bool = True,
+) -> PermutationResult:
+    """Run the permutation on ``fabric`` until every flow ends or ``limit_s`` simulated
+    seconds pass; failures and cuts are whatever the caller scheduled on the fabric."""
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    rng = random.Random(seed)
+    payload = rng.randbytes(flow_bytes)
+    pairs = derangement(sorted(fabric.hosts), rng)
+    flows = [fabric.connect(sender, receiver, flow_bytes) for sender, receiver in pairs]
+    for flow in flows:
+        flow.sender.endpoint.post_write(flow.send_qp, payload, flow.region.va, flow.region.rkey)
+    for flow in flows:
+        flow.sender.pump()
+    outcome: dict[str, tuple[float | None, str | None]] = {}
+    seen = {name: 0 for name in fabric.hosts}
+
+    def look() -> None:
+        for flow in flows:
+            host = flow.sender
+            events = host.events
+            for at, event in events[seen[host.name] :]:
+                if isinstance(event, MessageAcked) and event.qp == flow.send_qp:
+                    outcome[host.name] = (at, None)
+                elif isinstance(event, MessageFailed) and event.qp == flow.send_qp:
+                    outcome[host.name] = (None, event.reason)
+            seen[host.name] = len(events)
+
+    scheduler = fabric.scheduler
+    while len(outcome) < len(flows) and scheduler.now < limit_s:
+        before = scheduler.events_run
+        scheduler.run(until=limit_s, max_events=_EVENTS_PER_CHECK)
+        look()
+        if scheduler.events_run == before:
+            break  # nothing left to happen
+    wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    results = tuple(_outcome(flow, outcome.get(flow.sender.name), payload, check) for flow in flows)
+    return PermutationResult(
+        hosts=len(fabric.hosts),
+        flow_bytes=flow_bytes,
+        flows=results,
+        simulated_s=scheduler.now,
+        wall_s=wall,
+        cpu_s=cpu,
+        stats=fabric.stats(),
+        max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+
+
+def _outcome(
+    flow: Connected, ended: tuple[float | None, str | None] | None, payload: bytes, check: bool
+) -> FlowOutcome:
+    completed, failed = ended or (None, None)
+    exact = bytes(flow.region.buffer) == payload if check and completed is not None else None
+    return FlowOutcome(flow.sender.name, flow.receiver.name, completed, failed, exact)

@@ -1,0 +1,59 @@
+"""The permutation workload on a simulated fabric: every host sends one message and receives
+one, each flow completes with its bytes exact, a cut in the middle of it costs packets but no
+flow, and a run is a function of its seed."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from agent.core.config import MrcConfig
+from controller.intent.policy import RoutingPolicy
+from simulation import SimFabric
+from simulation.permutation import derangement, run_permutation
+from topologies import load_topology
+from topologies.link_lookup import find_link
+
+
+def test_a_derangement_sends_once_and_receives_once_and_never_to_itself():
+    names = [f"h{i}" for i in range(1, 17)]
+    pairs = derangement(names, random.Random(3))
+    assert sorted(a for a, _ in pairs) == sorted(names)
+    assert sorted(b for _, b in pairs) == sorted(names)
+    assert all(a != b for a, b in pairs)
+    with pytest.raises(ValueError, match="at least two"):
+        derangement(["h1"], random.Random(0))
+
+
+def test_every_flow_of_a_permutation_completes_exact():
+    result = run_permutation(SimFabric(load_topology("leaf-spine-4x4")), 128 * 1024, seed=1)
+    assert result.completed == result.hosts == 16
+    assert all(flow.exact for flow in result.flows)
+    assert result.finished_s is not None and result.finished_s < 1.0
+    assert result.stats.delivered > 16 * 128  # every data packet crossed at least one link
+
+
+@pytest.mark.parametrize("routing", ["static", "reactive"])
+def test_a_spine_link_cut_mid_run_loses_packets_but_no_flow(routing):
+    topology = load_topology("leaf-spine-4x4")
+    fabric = SimFabric(topology, policy=RoutingPolicy.parse(routing))
+    fabric.fail_at(0.0005, find_link(topology, "l1", "s1").id)
+    result = run_permutation(fabric, 256 * 1024, seed=2)
+    assert result.completed == 16 and all(flow.exact for flow in result.flows)
+    assert result.stats.dropped_down + result.stats.no_route > 0
+
+
+def test_one_ev_flows_complete_too():
+    topology = load_topology("leaf-spine")
+    fabric = SimFabric(topology, config=MrcConfig(dscp=topology.settings.dscp, ev_set_size=1))
+    result = run_permutation(fabric, 64 * 1024)
+    assert result.completed == 4 and all(flow.exact for flow in result.flows)
+
+
+def test_the_same_seed_gives_the_same_run():
+    def once() -> tuple:
+        result = run_permutation(SimFabric(load_topology("leaf-spine"), seed=5), 64 * 1024, seed=5)
+        return result.finished_s, result.stats.events, result.stats.ecn_marked
+
+    assert once() == once()
