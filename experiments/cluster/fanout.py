@@ -98,18 +98,25 @@ def run_on_cluster(
         try:
             for future in as_completed(futures):
                 began = time.monotonic()
+                seed = futures[future]
                 try:
                     outcome: Outcome = future.result()
                 except Exception as error:  # KilledWorker: too many workers lost
-                    raise ClusterRunFailed(f"seed {futures[future]}: {error}") from error
-                result_s[futures[future]] = time.monotonic() - began
-                result_bytes[futures[future]] = len(pickle.dumps(outcome, protocol=5))
+                    raise ClusterRunFailed(f"seed {seed}: {error}") from error
+                # Released once read: a finished task whose future is held keeps its result
+                # on its worker, and were that worker lost, the scheduler would run the
+                # seed again.
+                del futures[future]
+                future.release()
+                result_s[seed] = time.monotonic() - began
+                result_bytes[seed] = len(pickle.dumps(outcome, protocol=5))
                 if isinstance(outcome, Refused):
                     raise ClusterRunFailed(outcome.message)
                 if isinstance(outcome, SeedFailed):
                     raise ClusterRunFailed(
                         f"seed {outcome.seed} failed on {outcome.place.machine}:\n{outcome.error}"
                     )
+                told.taken(outcome.seed, outcome.place.worker)
                 results.append(outcome)
         except BaseException:
             client.cancel(list(futures))
