@@ -80,7 +80,11 @@ async def _scheduler(host: str, port: int, dashboard_port: int) -> int:
 async def _worker(address: str, name: str, host: str | None) -> int:
     # The task's modules (every experiment, the testbed) take seconds to import on a busy
     # machine: imported here, before the worker joins, they are not paid by its first seed.
-    import experiments.cluster.task  # noqa: F401
+    # The tree they were loaded from is taken now: a seed from a client at another tree,
+    # or one reaching a worker whose tree changed since, is refused.
+    from experiments.cluster.task import loaded_tree
+
+    print(f"worker {name}: code of tree {loaded_tree()}", flush=True)
 
     async with Worker(
         address,

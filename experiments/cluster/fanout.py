@@ -60,6 +60,7 @@ def run_on_cluster(
     modes = experiment.modes_of(params)
     sweep = uuid.uuid4().hex[:12]
     texts = {path.name: path.read_text() for path in set(prepared.files.values())}
+    tree = tree_identity()
     jobs = [
         SeedJob(
             experiment=experiment.name,
@@ -71,7 +72,7 @@ def run_on_cluster(
             mode_files={mode: path.name for mode, path in prepared.files.items()},
             seed=seed,
             first_sequence=seed * len(modes),
-            tree=tree_identity(),
+            tree=tree,
             sweep=sweep,
         )
         for seed in range(seeds)
@@ -86,6 +87,9 @@ def run_on_cluster(
             submitted[job.seed] = time.monotonic()
             future = client.submit(
                 run_seed,
+                job.tree,
+                sweep,
+                job.seed,
                 pickle.dumps(job, protocol=5),
                 key=f"{experiment.name}-seed{job.seed}-{sweep}",
                 resources={"fabric": 1},

@@ -105,8 +105,39 @@ def test_a_run_that_raises_is_its_seeds_failure_named_with_its_machine_not_retri
 def test_a_worker_at_another_tree_refuses_its_seed_naming_both(
     cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(task, "loaded_tree", lambda: "1111111")
     monkeypatch.setattr(task, "tree_identity", lambda: "1111111")
     monkeypatch.setattr(fanout, "tree_identity", lambda: "2222222")
     with pytest.raises(fanout.ClusterRunFailed) as refused:
         _sweep(EXPERIMENT, cluster, tmp_path, io.StringIO())
     assert "its tree is at 1111111, the client's at 2222222;" in str(refused.value)
+
+
+def test_a_worker_refuses_before_unpickling_a_job_it_could_not_load(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At another commit a class the job holds may have moved: the worker refuses naming
+    both trees rather than failing to unpickle."""
+    monkeypatch.setattr(task, "loaded_tree", lambda: "1111111")
+    monkeypatch.setattr(fanout, "tree_identity", lambda: "2222222")
+
+    def unloadable(data: bytes) -> object:
+        raise AttributeError("Can't get attribute 'Params' on <module 'experiments.loss'>")
+
+    monkeypatch.setattr(task, "_load_job", unloadable)
+    with pytest.raises(fanout.ClusterRunFailed) as refused:
+        _sweep(EXPERIMENT, cluster, tmp_path, io.StringIO())
+    assert "its tree is at 1111111, the client's at 2222222;" in str(refused.value)
+
+
+def test_a_worker_whose_tree_changed_since_it_started_refuses_its_seed(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task, "loaded_tree", lambda: "2222222")
+    monkeypatch.setattr(task, "tree_identity", lambda: "3333333")
+    monkeypatch.setattr(fanout, "tree_identity", lambda: "2222222")
+    with pytest.raises(fanout.ClusterRunFailed) as refused:
+        _sweep(EXPERIMENT, cluster, tmp_path, io.StringIO())
+    assert "its tree is at 3333333 (it started at 2222222), the client's at 2222222;" in str(
+        refused.value
+    )
