@@ -11,7 +11,10 @@ one ``fabric`` resource, so that it runs one emulation at a time; before it join
 what a run killed with an earlier worker left (:mod:`experiments.cluster.plugin`). A worker
 runs the code of its own tree and refuses a seed from a client at another commit.
 
-Both run until interrupted (Ctrl-C, SIGTERM).
+Both run until interrupted (Ctrl-C, SIGTERM). A worker stopped mid-seed waits for the seed a
+while (Dask's executor shutdown), then removes the fabric and processes of the runs this
+process owns (the seed's thread would die with the interpreter without its teardown) before
+it exits.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from experiments.cluster.plugin import FabricCleanup
 #: How many workers may die running one task before the scheduler gives up on it
 #: (``KilledWorker``): the bound on a seed's reruns.
 ALLOWED_FAILURES = 2
+
+log = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,7 +101,21 @@ async def _worker(address: str, name: str, host: str | None) -> int:
     ) as worker:
         print(f"worker {name} at {worker.address}, joined {address}", flush=True)
         await _until_stopped(worker.finished())
+    _sweep_own_runs(name)
     return 0
+
+
+def _sweep_own_runs(name: str) -> None:
+    """Remove the fabric of a seed still running when the worker closed: Dask stops waiting
+    for its thread after a while, and the thread dies with the interpreter without its
+    testbed's teardown, so the runs this process owns are swept here (``make stop``'s sweep)."""
+    from testbed.mininet.cleanup import sweep_own_runs
+
+    for prefix, left in sweep_own_runs().items():
+        if left.empty:
+            log.warning("worker %s: stopped mid-seed, removed its run %s", name, prefix)
+        else:
+            log.error("worker %s: run %s could not be removed: %s", name, prefix, left)
 
 
 async def _until_stopped(finished: object) -> None:
