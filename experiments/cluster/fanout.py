@@ -23,7 +23,14 @@ from typing import Any
 from distributed import Client, as_completed
 
 from experiments.cluster.entry import run_seed
-from experiments.cluster.job import Outcome, Refused, SeedFailed, SeedJob, SeedResult
+from experiments.cluster.job import (
+    ClusterRunFailed,
+    Outcome,
+    Refused,
+    SeedFailed,
+    SeedJob,
+    SeedResult,
+)
 from experiments.cluster.merge import merge
 from experiments.cluster.progress import TOPIC, ClusterProgress
 from experiments.cluster.tree import tree_identity
@@ -32,13 +39,10 @@ from experiments.progress import Display
 from experiments.runner import prepare, write_results
 from experiments.summary import ClusterAccount, SeedPlace
 
+__all__ = ["ClusterRunFailed", "run_on_cluster"]
+
 #: Seconds the client waits for the scheduler to answer.
 CONNECT_TIMEOUT_S = 30
-
-
-class ClusterRunFailed(RuntimeError):
-    """The sweep could not complete on the cluster: a refusal, a failed run, a task whose
-    workers kept dying; the message says which seed, where and why."""
 
 
 def run_on_cluster(
@@ -78,7 +82,11 @@ def run_on_cluster(
         for seed in range(seeds)
     ]
     told = ClusterProgress(progress, experiment.name, prepared.steps, sweep)
-    with Client(address, timeout=CONNECT_TIMEOUT_S) as client:
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as error:
+        raise ClusterRunFailed(f"no scheduler to connect to: {error}") from error
+    with client:
         client.subscribe_topic(TOPIC, told.event)
         told.plan(address, seeds, len(client.scheduler_info()["workers"]))
         submitted: dict[int, float] = {}

@@ -141,3 +141,13 @@ def test_a_worker_whose_tree_changed_since_it_started_refuses_its_seed(
     assert "its tree is at 3333333 (it started at 2222222), the client's at 2222222;" in str(
         refused.value
     )
+
+
+def test_no_scheduler_to_connect_to_is_the_sweeps_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m experiments`` prints a ClusterRunFailed as one line and lets every other
+    error through with its traceback: the connect failure must be one."""
+    monkeypatch.setattr(fanout, "CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(fanout.ClusterRunFailed, match=r"^no scheduler to connect to: "):
+        _sweep(EXPERIMENT, "tcp://127.0.0.1:9", tmp_path, io.StringIO())

@@ -15,6 +15,7 @@ MODULES = (
     "experiments.registry",
     "experiments.summary",
     "experiments.cluster.entry",
+    "experiments.cluster.job",
     "experiments.cluster.merge",
     "experiments.cluster.attempts",
     "experiments.cluster.progress",
