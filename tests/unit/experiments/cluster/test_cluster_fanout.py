@@ -27,8 +27,13 @@ from tests.unit.experiments.test_runner_progress import EXPERIMENT, FakeTestbed,
 FACTS = TargetFacts("linux", trimming=False, ecn_marking=None, ecn_by=None)
 
 
+#: Each start of seed 1's failing run, by mode (the workers are threads of this process).
+FAILING_STARTS: list[str] = []
+
+
 def _failing_run_mode(testbed: object, params: Params, mode: str, seed: int) -> Any:
     if seed == 1:
+        FAILING_STARTS.append(mode)
         raise RuntimeError("the agents never came up")
     return EXPERIMENT.run_mode(testbed, params, mode, seed)
 
@@ -97,9 +102,11 @@ def test_every_seed_comes_back_and_is_written_as_a_local_run_with_its_machine(
 def test_a_run_that_raises_is_its_seeds_failure_named_with_its_machine_not_retried(
     cluster: str, tmp_path: Path
 ) -> None:
+    FAILING_STARTS.clear()
     with pytest.raises(fanout.ClusterRunFailed, match=r"^seed 1 failed on \d:\n") as failed:
         _sweep(FAILING, cluster, tmp_path, io.StringIO())
     assert "RuntimeError: the agents never came up" in str(failed.value)
+    assert len(FAILING_STARTS) == 1  # its first run raised, and it never ran again
 
 
 def test_a_worker_at_another_tree_refuses_its_seed_naming_both(
