@@ -142,6 +142,6 @@ experiment:  ## NAME=failover|reboot|loss|spray|incast|collective|controller [TO
 cluster-scheduler:  ## Start the Dask scheduler of experiment sweeps on many machines; prints its address and dashboard [PORT=8786]
 	$(PY) -m experiments.cluster scheduler $(if $(PORT),--port $(PORT))
 
-cluster-worker:  ## SCHEDULER=tcp://HOST:PORT: on a machine after `make setup`, a worker taking one experiment seed at a time (root)
-	@test -n "$(SCHEDULER)" || { echo "usage: make cluster-worker SCHEDULER=tcp://HOST:PORT"; exit 2; }
-	$(SUDO) $(PY) -m experiments.cluster worker $(SCHEDULER)
+cluster-worker:  ## SCHEDULER=tcp://HOST:PORT: on a machine after `make setup`, a worker taking one experiment seed at a time (root) [WORKER_PORT=any free]
+	@test -n "$(SCHEDULER)" || { echo "usage: make cluster-worker SCHEDULER=tcp://HOST:PORT [WORKER_PORT=N]"; exit 2; }
+	$(SUDO) $(PY) -m experiments.cluster worker $(SCHEDULER) $(if $(WORKER_PORT),--port $(WORKER_PORT))

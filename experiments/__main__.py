@@ -102,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s: %(message)s",
     )
+    from experiments.cluster.job import ClusterRunFailed
     from experiments.experiment import parse_params
     from experiments.progress import Display
     from experiments.runner import run_experiment
@@ -164,9 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_INTERRUPTED
         print("experiments: interrupted; the testbed was torn down", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (RuntimeError, OSError) as error:  # a sweep on a cluster: could not complete
-        if args.cluster is None:
-            raise
+    except ClusterRunFailed as error:  # a sweep on a cluster that could not complete
         print(f"experiments: on {args.cluster}: {error}", file=sys.stderr)
         return EXIT_FAILED
     print(f"results: {directory}")

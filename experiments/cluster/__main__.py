@@ -3,15 +3,22 @@
     python -m experiments.cluster scheduler [--host ADDR] [--port 8786] [--dashboard-port 8787]
                                             [--allowed-failures 2]
     python -m experiments.cluster worker tcp://HOST:PORT [--name NAME] [--host ADDR]
+                                         [--port PORT]
 
 ``make cluster-scheduler`` starts the scheduler and prints its address (what ``CLUSTER=`` and
 ``SCHEDULER=`` take) and its dashboard's URL. ``make cluster-worker SCHEDULER=...`` starts a
 worker on a machine after ``make setup`` there: as root (it brings fabrics up), one thread and
 one ``fabric`` resource, so that it runs one emulation at a time; before it joins, it removes
 what a run killed with an earlier worker left (:mod:`experiments.cluster.plugin`). A worker
-runs the code of its own tree and refuses a seed from a client at another commit.
+runs the code of its own tree and refuses a seed from a client at another commit. The scheduler
+imports no more of this project than this module and the packages' empty ``__init__``: the
+worker's modules (the plugin, the task, the experiments and testbed) are imported by the
+worker command alone.
 
-Both run until interrupted (Ctrl-C, SIGTERM).
+Both run until interrupted (Ctrl-C, SIGTERM). A worker stopped mid-seed waits for the seed a
+while (Dask's executor shutdown), then removes the fabric and processes of the runs this
+process owns (the seed's thread would die with the interpreter without its teardown) before
+it exits.
 """
 
 from __future__ import annotations
@@ -28,11 +35,11 @@ from collections.abc import Sequence
 import dask
 from distributed import Scheduler, Worker
 
-from experiments.cluster.plugin import FabricCleanup
-
 #: How many workers may die running one task before the scheduler gives up on it
 #: (``KilledWorker``): the bound on a seed's reruns.
 ALLOWED_FAILURES = 2
+
+log = logging.getLogger(__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,12 +61,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker.add_argument("scheduler", help="the scheduler's address, tcp://HOST:PORT")
     worker.add_argument("--name", default=socket.gethostname(), help="default: host name")
     worker.add_argument("--host", default=None, help="address to listen on")
+    worker.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port to listen on, for a firewall to let the client reach (default: any free)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     if args.command == "scheduler":
         dask.config.set({"distributed.scheduler.allowed-failures": args.allowed_failures})
         return asyncio.run(_scheduler(args.host, args.port, args.dashboard_port))
-    return asyncio.run(_worker(args.scheduler, args.name, args.host))
+    return asyncio.run(_worker(args.scheduler, args.name, args.host, args.port))
 
 
 async def _scheduler(host: str, port: int, dashboard_port: int) -> int:
@@ -77,22 +90,42 @@ async def _scheduler(host: str, port: int, dashboard_port: int) -> int:
     return 0
 
 
-async def _worker(address: str, name: str, host: str | None) -> int:
+async def _worker(address: str, name: str, host: str | None, port: int | None) -> int:
     # The task's modules (every experiment, the testbed) take seconds to import on a busy
     # machine: imported here, before the worker joins, they are not paid by its first seed.
-    import experiments.cluster.task  # noqa: F401
+    # The tree they were loaded from is taken now: a seed from a client at another tree,
+    # or one reaching a worker whose tree changed since, is refused.
+    from experiments.cluster.plugin import FabricCleanup
+    from experiments.cluster.task import loaded_tree
+
+    print(f"worker {name}: code of tree {loaded_tree()}", flush=True)
 
     async with Worker(
         address,
         name=name,
         host=host,
+        port=port,
         nthreads=1,
         resources={"fabric": 1},
         plugins=(FabricCleanup(),),
     ) as worker:
         print(f"worker {name} at {worker.address}, joined {address}", flush=True)
         await _until_stopped(worker.finished())
+    _sweep_own_runs(name)
     return 0
+
+
+def _sweep_own_runs(name: str) -> None:
+    """Remove the fabric of a seed still running when the worker closed: Dask stops waiting
+    for its thread after a while, and the thread dies with the interpreter without its
+    testbed's teardown, so the runs this process owns are swept here (``make stop``'s sweep)."""
+    from testbed.mininet.cleanup import sweep_own_runs
+
+    for prefix, left in sweep_own_runs().items():
+        if left.empty:
+            log.warning("worker %s: stopped mid-seed, removed its run %s", name, prefix)
+        else:
+            log.error("worker %s: run %s could not be removed: %s", name, prefix, left)
 
 
 async def _until_stopped(finished: object) -> None:

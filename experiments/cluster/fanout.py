@@ -23,7 +23,14 @@ from typing import Any
 from distributed import Client, as_completed
 
 from experiments.cluster.entry import run_seed
-from experiments.cluster.job import Outcome, Refused, SeedFailed, SeedJob, SeedResult
+from experiments.cluster.job import (
+    ClusterRunFailed,
+    Outcome,
+    Refused,
+    SeedFailed,
+    SeedJob,
+    SeedResult,
+)
 from experiments.cluster.merge import merge
 from experiments.cluster.progress import TOPIC, ClusterProgress
 from experiments.cluster.tree import tree_identity
@@ -32,13 +39,10 @@ from experiments.progress import Display
 from experiments.runner import prepare, write_results
 from experiments.summary import ClusterAccount, SeedPlace
 
+__all__ = ["ClusterRunFailed", "run_on_cluster"]
+
 #: Seconds the client waits for the scheduler to answer.
 CONNECT_TIMEOUT_S = 30
-
-
-class ClusterRunFailed(RuntimeError):
-    """The sweep could not complete on the cluster: a refusal, a failed run, a task whose
-    workers kept dying; the message says which seed, where and why."""
 
 
 def run_on_cluster(
@@ -61,6 +65,7 @@ def run_on_cluster(
     modes = experiment.modes_of(params)
     sweep = uuid.uuid4().hex[:12]
     texts = {path.name: path.read_text() for path in set(prepared.files.values())}
+    tree = tree_identity()
     jobs = [
         SeedJob(
             experiment=experiment.name,
@@ -72,14 +77,18 @@ def run_on_cluster(
             mode_files={mode: path.name for mode, path in prepared.files.items()},
             seed=seed,
             first_sequence=seed * len(modes),
-            tree=tree_identity(),
+            tree=tree,
             sweep=sweep,
             backup=backup or experiment.backup,
         )
         for seed in range(seeds)
     ]
     told = ClusterProgress(progress, experiment.name, prepared.steps, sweep)
-    with Client(address, timeout=CONNECT_TIMEOUT_S) as client:
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as error:
+        raise ClusterRunFailed(f"no scheduler to connect to: {error}") from error
+    with client:
         client.subscribe_topic(TOPIC, told.event)
         told.plan(address, seeds, len(client.scheduler_info()["workers"]))
         submitted: dict[int, float] = {}
@@ -88,6 +97,9 @@ def run_on_cluster(
             submitted[job.seed] = time.monotonic()
             future = client.submit(
                 run_seed,
+                job.tree,
+                sweep,
+                job.seed,
                 pickle.dumps(job, protocol=5),
                 key=f"{experiment.name}-seed{job.seed}-{sweep}",
                 resources={"fabric": 1},
@@ -100,18 +112,25 @@ def run_on_cluster(
         try:
             for future in as_completed(futures):
                 began = time.monotonic()
+                seed = futures[future]
                 try:
                     outcome: Outcome = future.result()
                 except Exception as error:  # KilledWorker: too many workers lost
-                    raise ClusterRunFailed(f"seed {futures[future]}: {error}") from error
-                result_s[futures[future]] = time.monotonic() - began
-                result_bytes[futures[future]] = len(pickle.dumps(outcome, protocol=5))
+                    raise ClusterRunFailed(f"seed {seed}: {error}") from error
+                # Released once read: a finished task whose future is held keeps its result
+                # on its worker, and were that worker lost, the scheduler would run the
+                # seed again.
+                del futures[future]
+                future.release()
+                result_s[seed] = time.monotonic() - began
+                result_bytes[seed] = len(pickle.dumps(outcome, protocol=5))
                 if isinstance(outcome, Refused):
                     raise ClusterRunFailed(outcome.message)
                 if isinstance(outcome, SeedFailed):
                     raise ClusterRunFailed(
                         f"seed {outcome.seed} failed on {outcome.place.machine}:\n{outcome.error}"
                     )
+                told.taken(outcome.seed, outcome.place.worker)
                 results.append(outcome)
         except BaseException:
             client.cancel(list(futures))

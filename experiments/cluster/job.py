@@ -99,5 +99,12 @@ def refusal(place: Place, seed: int, worker_tree: str, client_tree: str) -> Refu
     )
 
 
+class ClusterRunFailed(RuntimeError):
+    """The sweep could not complete on the cluster: no scheduler to connect to, a refusal, a
+    failed run, a task whose workers kept dying; the message says which seed, where and why.
+    Here, apart from Dask, so that ``python -m experiments`` can catch it without importing
+    Dask on a local run."""
+
+
 #: What a task gives back.
 Outcome = SeedResult[Any, Any, Any] | SeedFailed | Refused

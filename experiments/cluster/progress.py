@@ -71,6 +71,12 @@ class ClusterProgress:
                     f"{len(self.attempts.done())} of {len(self.steps)} done"
                 )
 
+    def taken(self, seed: int, worker: str) -> None:
+        """Seed ``seed``'s result came from ``worker``: later starts of it are ignored
+        (:meth:`Attempts.taken`)."""
+        with self._lock:
+            self.attempts.taken(seed, worker)
+
     def settle(self, total: int, timeout_s: float = 5.0) -> None:
         """Wait (up to ``timeout_s``) for the last events: they travel through the scheduler
         apart from the results, and may come after the last result."""

@@ -8,12 +8,13 @@ run's interfaces (BMv2), the run's root-namespace veths, then the namespaces the
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
 
 from testbed.mininet.naming import check_run_prefix, run_of
-from testbed.mininet.runs import recorded_runs, runs_root
+from testbed.mininet.runs import process_start_time, recorded_runs, runs_root
 from testbed.mininet.system import (
     delete_netns,
     delete_root_link,
@@ -105,6 +106,22 @@ def sweep_dead_runs() -> dict[str, Leftovers]:
     root = runs_root()
     for prefix, record in recorded_runs(root).items():
         if record.owner_alive:
+            continue
+        swept[prefix] = sweep(prefix)
+        shutil.rmtree(root / prefix, ignore_errors=True)
+    return swept
+
+
+def sweep_own_runs() -> dict[str, Leftovers]:
+    """Sweep every run recorded under this machine's runs root whose owner is this process
+    (the same pid and start time), and remove its record; what was left of each, by prefix.
+    For a process about to exit with a run's thread still going (a cluster's worker stopped
+    mid-seed), whose teardown would otherwise never run."""
+    swept: dict[str, Leftovers] = {}
+    root = runs_root()
+    me, started = os.getpid(), process_start_time(os.getpid())
+    for prefix, record in recorded_runs(root).items():
+        if record.owner_pid != me or record.owner_start_time != started:
             continue
         swept[prefix] = sweep(prefix)
         shutil.rmtree(root / prefix, ignore_errors=True)

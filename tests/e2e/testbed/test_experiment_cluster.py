@@ -4,15 +4,15 @@ experiment (two transports, lossless and 1 %, 2 s each) on the kernel target, th
 
 The scheduler, each worker and the client are each in a network namespace of their own, on a
 LAN of them (a bridge; :mod:`tests.e2e.testbed.cluster_lan`), with an address each: none is in
-the root namespace (a worker in a child namespace could not reach a scheduler in the root one
-on the machine this was written on). A worker's fabric comes up inside its machine's
-namespace, its hosts' and switches' namespaces named by its run as anywhere. One worker is
-killed (SIGKILL to its process group, its machine lost) once it has finished a run of its seed
-and started the next; the scheduler gives the seed to the other worker once that has finished
-its own, the killed worker comes back and removes what its killed run left before it joins,
-and both seeds complete, the rerun recorded, the merged summary of the same form as a local
-run's. A worker whose tree is at
-another commit refuses its seed with a message naming both commits.
+the root namespace (a worker in a child namespace may not reach a scheduler in the root one,
+depending on the host's routing and firewall). A worker's fabric comes up inside its
+machine's namespace, its hosts' and switches' namespaces named by its run as anywhere. One
+worker is killed (SIGKILL to its process group, its machine lost) once it has finished a run
+of its seed and started the next; the scheduler gives the seed to the other worker once that
+has finished its own, the killed worker comes back and removes what its killed run left
+before it joins, and both seeds complete, the rerun recorded, the merged summary of the same
+form as a local run's. A worker whose tree is at another commit refuses its seed with a
+message naming both commits.
 """
 
 from __future__ import annotations

@@ -51,3 +51,31 @@ def test_a_rerun_says_where_the_seed_was_lost_after_how_many_runs_and_where_it_r
     # a worker still in the cluster was not lost: restarted (by a nanny, say)
     (restarted,) = attempts.reruns(4, gone=set())
     assert " was restarted mid-run " in restarted.why
+
+
+def test_an_attempt_that_starts_after_the_result_was_taken_is_neither_a_rerun_nor_an_attempt() -> (
+    None
+):
+    attempts = Attempts()
+    attempts.started(2, "machine-a", A)
+    attempts.ended(2, A, 0)
+    attempts.taken(2, A)
+    # A lost after its result was read: the scheduler ran the finished seed again on B
+    assert attempts.started(2, "machine-b", B) is None
+    attempts.ended(2, B, 0)
+    assert attempts.count(2) == 1
+    assert attempts.reruns(1, gone={A}) == ()
+    assert attempts.done() == {0}
+
+
+def test_a_result_taken_before_its_attempts_start_was_told_closes_the_seed_with_that_attempt() -> (
+    None
+):
+    attempts = Attempts()
+    attempts.started(3, "machine-a", A)
+    attempts.taken(3, B)  # B's start event still on its way
+    assert attempts.started(3, "machine-b", B) is not None  # the rerun that gave the result
+    attempts.started(3, "machine-a", A)  # started after the result: ignored
+    assert attempts.count(3) == 2
+    (rerun,) = attempts.reruns(1, gone={A})
+    assert rerun.lost_worker == A and rerun.why.endswith(f"rerun on machine-b ({B})")

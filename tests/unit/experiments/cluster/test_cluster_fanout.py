@@ -27,8 +27,13 @@ from tests.unit.experiments.test_runner_progress import EXPERIMENT, FakeTestbed,
 FACTS = TargetFacts("linux", trimming=False, ecn_marking=None, ecn_by=None)
 
 
+#: Each start of seed 1's failing run, by mode (the workers are threads of this process).
+FAILING_STARTS: list[str] = []
+
+
 def _failing_run_mode(testbed: object, params: Params, mode: str, seed: int) -> Any:
     if seed == 1:
+        FAILING_STARTS.append(mode)
         raise RuntimeError("the agents never came up")
     return EXPERIMENT.run_mode(testbed, params, mode, seed)
 
@@ -97,16 +102,59 @@ def test_every_seed_comes_back_and_is_written_as_a_local_run_with_its_machine(
 def test_a_run_that_raises_is_its_seeds_failure_named_with_its_machine_not_retried(
     cluster: str, tmp_path: Path
 ) -> None:
+    FAILING_STARTS.clear()
     with pytest.raises(fanout.ClusterRunFailed, match=r"^seed 1 failed on \d:\n") as failed:
         _sweep(FAILING, cluster, tmp_path, io.StringIO())
     assert "RuntimeError: the agents never came up" in str(failed.value)
+    assert len(FAILING_STARTS) == 1  # its first run raised, and it never ran again
 
 
 def test_a_worker_at_another_tree_refuses_its_seed_naming_both(
     cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(task, "loaded_tree", lambda: "1111111")
     monkeypatch.setattr(task, "tree_identity", lambda: "1111111")
     monkeypatch.setattr(fanout, "tree_identity", lambda: "2222222")
     with pytest.raises(fanout.ClusterRunFailed) as refused:
         _sweep(EXPERIMENT, cluster, tmp_path, io.StringIO())
     assert "its tree is at 1111111, the client's at 2222222;" in str(refused.value)
+
+
+def test_a_worker_refuses_before_unpickling_a_job_it_could_not_load(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At another commit a class the job holds may have moved: the worker refuses naming
+    both trees rather than failing to unpickle."""
+    monkeypatch.setattr(task, "loaded_tree", lambda: "1111111")
+    monkeypatch.setattr(fanout, "tree_identity", lambda: "2222222")
+
+    def unloadable(data: bytes) -> object:
+        raise AttributeError("Can't get attribute 'Params' on <module 'experiments.loss'>")
+
+    monkeypatch.setattr(task, "_load_job", unloadable)
+    with pytest.raises(fanout.ClusterRunFailed) as refused:
+        _sweep(EXPERIMENT, cluster, tmp_path, io.StringIO())
+    assert "its tree is at 1111111, the client's at 2222222;" in str(refused.value)
+
+
+def test_a_worker_whose_tree_changed_since_it_started_refuses_its_seed(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task, "loaded_tree", lambda: "2222222")
+    monkeypatch.setattr(task, "tree_identity", lambda: "3333333")
+    monkeypatch.setattr(fanout, "tree_identity", lambda: "2222222")
+    with pytest.raises(fanout.ClusterRunFailed) as refused:
+        _sweep(EXPERIMENT, cluster, tmp_path, io.StringIO())
+    assert "its tree is at 3333333 (it started at 2222222), the client's at 2222222;" in str(
+        refused.value
+    )
+
+
+def test_no_scheduler_to_connect_to_is_the_sweeps_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m experiments`` prints a ClusterRunFailed as one line and lets every other
+    error through with its traceback: the connect failure must be one."""
+    monkeypatch.setattr(fanout, "CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(fanout.ClusterRunFailed, match=r"^no scheduler to connect to: "):
+        _sweep(EXPERIMENT, "tcp://127.0.0.1:9", tmp_path, io.StringIO())

@@ -15,6 +15,7 @@ MODULES = (
     "experiments.registry",
     "experiments.summary",
     "experiments.cluster.entry",
+    "experiments.cluster.job",
     "experiments.cluster.merge",
     "experiments.cluster.attempts",
     "experiments.cluster.progress",
@@ -43,3 +44,19 @@ def test_the_help_of_python_m_experiments_offers_the_cluster_without_loading_das
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert proc.stdout.strip() == "True False", proc.stderr
+
+
+def test_the_scheduler_command_imports_none_of_the_experiments_or_the_testbed() -> None:
+    """``python -m experiments.cluster scheduler`` loads the CLI's module alone of this
+    project (the worker's modules are imported by the worker command)."""
+    code = (
+        "import sys\nimport experiments.cluster.__main__\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'experiments', 'testbed', 'topologies'}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == str(
+        ["experiments", "experiments.cluster", "experiments.cluster.__main__"]
+    ), proc.stderr

@@ -1,7 +1,8 @@
 """What a cluster's worker sweeps before it joins (``sweep_dead_runs``): the runs recorded
 under this machine's runs root whose owner is dead (a runner killed with its worker), each
 swept and its record removed; a run whose owner lives is left alone (and nothing but the
-records under this root is looked at: on a shared machine the rest is someone else's)."""
+records under this root is looked at: on a shared machine the rest is someone else's). And
+what it sweeps when it stops (``sweep_own_runs``): the runs this very process owns."""
 
 from __future__ import annotations
 
@@ -47,3 +48,25 @@ def test_only_runs_recorded_here_with_a_dead_owner_are_swept_and_their_records_r
     assert swept == ["mndead"] and list(left) == ["mndead"] and left["mndead"].empty
     assert not (root / "mndead").exists()
     assert (root / "mn1a1e" / RECORD_FILE).is_file()
+
+
+def test_a_process_sweeps_the_runs_it_owns_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "runs"
+    monkeypatch.setenv(RUNS_ROOT_ENV, str(root))
+    me = os.getpid()
+    _record(root, "mn0a0a", me, process_start_time(me))
+    _record(root, "mnbeef", me, (process_start_time(me) or 0) + 1)  # an earlier process's
+    _record(root, "mn1b1b", 1, process_start_time(1))  # another live owner's
+    swept: list[str] = []
+
+    def sweep(prefix: str) -> cleanup.Leftovers:
+        swept.append(prefix)
+        return cleanup.Leftovers((), (), ())
+
+    monkeypatch.setattr(cleanup, "sweep", sweep)
+    left = cleanup.sweep_own_runs()
+    assert swept == ["mn0a0a"] and list(left) == ["mn0a0a"]
+    assert not (root / "mn0a0a").exists()
+    assert (root / "mnbeef" / RECORD_FILE).is_file() and (root / "mn1b1b" / RECORD_FILE).is_file()
