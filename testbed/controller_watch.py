@@ -23,12 +23,22 @@ def describe(
     after: Mapping[str, ControllerState],
     switches: frozenset[str],
     arbitrated: bool = True,
+    settled: Mapping[str, tuple[int | None, str]] | None = None,
 ) -> list[str]:
-    """What changed between ``before`` and ``after``, one line each (none if nothing did)."""
+    """What changed between ``before`` and ``after``, one line each (none if nothing did).
+
+    ``settled`` is each controller's last whole stance (see :func:`settle`), with its pid: a
+    look that caught it ``connecting`` (a takeover half done) says nothing, so the next one
+    words the change from the stance before that, not from ``connecting``.
+    """
     lines: list[str] = []
     for name, now in after.items():
         then = before.get(name)
         old = then.stance(switches) if then is not None else "dead"
+        if old == "connecting" and settled is not None and name in settled:
+            pid, stance = settled[name]
+            if pid == now.pid:  # a stance of an earlier life does not count
+                old = stance
         new = now.stance(switches)
         restarted = then is not None and now.alive and now.pid != then.pid
         if new == old and not restarted:
@@ -48,6 +58,23 @@ def describe(
     if was_managed and not any(state.alive for state in after.values()):
         lines.append(unmanaged_line())
     return lines
+
+
+def settle(
+    settled: Mapping[str, tuple[int | None, str]],
+    after: Mapping[str, ControllerState],
+    switches: frozenset[str],
+) -> dict[str, tuple[int | None, str]]:
+    """``settled`` updated with ``after``: each controller's pid and last stance that was not
+    ``connecting`` (a restarted one still connecting has none yet)."""
+    updated = dict(settled)
+    for name, now in after.items():
+        stance = now.stance(switches)
+        if stance != "connecting":
+            updated[name] = (now.pid, stance)
+        elif name in updated and updated[name][0] != now.pid:
+            del updated[name]
+    return updated
 
 
 def _became_primary(name: str, old: str, restarted: bool) -> str:
@@ -84,6 +111,8 @@ class ControllerWatch:
         #: The thread and a command that changed the controllers (``say_now``) both look.
         self._looking = threading.Lock()
         self._last = controllers.states()
+        #: Each controller's last whole stance, which a ``connecting`` look does not replace.
+        self._settled = settle({}, self._last, controllers.switches)
 
     def __enter__(self) -> ControllerWatch:
         self._thread.start()
@@ -98,8 +127,9 @@ class ControllerWatch:
         with self._looking:
             now = self._controllers.states()
             switches, arbitrated = self._controllers.switches, self._controllers.arbitrated
-            lines = describe(self._last, now, switches, arbitrated)
+            lines = describe(self._last, now, switches, arbitrated, self._settled)
             self._last = now
+            self._settled = settle(self._settled, now, switches)
         return lines
 
     def say_now(self) -> None:

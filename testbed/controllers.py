@@ -117,6 +117,9 @@ class Controllers:
         self._followers: dict[str, _Follower] = {}
         #: The CLI's thread and the watch's both read the logs.
         self._reading = threading.Lock()
+        #: A kill or restart looks at the process and acts on what it saw: the CLI and the live
+        #: view's buttons must not both start one controller.
+        self._changing = threading.Lock()
 
     @property
     def arbitrated(self) -> bool:
@@ -193,18 +196,24 @@ class Controllers:
         return self.acting().status()
 
     def kill(self, name: str) -> float:
-        """SIGKILL ``name`` (as a crash); the monotonic time of the kill."""
-        run = self.run(name)
-        killed_at = time.monotonic()
-        run.process.kill()
-        return killed_at
+        """SIGKILL ``name`` (as a crash); the monotonic time of the kill (ValueError: it is
+        not running)."""
+        with self._changing:
+            run = self.run(name)
+            if not run.process.running:
+                raise ValueError(f"the {name} controller is not running")
+            killed_at = time.monotonic()
+            run.process.kill()
+            return killed_at
 
     def restart(self, name: str) -> str:
         """Start ``name`` again (it must be dead) and wait until it holds a role on every
         switch; returns that role, ``primary`` or ``backup``."""
-        if self.run(name).process.running:
-            raise ValueError(f"the {name} controller is running (pid {self.run(name).process.pid})")
-        self._start(name)
+        with self._changing:
+            if self.run(name).process.running:
+                pid = self.run(name).process.pid
+                raise ValueError(f"the {name} controller is running (pid {pid})")
+            self._start(name)
         return self.wait_stance(name, PRIMARY, BACKUP)
 
     def wait_stance(self, name: str, *stances: str, timeout: float = IN_SERVICE_TIMEOUT_S) -> str:

@@ -225,6 +225,8 @@ class FabricController:
         its intent follows, so that a takeover finds the switches holding it."""
         if any(view.role is SwitchRole.PRIMARY for view in self.views.values()):
             return
+        # Its own probes, once it is primary, must be able to bring these links back up.
+        self.probes.assume_down(down)
         now = self.clock.monotonic()
         went, came = sorted_links(down - self._down), sorted_links(self._down - down)
         changes = [LinkChange(link, LinkState.DOWN, now, now) for link in went]

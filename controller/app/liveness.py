@@ -205,6 +205,23 @@ class LinkMonitor:
         if node in self._nodes:
             self._nodes[node] = _Node()
 
+    def assume(self, down: frozenset[LinkId], at: float) -> None:
+        """Take ``down`` (another controller's view: a backup that sends no probes follows its
+        peer's) as the links' states, reporting no change: a link listed comes back up only
+        once probes cross it both ways, as one found down by probes would, and one not listed
+        is up until probes miss. Unlisted links are ignored."""
+        for link_id, record in self._links.items():
+            is_down = link_id in down
+            if is_down == (record.state is LinkState.DOWN):
+                continue
+            record.state = LinkState.DOWN if is_down else LinkState.UP
+            record.changed_at = at
+            for direction in record.directions:
+                direction.up = not is_down
+                direction.first_missed_at = at if is_down else None
+                direction.down_at = at if is_down else None
+                direction.recovered_at = None
+
     def evaluate(self, now: float) -> list[LinkChange]:
         """Apply the misses due by ``now``; the links whose state changed since the last call."""
         changes: list[LinkChange] = []

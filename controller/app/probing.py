@@ -171,6 +171,12 @@ class LinkProber:
         """``switch`` is in service again: its probes are judged afresh."""
         self._monitor.mark_found(switch)
 
+    def assume_down(self, down: frozenset[LinkId]) -> None:
+        """Start from ``down`` (the peer's view, while this one sends no probes): a link in it
+        comes back up once probes cross it, so a link restored before a takeover does not stay
+        down for good (``LinkMonitor.assume``)."""
+        self._monitor.assume(down, self.clock.monotonic())
+
     def status(self) -> Mapping[LinkId, LinkStatus]:
         """Every switch-to-switch link with its liveness."""
         return self._monitor.status()

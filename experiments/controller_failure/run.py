@@ -118,7 +118,7 @@ def run_controller_failure(
         mark = len(controllers.run(other).events())
         killed_at = controllers.kill(killed)
         try:
-            takeover_s, takeover_writes = _takeover(controllers, other, mark, killed_at)
+            takeover_s, takeover_writes = _takeover(controllers, other, mark, killed_at, problems)
         except ProcessFailed as error:
             problems.append(f"takeover: {error}")
         _sleep_until(started + params.cut_at_s)
@@ -126,12 +126,9 @@ def run_controller_failure(
         cut_at = time.monotonic()
         ends = (cut.a, cut.b)
         cut_link = str(testbed.fail(cut.a, cut.b))
-        reroute = _first(controllers.run(other).events, "failover", mark, REROUTE_TIMEOUT_S)
-        if reroute is None:
-            problems.append(f"no failover record within {REROUTE_TIMEOUT_S:.0f} s of the cut")
-        else:
-            cut_to_write_s = float(reroute["mono"]) - cut_at
-            cut_writes = int(reroute["writes"])
+        cut_to_write_s, cut_writes = _reroute(
+            controllers.run(other).events, cut_link, mark, cut_at, problems, REROUTE_TIMEOUT_S
+        )
     finally:
         flow_thread.join()
         rejoined = _mend(testbed, controllers, killed, ends, problems)
@@ -179,10 +176,11 @@ def _acting(controllers: Controllers) -> str:
 
 
 def _takeover(
-    controllers: Controllers, other: str, mark: int, killed_at: float
-) -> tuple[float, int]:
+    controllers: Controllers, other: str, mark: int, killed_at: float, problems: list[str]
+) -> tuple[float | None, int]:
     """Wait until ``other`` is primary and has reconciled every switch; the seconds from the
-    kill to its being primary on the last switch, and the entries its reconciliation wrote."""
+    kill to its being primary on the last switch (None, with a problem, if its log says of no
+    switch that it became primary there), and the entries its reconciliation wrote."""
     controllers.wait_stance(other, PRIMARY, timeout=TAKEOVER_TIMEOUT_S)
     run = controllers.run(other)
     run.wait_in_service(sorted(controllers.switches), after=mark, timeout=TAKEOVER_TIMEOUT_S)
@@ -197,19 +195,52 @@ def _takeover(
         for e in events
         if e.get("event") == "program"
     )
+    if not became:
+        problems.append(f"takeover: no switch_connected primary in {other}'s log after the kill")
+        return None, writes
     return max(became) - killed_at, writes
 
 
+def _reroute(
+    events: Callable[[], list[dict[str, Any]]],
+    cut_link: str,
+    after: int,
+    cut_at: float,
+    problems: list[str],
+    timeout: float,
+) -> tuple[float | None, int | None]:
+    """The seconds from the cut to the failover record of ``cut_link`` going down (a record of
+    another trigger, a probe's flap or the takeover's, does not count), and its writes; a
+    problem if there is none within ``timeout`` or it is not complete."""
+    down = f"{cut_link} down"
+    reroute = _first(
+        events,
+        lambda e: e.get("event") == "failover" and down in e.get("trigger", ()),
+        after,
+        timeout,
+    )
+    if reroute is None:
+        problems.append(f"no failover record for {down} within {timeout:.0f} s of the cut")
+        return None, None
+    if not reroute.get("complete", False):
+        problems.append(f"the failover for {down} is not complete (a write failed)")
+    return float(reroute["mono"]) - cut_at, int(reroute["writes"])
+
+
 def _first(
-    events: Callable[[], list[dict[str, Any]]], name: str, after: int, timeout: float
+    events: Callable[[], list[dict[str, Any]]],
+    matches: Callable[[dict[str, Any]], bool],
+    after: int,
+    timeout: float,
 ) -> dict[str, Any] | None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         for event in events()[after:]:
-            if event.get("event") == name:
+            if matches(event):
                 return event
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(0.05)
-    return None
 
 
 def _mend(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed.controller_watch import describe
+from testbed.controller_watch import ControllerWatch, describe
 from testbed.controllers import (
     BACKUP,
     BACKUP_ELECTION_ID,
@@ -49,6 +49,40 @@ def test_a_takeover_half_done_is_not_announced_yet() -> None:
     died = {PRIMARY: dead(1), BACKUP: backup()}
     half = {PRIMARY: dead(1), BACKUP: ControllerState(True, 2, {"l1"}, {"l2"})}
     assert describe(died, half, SWITCHES) == []
+
+
+class _Looks:
+    """Controllers as the watch sees them: one canned moment per look."""
+
+    switches = SWITCHES
+    arbitrated = True
+
+    def __init__(self, *moments: dict[str, ControllerState]) -> None:
+        self._moments = list(moments)
+
+    def states(self) -> dict[str, ControllerState]:
+        return self._moments.pop(0)
+
+
+def test_a_takeover_seen_half_done_is_still_a_takeover_on_the_next_look() -> None:
+    died = {PRIMARY: dead(1), BACKUP: backup()}
+    half = {
+        PRIMARY: dead(1),
+        BACKUP: ControllerState(True, 2, frozenset({"l1"}), frozenset({"l2"})),
+    }
+    took = {PRIMARY: dead(1), BACKUP: ControllerState(True, 2, primary_on=ALL)}
+    watch = ControllerWatch(_Looks(died, half, took), say=print)  # type: ignore[arg-type]
+    assert watch.poll() == []
+    assert watch.poll() == ["controller backup took over: primary on every switch"]
+
+
+def test_a_restart_seen_connecting_still_rejoins_on_the_next_look() -> None:
+    before = {PRIMARY: primary(1), BACKUP: backup()}
+    restarted = {PRIMARY: ControllerState(True, 3), BACKUP: backup()}
+    won = {PRIMARY: primary(3), BACKUP: backup()}
+    watch = ControllerWatch(_Looks(before, restarted, won), say=print)  # type: ignore[arg-type]
+    assert watch.poll() == ["controller primary restarted (pid 3)"]
+    assert watch.poll() == ["controller primary rejoined as primary on every switch"]
 
 
 def test_both_dead_says_the_fabric_is_unmanaged_once() -> None:

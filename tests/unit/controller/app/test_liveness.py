@@ -245,3 +245,19 @@ def test_nonsensical_limits_are_refused():
         LinkMonitor([LINK], 3, -1.0, SILENCE)
     with pytest.raises(ValueError, match="silence_limit"):
         LinkMonitor([LINK], 3, INTERVAL, INTERVAL / 2)
+
+
+def test_links_assumed_down_from_a_peer_come_up_once_probes_cross_them():
+    # A backup takes its peer's view; the link was restored before the peer died, and the
+    # backup's own probes, once it sends them, must bring it back up.
+    driver = Driver()
+    driver.monitor.assume(frozenset({LINK.id, TWIN.id}), driver.now)
+    assert driver.monitor.down_links() == {LINK.id, TWIN.id}
+    assert driver.rounds(3, send=False) == [], "taking the peer's view reports nothing"
+    driver.cut = {A2, B2}  # the twin is still cut
+    (change,) = driver.round()
+    assert (change.link, change.state) == (LINK.id, LinkState.UP)
+    driver.rounds(6)
+    assert driver.monitor.down_links() == {TWIN.id}, "a link still cut stays down"
+    driver.monitor.assume(frozenset(), driver.now)
+    assert driver.monitor.down_links() == frozenset()

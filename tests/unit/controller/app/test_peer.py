@@ -85,3 +85,21 @@ def test_the_peers_stream_is_folded_by_event_and_resynced_by_status(
     assert down == {other}
     assert fold_message(_event("link_up", link=str(other)), links, down)
     assert down == set()
+
+
+def test_the_peers_down_links_are_where_the_backups_own_probes_start(
+    leaf_spine: Topology, link_between
+) -> None:
+    # Else a link the peer saw come back just before it died would stay down for good: the
+    # new primary's probes would report no change for a link they always thought up.
+    fabric, _ = _fabric(leaf_spine)
+    link = link_between(leaf_spine, "l1", "s1")
+
+    async def body() -> None:
+        for name in fabric.views:
+            fabric.switch_connected(name, SwitchRole.BACKUP)
+        fabric.peer_down_links(frozenset({link}))
+
+    asyncio.run(body())
+    status = fabric.link_status()
+    assert {each for each, state in status.items() if state.state.value == "down"} == {link}

@@ -4,6 +4,8 @@ the other waits, and the lock comes free when the holder dies, SIGKILL included.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +23,21 @@ fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
 time.sleep(60)
 """
+
+FORKING_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from controller.southbound.linux.primacy import PrimacyLock
+lock = PrimacyLock(Path(sys.argv[1]))
+assert lock.try_acquire()
+child = os.fork()
+if child == 0:  # what pyroute2 does to open a namespace socket: a fork that does not exec
+    time.sleep(60)
+    os._exit(0)
+print(child, flush=True)
+time.sleep(60)
+"""
+REPO = Path(__file__).resolve().parents[5]
 
 
 def test_only_one_of_two_holds_the_lock_until_it_releases_it(tmp_path: Path) -> None:
@@ -64,3 +81,33 @@ def test_a_southbound_without_the_lock_is_backup_and_refuses_to_program(
     result = asyncio.run(southbound.program(compute_intent(leaf_spine).switch("l1")))
     assert not result.ours and result.writes == 0
     holder.release()
+
+
+def test_a_forked_child_does_not_keep_the_lock_of_a_holder_killed_with_sigkill(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ctl.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FORKING_HOLDER, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    child = 0
+    try:
+        assert holder.stdout is not None
+        child = int(holder.stdout.readline())
+        waiting = PrimacyLock(path)
+        assert not waiting.try_acquire()
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(5)
+        os.kill(child, 0)  # the forked child outlives its parent
+        asyncio.run(asyncio.wait_for(waiting.acquire(interval=0.01), 5))
+        assert waiting.held
+        waiting.release()
+    finally:
+        holder.kill()
+        holder.wait(5)
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
