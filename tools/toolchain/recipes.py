@@ -284,6 +284,10 @@ def _p4c(component: Component, ctx: Context) -> list[Step]:
         *launcher,
     )
     env = {**_compiler_env(ctx), **_p4c_version(ctx)}
+    if ctx.tofino:
+        # The Tofino backend's build runs its Python tools by name (pyinstaller packages
+        # p4c-build-logs), so the venv that holds them leads PATH.
+        env["PATH"] = f"{ctx.tofino_venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
     out: list[Step] = []
     if ctx.tofino:
         venv = ctx.tofino_venv

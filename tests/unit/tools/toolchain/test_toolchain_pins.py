@@ -4,6 +4,7 @@ the key that is wrong."""
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 
@@ -101,3 +102,16 @@ def test_a_malformed_pin_file_is_refused_naming_the_key(edit, message):
 
 def test_a_well_formed_pin_file_parses():
     assert parse_pins(copy.deepcopy(GOOD)).sources["a"].folder == "a"
+
+
+def test_p4cs_tofino_build_finds_its_python_tools_in_its_own_venv(tmp_path):
+    """The Tofino backend's ninja rules call pyinstaller by name: without the venv on PATH the
+    build stopped at step 411 of 1060 ('pyinstaller: not found')."""
+    p4c = load_pins().component("p4c")
+    ctx = Context(prefix=tmp_path / "prefix", work=tmp_path / "work", jobs=2, tofino=True)
+    by_name = {step.name: step for step in steps(p4c, ctx)}
+    for name in ("configure", "build"):
+        first = by_name[name].env["PATH"].split(os.pathsep)[0]
+        assert first == str(ctx.tofino_venv / "bin"), name
+    plain = Context(prefix=tmp_path / "prefix", work=tmp_path / "work", jobs=2, tofino=False)
+    assert all("PATH" not in step.env for step in steps(p4c, plain))
