@@ -97,7 +97,8 @@ class SimFabric:
         self.hosts: dict[str, SimHost] = {}
         self.down: set[LinkId] = set()
         self._links: dict[LinkId, tuple[Link, Link]] = {}
-        self._uplinks: dict[tuple[str, int], Link] = {}
+        #: Each host's NIC uplinks, indexed by the endpoint's plane (its position in the list).
+        self._uplinks: dict[str, list[Link]] = {}
         self._addresses_by_plane: dict[int, list[bytes]] = {}
         self._intent: FabricIntent | None = None
         self._next_qp: dict[str, int] = {}
@@ -116,6 +117,7 @@ class SimFabric:
             endpoint = Endpoint(addresses, mrc, seed=self.rng.getrandbits(32))
             sim_host = SimHost(host.name, endpoint, self.scheduler, self._send_from)
             self.hosts[host.name] = sim_host
+            uplinks = self._uplinks[host.name] = []
             for nic in host.nics:
                 self._addresses_by_plane.setdefault(nic.plane, []).append(nic.ipv4.ip.packed)
                 up = self._link(f"{host.name}.{nic.name}>{nic.switch}", nic.params, loss)
@@ -125,9 +127,8 @@ class SimFabric:
                 up.deliver = self.switches[nic.switch].receive
                 down.deliver = sim_host.receive
                 self.switches[nic.switch].attach(nic.switch_port, down)
-                self._uplinks[(host.name, nic.index)] = up
+                uplinks.append(up)
                 self._links[host.link(nic).id] = (up, down)
-        self._nic_index = {host.name: [nic.index for nic in host.nics] for host in topology.hosts}
         self._install(frozenset())
 
     # --- building -------------------------------------------------------------------------
@@ -139,8 +140,7 @@ class SimFabric:
         )
 
     def _send_from(self, host: SimHost, datagram: OutgoingDatagram) -> None:
-        nic = self._nic_index[host.name][datagram.plane]
-        self._uplinks[(host.name, nic)].send(SimPacket(datagram))
+        self._uplinks[host.name][datagram.plane].send(SimPacket(datagram))
 
     # --- routing --------------------------------------------------------------------------
 
