@@ -49,8 +49,8 @@ native:  ## Compile the agent's core and per-packet I/O with mypyc into build/na
 	$(PY) -m tools.build_native $(NATIVE_ARGS)
 
 # Stdlib only, so it runs before `make setup` too; PLAN=1 prints what it would do and stops.
-toolchain:  ## Build PI, BMv2 and p4c at the commits of tools/toolchain/pins.toml into PREFIX (/usr/local) [P4_SRC=DIR] [TOFINO=1] [PLAN=1]
-	$(SUDO) /usr/bin/python3 -m tools.toolchain --prefix $(or $(PREFIX),/usr/local) $(if $(P4_SRC),--src $(P4_SRC)) $(if $(filter 1 yes,$(TOFINO)),--tofino) $(if $(PLAN),--plan) $(TOOLCHAIN_ARGS)
+toolchain:  ## Build PI, BMv2 and p4c at the commits of tools/toolchain/pins.toml into PREFIX (/usr/local) [P4_SRC=DIR] [TOFINO=1] [ONLY=pi,bmv2] [PLAN=1]
+	$(SUDO) /usr/bin/python3 -m tools.toolchain --prefix $(or $(PREFIX),/usr/local) $(if $(P4_SRC),--src $(P4_SRC)) $(if $(filter 1 yes,$(TOFINO)),--tofino) $(if $(ONLY),--only $(ONLY)) $(if $(PLAN),--plan) $(TOOLCHAIN_ARGS)
 
 test:  ## Every test: unit, p4c artifact check, PTF, BMv2/Mininet end-to-end (where present); then each skip reason with its count
 	@mkdir -p $(dir $(TEST_SKIP_LOG)) && rm -f $(TEST_SKIP_LOG)

@@ -1,7 +1,8 @@
 """`make toolchain`: build PI, behavioral-model and p4c (and with --tofino p4c's Tofino
 backend) at the commits pinned in ``pins.toml``, into PREFIX.
 
-Usage: ``python -m tools.toolchain [--prefix /usr/local] [--src DIR] [--tofino] [--plan]``.
+Usage: ``python -m tools.toolchain [--prefix /usr/local] [--src DIR] [--tofino] [--only pi,bmv2]
+[--plan]``.
 Without ``--src`` each tree is cloned from its URL; with it, DIR holds one folder per
 repository (as ``pins.toml`` names them) and each is checked for its pinned commit before
 anything is built. Run it again after an interruption: it resumes.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from tools.toolchain import apt
 from tools.toolchain.pins import PinError, Pins, load_pins
-from tools.toolchain.plan import Plan, Request, describe, make_plan
+from tools.toolchain.plan import Plan, Request, describe, make_plan, unknown_components
 from tools.toolchain.recipes import Context, recipe_id
 from tools.toolchain.runner import Runner, StepFailed, tail
 
@@ -41,6 +42,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="folder of source trees (P4_SRC); default: clone each",
     )
     parser.add_argument("--tofino", action="store_true", help="also p4c's Tofino backend")
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated components to build (with what they need), e.g. bmv2,pi_server",
+    )
     parser.add_argument(
         "--work", type=Path, default=None, help=f"kept build folder (default {default_work()})"
     )
@@ -63,7 +69,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = (args.work or default_work()).resolve()
     src = args.src.resolve() if args.src else None
-    request = Request(prefix=args.prefix.resolve(), p4_src=src, tofino=args.tofino, work=work)
+    only = frozenset(n.strip() for n in args.only.split(",") if n.strip()) if args.only else None
+    if only is not None and (unknown := unknown_components(pins, only)):
+        names = ", ".join(c.name for c in pins.components)
+        print(
+            f"toolchain: --only: no component {', '.join(unknown)} (there are {names})",
+            file=sys.stderr,
+        )
+        return 2
+    request = Request(
+        prefix=args.prefix.resolve(), p4_src=src, tofino=args.tofino, work=work, only=only
+    )
     plan = make_plan(pins, request, recipe_id)
     for line in describe(plan):
         print(line, flush=True)

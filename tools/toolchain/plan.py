@@ -29,11 +29,14 @@ class Request:
     tofino: bool
     #: The kept work folder (clones, staged trees, build folders, logs, ccache).
     work: Path
+    #: Build only these components and what they need; None for all of them.
+    only: frozenset[str] | None = None
 
 
 class Action(Enum):
     KEEP = "keep"
     BUILD = "build"
+    SKIP = "skip"
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,12 @@ RecipeOf = Callable[[Component, bool], str]
 
 def make_plan(pins: Pins, request: Request, recipe_of: RecipeOf) -> Plan:
     planned: list[ComponentPlan] = []
+    wanted = _wanted(pins, request.only)
     for component in pins.components:
         recipe = recipe_of(component, request.tofino and component.has_tofino_part)
+        if component.name not in wanted:
+            planned.append(ComponentPlan(component, Action.SKIP, "not asked for (--only)", recipe))
+            continue
         action, reason = _decide(pins, request, component, recipe_of, planned)
         planned.append(ComponentPlan(component, action, reason, recipe))
     needed: list[str] = []
@@ -136,6 +143,26 @@ def make_plan(pins: Pins, request: Request, recipe_of: RecipeOf) -> Plan:
     sources = tuple(_check_source(pins.sources[name], request) for name in needed)
     sources = sources + tuple(_submodule_pins(pins, sources))
     return Plan(request, tuple(planned), _merge(sources))
+
+
+def unknown_components(pins: Pins, only: frozenset[str]) -> list[str]:
+    """The names in ``only`` that ``pins.toml`` declares no component for."""
+    return sorted(only - {c.name for c in pins.components})
+
+
+def _wanted(pins: Pins, only: frozenset[str] | None) -> set[str]:
+    """The components asked for and, transitively, the ones they need."""
+    by_name = {c.name: c for c in pins.components}
+    if only is None:
+        return set(by_name)
+    wanted: set[str] = set()
+    todo = [name for name in only if name in by_name]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(by_name[name].needs)
+    return wanted
 
 
 def _decide(

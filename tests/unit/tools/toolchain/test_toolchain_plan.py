@@ -14,11 +14,16 @@ from tools.toolchain.plan import (
     SourceStatus,
     make_plan,
     stamp_path,
+    unknown_components,
 )
 
 
-def request(tmp_path: Path, src: Path | None, tofino: bool = False) -> Request:
-    return Request(prefix=tmp_path / "prefix", p4_src=src, tofino=tofino, work=tmp_path / "work")
+def request(
+    tmp_path: Path, src: Path | None, tofino: bool = False, only: frozenset[str] | None = None
+) -> Request:
+    return Request(
+        prefix=tmp_path / "prefix", p4_src=src, tofino=tofino, work=tmp_path / "work", only=only
+    )
 
 
 def test_nothing_installed_builds_everything_from_trees_at_their_pinned_commits(trees, tmp_path):
@@ -169,3 +174,28 @@ def test_a_build_with_the_tofino_backend_is_kept_by_a_later_run_without_it(trees
     plan = make_plan(pins, plain, recipes)
     assert [c.action for c in plan.components] == [Action.KEEP, Action.KEEP]
     assert plan.components[1].reason.endswith("with the Tofino backend")
+
+
+def test_only_builds_the_components_named_and_what_they_need_and_asks_for_no_other_tree(
+    trees, tmp_path
+):
+    pins = parse_pins(pin_data(trees))
+    shutil.rmtree(trees["src"] / "tool")  # only app needs it
+    plan = make_plan(pins, request(tmp_path, trees["src"], only=frozenset({"base"})), recipes)
+    assert [(c.component.name, c.action) for c in plan.components] == [
+        ("base", Action.BUILD),
+        ("app", Action.SKIP),
+    ]
+    assert plan.problems == []
+    assert {s.source.name for s in plan.sources} == {"top", "sub"}
+
+
+def test_only_a_component_brings_what_it_needs(trees, tmp_path):
+    pins = parse_pins(pin_data(trees))
+    plan = make_plan(pins, request(tmp_path, trees["src"], only=frozenset({"app"})), recipes)
+    assert [c.component.name for c in plan.to_build] == ["base", "app"]
+
+
+def test_only_names_that_are_no_component_are_reported(trees):
+    pins = parse_pins(pin_data(trees))
+    assert unknown_components(pins, frozenset({"app", "p4c", "bmv3"})) == ["bmv3", "p4c"]
