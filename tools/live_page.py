@@ -28,6 +28,8 @@ CHROMIUM_FLAGS = (
 VIEWPORT: ViewportSize = {"width": 1500, "height": 860}
 #: A link the page cut is drawn down within this.
 SHOWN_WITHIN_MS = 2000
+#: From clicking an action's button to the server's answer on the page.
+ACTION_ANSWERED_MS = 10_000
 #: From asking for a transfer to its first EVs and goodput on the page.
 TRANSFER_SHOWN_MS = 20_000
 #: A path on bmv2 is read from every switch on it over Thrift, one CLI process each.
@@ -56,6 +58,16 @@ def state_is(page: Any, link: str, state: str, timeout: int) -> None:
     page.wait_for_function(
         "([id, state]) => window.liveView.cy.getElementById(id).data('state') === state",
         arg=[link, state],
+        timeout=timeout,
+    )
+
+
+def answered(page: Any, prefix: str, timeout: int) -> None:
+    """Wait until the page shows the answer to its last action starting with ``prefix`` (the
+    server performed it), Playwright's TimeoutError after ``timeout`` ms."""
+    page.wait_for_function(
+        "(prefix) => document.getElementById('action-result').textContent.startsWith(prefix)",
+        arg=prefix,
         timeout=timeout,
     )
 

@@ -134,6 +134,33 @@ def test_fail_shows_the_link_down_within_two_seconds_and_restore_brings_it_back(
     assert "link_down" in events and "link_up" in events
 
 
+def test_the_selection_buttons_stay_the_same_elements_while_updates_arrive(browser, short_dir):
+    # A button replaced between a click's mousedown and mouseup loses the click: updates come
+    # several a second, and most often right after an action.
+    with FakeFabric("leaf-spine", short_dir) as fabric:
+        server = _serving(fabric, FakeActions(fabric))
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            page.goto(server.url)
+            _graph(page)
+            tap(page, SPINE_LINK)
+            seen = page.evaluate(
+                "() => { document.getElementById('button-restore').marked = true;"
+                " return window.liveView.updates; }"
+            )
+            page.wait_for_function(f"window.liveView.updates >= {seen + 2}", timeout=15000)
+            kept = page.evaluate("document.getElementById('button-restore').marked === true")
+            text = page.inner_text("#selected")
+            tap(page, "s1")
+            link_buttons_left = page.locator("#button-restore").count()
+        finally:
+            page.close()
+            server.stop()
+    assert kept
+    assert text.startswith(f"link {SPINE_LINK}: up")
+    assert link_buttons_left == 0  # another selection: the link's buttons are gone
+
+
 def test_a_restart_button_only_where_the_target_can_restart(browser, short_dir):
     shown = {}
     for can_restart in (False, True):

@@ -24,8 +24,10 @@ pytest.importorskip("aiohttp", reason="aiohttp not installed (make setup)")
 from tests.e2e.mininet.environment import TARGETS, forwarding_skip_reason
 from tests.e2e.testbed.topology_files import preset_on_own_ports
 from tools.live_page import (
+    ACTION_ANSWERED_MS,
     SHOWN_WITHIN_MS,
     VIEWPORT,
+    answered,
     cut_during_a_transfer,
     hover_path,
     load,
@@ -97,6 +99,7 @@ def test_the_page_drives_and_shows_a_running_testbed(browser, target, runs_dir, 
             page.click("#button-fail")
             state_is(page, SPINE_LINK, "down", SHOWN_WITHIN_MS)
             page.click("#button-restore")
+            answered(page, "restored", ACTION_ANSWERED_MS)
             state_is(page, SPINE_LINK, "up", BACK_UP_WITHIN_MS)
 
             hovered = cut_during_a_transfer(page, OTHER_LINK)

@@ -224,11 +224,18 @@ function select(selection) {
   showSelection();
 }
 
+// The buttons are rebuilt only when the selection changes: an update replacing them between a
+// click's mousedown and mouseup would swallow the click.
 function showSelection() {
   const text = document.getElementById("selected");
   const buttons = document.getElementById("selection-buttons");
-  buttons.replaceChildren();
   const selection = live.selected;
+  const key = selection ? `${selection.kind} ${selection.id}` : "";
+  const rebuild = buttons.dataset.for !== key;
+  if (rebuild) {
+    buttons.replaceChildren();
+    buttons.dataset.for = key;
+  }
   if (!selection) {
     text.textContent = "Click a link or a switch.";
     return;
@@ -238,14 +245,17 @@ function showSelection() {
     const link = (live.update && live.update.links[selection.id]) || {};
     text.textContent = `link ${selection.id}: ${edge.data("state")}${link.cut ? " (cut)" : ""}; ` +
       `${edge.data("a")}→${edge.data("b")} ${mbps(link.ab_bps)}, back ${mbps(link.ba_bps)}`;
-    const [a, b] = [edge.data("a"), edge.data("b")];
-    buttons.append(
-      el("button", { id: "button-fail", onclick: () => act("fail", { a, b }) }, "Fail"),
-      el("button", { id: "button-restore", onclick: () => act("restore", { a, b }) }, "Restore"),
-    );
+    if (rebuild) {
+      const [a, b] = [edge.data("a"), edge.data("b")];
+      buttons.append(
+        el("button", { id: "button-fail", onclick: () => act("fail", { a, b }) }, "Fail"),
+        el("button", { id: "button-restore", onclick: () => act("restore", { a, b }) }, "Restore"),
+      );
+    }
   } else if (selection.kind === "switch") {
     const view = (live.update && live.update.switches[selection.id]) || {};
     text.textContent = `switch ${selection.id}: ${view.role ?? "?"}, ${view.in_service ? "in service" : "not in service"}`;
+    if (!rebuild) return;
     if (live.layout.can_restart) {
       buttons.append(el("button", { id: "button-restart", onclick: () => act("restart", { switch: selection.id }) }, "Restart"));
     } else {
