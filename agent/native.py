@@ -41,10 +41,11 @@ from types import ModuleType
 #: are compared at the same per-packet cost), and the runtime's per-datagram path (event loop,
 #: batched receive and send), and the one module outside ``agent/`` that path calls per packet,
 #: ``wire.entropy`` (the EV's header fields: from compiled code, a call into a pure-Python
-#: function costs some 0.1-0.2 us, many times the arithmetic). Left out: ``agent.io.mmsg``
-#: (ctypes structures, which mypyc cannot compile; its work is the system call anyway), the
-#: control plane (side channel, transfers, control socket: per message, not per packet), the
-#: CLI and the simulator.
+#: function costs some 0.1-0.2 us, many times the arithmetic), and the simulator's per-packet
+#: work (event queue, links, hosts), where a large simulated fabric spends its time. Left out:
+#: ``agent.io.mmsg`` (ctypes structures, which mypyc cannot compile; its work is the system
+#: call anyway), the control plane (side channel, transfers, control socket: per message, not
+#: per packet), the CLI and the simulator's set-up.
 COMPILED_MODULES: tuple[str, ...] = (
     "agent.core.cc.base",
     "agent.core.cc.dcqcn",
@@ -86,6 +87,10 @@ COMPILED_MODULES: tuple[str, ...] = (
     "agent.io.reactor",
     "agent.io.runtime",
     "agent.io.udp_receiver",
+    "agent.sim.host",
+    "agent.sim.link",
+    "agent.sim.packet",
+    "agent.sim.scheduler",
     "wire.entropy",
 )
 

@@ -236,8 +236,7 @@ class SimFabric:
         """Counters summed over the fabric."""
         total = LinkCounters()
         for link in self.links():
-            for name in LinkCounters.__slots__:
-                setattr(total, name, getattr(total, name) + getattr(link.counters, name))
+            total.add(link.counters)
         return FabricStats(
             events=self.scheduler.events_run,
             offered=total.offered,

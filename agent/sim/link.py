@@ -83,6 +83,19 @@ class LinkCounters:
         self.reordered = 0
         self.duplicated = 0
 
+    def add(self, other: LinkCounters) -> None:
+        """Add ``other``'s counts to these (a fabric's totals)."""
+        self.offered += other.offered
+        self.data_offered += other.data_offered
+        self.delivered += other.delivered
+        self.dropped_down += other.dropped_down
+        self.dropped_overflow += other.dropped_overflow
+        self.lost += other.lost
+        self.trimmed += other.trimmed
+        self.ecn_marked += other.ecn_marked
+        self.reordered += other.reordered
+        self.duplicated += other.duplicated
+
 
 class Link:
     """One direction of a link; ``deliver`` receives what comes out of the far end."""

@@ -49,9 +49,19 @@ class SimPacket:
 
     def copy(self) -> SimPacket:
         """A duplicate (for links that duplicate packets)."""
-        twin = SimPacket.__new__(SimPacket)
-        for name in SimPacket.__slots__:
-            setattr(twin, name, getattr(self, name))
+        twin = SimPacket(
+            OutgoingDatagram(
+                payload=self.payload,
+                ip=self.ip,
+                plane=self.plane,
+                src_port=self.src_port,
+                flow_label=self.flow_label,
+                dscp=self.dscp,
+                ecn=self.ecn,
+                dst_port=self.dst_port,
+            )
+        )
+        twin.trimmed_at = self.trimmed_at
         return twin
 
     def received(self) -> IncomingDatagram:
