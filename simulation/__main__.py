@@ -1,6 +1,7 @@
 """Command line: a workload on a topology's fabric in simulated time, its figures as JSON.
 
-    python -m simulation permutation TOPO [--bytes 2M] [--transport mrc|single]
+    python -m simulation permutation TOPO [--bytes 2M] [--transport mrc|single|roce]
+        [--roce-profile perftest|nccl|adaptive] [--qps N]
         [--routing static|reactive|converge:S] [--cut A B --cut-at S [--restore-at S]]
         [--loss P] [--seed N] [--limit S] [--no-check]
 
@@ -23,12 +24,23 @@ from typing import Any
 
 from agent.cli.common import parse_size, positive_float
 from agent.core.config import MrcConfig
-from agent.io.transport import mrc_config_for, transport_named, transport_names
+from agent.io.errors import UsageError
+from agent.io.transport import (
+    RoceSetup,
+    check_transport_options,
+    mrc_config_for,
+    roce_setup_for,
+    transport_named,
+    transport_names,
+)
+from agent.roce.profiles import profile_names
 from controller.intent.policy import RoutingPolicy
 from simulation.fabric import SimFabric
+from simulation.links import link_config
 from simulation.permutation import PermutationResult, run_permutation
 from topologies import TopologyError, load_topology
 from topologies.link_lookup import LinkNotFound, find_link
+from topologies.model import Topology
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,15 +49,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         topology = load_topology(args.topology)
         policy = RoutingPolicy.parse(args.routing)
         transport = transport_named(args.transport)
+        check_transport_options(transport, roce_profile=args.roce_profile, qps=args.qps)
+        roce: RoceSetup | None = None
         if transport.is_roce:
-            raise ValueError("the simulated fabric runs MRC transports only so far (mrc, single)")
+            roce = roce_setup_for(
+                topology.settings.dscp,
+                profile=args.roce_profile,
+                qps=args.qps,
+                line_rate=host_line_rate(topology),
+            )
         cut = find_link(topology, *args.cut) if args.cut else None
-    except (TopologyError, ValueError, LinkNotFound) as error:
+    except (TopologyError, ValueError, LinkNotFound, UsageError) as error:
         print(f"simulation: {error}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     config = mrc_config_for(transport, MrcConfig(dscp=topology.settings.dscp))
-    fabric = SimFabric(topology, config=config, policy=policy, seed=args.seed, loss=args.loss)
+    fabric = SimFabric(
+        topology, config=config, roce=roce, policy=policy, seed=args.seed, loss=args.loss
+    )
     built = time.perf_counter() - started
     if cut is not None:
         fabric.fail_at(args.cut_at, cut.id)
@@ -59,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         topology=topology.name,
         switches=len(topology.switches),
         transport=transport.name,
+        roce_profile=None if roce is None else roce.profile,
+        qps=None if roce is None else roce.qps,
         routing=str(policy),
         cut=None if cut is None else str(cut.id),
         cut_at_s=None if cut is None else args.cut_at,
@@ -69,6 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     complete = result.completed == len(result.flows)
     exact = all(flow.exact is not False for flow in result.flows)
     return 0 if complete and exact else 5
+
+
+def host_line_rate(topology: Topology) -> float:
+    """A host port's rate in bits/s, as its simulated link serialises (the first host's first
+    NIC; RoCE's DCQCN is scaled to it as the testbed scales it to the NIC's)."""
+    host = topology.hosts[0]
+    rate = link_config(host.nics[0].params, topology.settings).rate
+    assert rate is not None  # a topology link always has a rate
+    return rate * 8
 
 
 def _report(result: PermutationResult, built_s: float) -> dict[str, Any]:
@@ -112,6 +144,8 @@ def _parser() -> argparse.ArgumentParser:
     perm.add_argument("topology", help="a preset or a topology file")
     perm.add_argument("--bytes", type=parse_size, default=2 << 20, help="per flow (2M)")
     perm.add_argument("--transport", default="mrc", choices=transport_names())
+    perm.add_argument("--roce-profile", choices=profile_names(), help="with --transport roce")
+    perm.add_argument("--qps", type=int, help="RoCE QPs a flow is striped over (the profile's)")
     perm.add_argument("--routing", default="reactive", help="static, reactive, converge:S")
     perm.add_argument("--cut", nargs=2, metavar=("A", "B"), help="a link to cut (node[:port])")
     perm.add_argument("--cut-at", type=positive_float, default=0.001, help="seconds (0.001)")

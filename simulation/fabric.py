@@ -11,6 +11,8 @@ controller programs real switches with, under the same routing policy:
   seconds, the intent of the link state as it was S seconds earlier.
 
 A host's endpoint plane i is its i-th NIC, as the agent's ``--plane`` list is in the testbed.
+Hosts run MRC's endpoint, or with ``roce`` the RoCE baseline's: a flow is then striped over the
+setup's QPs, QP i on plane i modulo the planes, each on the one path its source port hashes to.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from agent.core.connection import ConnectionSpec
 from agent.core.datagram import OutgoingDatagram
 from agent.core.endpoint import Endpoint
 from agent.core.memory import MemoryRegion
+from agent.io.transport import RoceSetup
+from agent.roce.endpoint import RoceEndpoint
+from agent.roce.qp import RoceQpSpec
 from agent.sim.host import SimHost
 from agent.sim.link import Link, LinkCounters
 from agent.sim.packet import SimPacket
@@ -64,8 +69,9 @@ class Connected:
 
     sender: SimHost
     receiver: SimHost
-    send_qp: int
-    receive_qp: int
+    #: The sender's QPs and their peers, in stripe order (one for MRC).
+    send_qps: tuple[int, ...]
+    receive_qps: tuple[int, ...]
     region: MemoryRegion
 
 
@@ -77,6 +83,7 @@ class SimFabric:
         topology: Topology,
         *,
         config: MrcConfig | None = None,
+        roce: RoceSetup | None = None,
         policy: RoutingPolicy | None = None,
         path_mode: PathMode = PathMode.ECMP,
         seed: int = 0,
@@ -101,7 +108,7 @@ class SimFabric:
         self._uplinks: dict[str, list[Link]] = {}
         self._addresses_by_plane: dict[int, list[bytes]] = {}
         self._intent: FabricIntent | None = None
-        self._next_qp: dict[str, int] = {}
+        self.roce = roce
         dscp = topology.settings.dscp
         mrc = config or MrcConfig(dscp=dscp)
         for link in topology.links:
@@ -114,7 +121,11 @@ class SimFabric:
             self._links[link.id] = (forward, backward)
         for host in topology.hosts:
             addresses = [nic.ipv4.ip.packed for nic in host.nics]
-            endpoint = Endpoint(addresses, mrc, seed=self.rng.getrandbits(32))
+            endpoint: Endpoint | RoceEndpoint
+            if roce is None:
+                endpoint = Endpoint(addresses, mrc, seed=self.rng.getrandbits(32))
+            else:
+                endpoint = RoceEndpoint(addresses, seed=self.rng.getrandbits(32))
             sim_host = SimHost(host.name, endpoint, self.scheduler, self._send_from)
             self.hosts[host.name] = sim_host
             uplinks = self._uplinks[host.name] = []
@@ -213,18 +224,60 @@ class SimFabric:
 
     def connect(self, sender: str, receiver: str, region_size: int) -> Connected:
         """A connection ``sender`` -> ``receiver`` with a region of ``region_size`` bytes to
-        write into, set up as the agents' side channel would."""
+        write into, set up as the agents' side channel would: one MRC QP, or the RoCE setup's
+        QPs."""
         tx, rx = self.hosts[sender], self.hosts[receiver]
         region = rx.endpoint.register_memory(bytearray(region_size))
-        send_qp = tx.endpoint.allocate_qp()
-        receive_qp = rx.endpoint.allocate_qp()
-        tx.endpoint.connect(
-            ConnectionSpec(send_qp, receive_qp, rx.endpoint.local_addresses, FIRST_PSN, FIRST_PSN)
+        if self.roce is not None:
+            return self._connect_roce(tx, rx, region, self.roce)
+        tx_mrc, rx_mrc = tx.endpoint, rx.endpoint
+        assert isinstance(tx_mrc, Endpoint) and isinstance(rx_mrc, Endpoint)
+        send_qp = tx_mrc.allocate_qp()
+        receive_qp = rx_mrc.allocate_qp()
+        tx_mrc.connect(
+            ConnectionSpec(send_qp, receive_qp, rx_mrc.local_addresses, FIRST_PSN, FIRST_PSN)
         )
-        rx.endpoint.connect(
-            ConnectionSpec(receive_qp, send_qp, tx.endpoint.local_addresses, FIRST_PSN, FIRST_PSN)
+        rx_mrc.connect(
+            ConnectionSpec(receive_qp, send_qp, tx_mrc.local_addresses, FIRST_PSN, FIRST_PSN)
         )
-        return Connected(tx, rx, send_qp, receive_qp, region)
+        return Connected(tx, rx, (send_qp,), (receive_qp,), region)
+
+    def _connect_roce(
+        self, tx: SimHost, rx: SimHost, region: MemoryRegion, roce: RoceSetup
+    ) -> Connected:
+        tx_roce, rx_roce = tx.endpoint, rx.endpoint
+        assert isinstance(tx_roce, RoceEndpoint) and isinstance(rx_roce, RoceEndpoint)
+        planes = min(len(tx_roce.local_addresses), len(rx_roce.local_addresses))
+        send_qps: list[int] = []
+        receive_qps: list[int] = []
+        for index in range(roce.qps):
+            plane = index % planes
+            send_qp, receive_qp = tx_roce.allocate_qp(), rx_roce.allocate_qp()
+            tx_roce.connect(
+                RoceQpSpec(
+                    send_qp,
+                    receive_qp,
+                    rx_roce.local_addresses[plane],
+                    FIRST_PSN,
+                    FIRST_PSN,
+                    roce.config,
+                    plane=plane,
+                )
+            )
+            rx_roce.connect(
+                RoceQpSpec(
+                    receive_qp,
+                    send_qp,
+                    tx_roce.local_addresses[plane],
+                    FIRST_PSN,
+                    FIRST_PSN,
+                    roce.config,
+                    plane=plane,
+                )
+            )
+            send_qps.append(send_qp)
+            receive_qps.append(receive_qp)
+        return Connected(tx, rx, tuple(send_qps), tuple(receive_qps), region)
 
     # --- accounting -----------------------------------------------------------------------
 

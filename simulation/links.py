@@ -33,6 +33,7 @@ def link_config(params: LinkParams, settings: Settings, *, loss: float = 0.0) ->
         rate=rate,
         delay=LINK_DELAY_S,
         queue_bytes=params.queue_depth * FULL_PACKET_BYTES,
+        lossless_bytes=settings.lossless_queue.depth * FULL_PACKET_BYTES,
         ecn_min_bytes=min(ecn.min_threshold, params.queue_depth) * FULL_PACKET_BYTES,
         ecn_max_bytes=min(ecn.max_threshold, params.queue_depth) * FULL_PACKET_BYTES,
         trim=settings.trimming,

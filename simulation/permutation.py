@@ -1,14 +1,17 @@
 """The permutation workload: every host writes one message of the same size to another host,
-each host receiving exactly one (a random derangement), all starting at once.
+each host receiving exactly one (a random derangement), all starting at once; over several
+QPs (RoCE's profiles stripe a transfer), each QP writes its contiguous stripe.
 
 It is the standard stress of a fabric's multipathing (htsim, NDP and EQDS use it): every host's
 uplink is full, and only load spread evenly over the core keeps the core from being the
-bottleneck. Each flow's completion is the sender's ``MessageAcked``; with ``check`` every
-receiver's region is compared with what was sent.
+bottleneck. Each flow's completion is the sender's last ``MessageAcked`` of its QPs, its
+failure the first ``MessageFailed``; with ``check`` every receiver's region is compared with
+what was sent.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import resource
 import time
@@ -74,6 +77,12 @@ def derangement(names: list[str], rng: random.Random) -> list[tuple[str, str]]:
             return list(zip(names, receivers, strict=True))
 
 
+def stripes(size: int, parts: int) -> list[tuple[int, int]]:
+    """``size`` bytes cut into ``parts`` contiguous stripes as even as can be: (start, end)."""
+    bounds = [size * index // parts for index in range(parts + 1)]
+    return list(itertools.pairwise(bounds))
+
+
 def run_permutation(
     fabric: SimFabric,
     flow_bytes: int,
@@ -91,20 +100,30 @@ def run_permutation(
     pairs = derangement(sorted(fabric.hosts), rng)
     flows = [fabric.connect(sender, receiver, flow_bytes) for sender, receiver in pairs]
     for flow in flows:
-        flow.sender.endpoint.post_write(flow.send_qp, payload, flow.region.va, flow.region.rkey)
+        parts = stripes(flow_bytes, len(flow.send_qps))
+        for qp, (start, end) in zip(flow.send_qps, parts, strict=True):
+            flow.sender.endpoint.post_write(
+                qp, payload[start:end], flow.region.va + start, flow.region.rkey
+            )
     for flow in flows:
         flow.sender.pump()
     outcome: dict[str, tuple[float | None, str | None]] = {}
+    unacked = {flow.sender.name: set(flow.send_qps) for flow in flows}
     seen = {name: 0 for name in fabric.hosts}
 
     def look() -> None:
         for flow in flows:
             host = flow.sender
             events = host.events
+            waiting = unacked[host.name]
             for at, event in events[seen[host.name] :]:
-                if isinstance(event, MessageAcked) and event.qp == flow.send_qp:
-                    outcome[host.name] = (at, None)
-                elif isinstance(event, MessageFailed) and event.qp == flow.send_qp:
+                if host.name in outcome:
+                    break
+                if isinstance(event, MessageAcked) and event.qp in waiting:
+                    waiting.discard(event.qp)
+                    if not waiting:  # its last stripe: the flow is complete
+                        outcome[host.name] = (at, None)
+                elif isinstance(event, MessageFailed) and event.qp in waiting:
                     outcome[host.name] = (None, event.reason)
             seen[host.name] = len(events)
 

@@ -1,4 +1,5 @@
-"""A simulated host: one ``Endpoint`` driven exactly the way the socket runtime drives it.
+"""A simulated host: one endpoint (MRC's ``Endpoint`` or the RoCE baseline's ``RoceEndpoint``)
+driven exactly the way the socket runtime drives it.
 
 After every input (a datagram delivered, a timer due) the host sends everything the endpoint
 returns, collects its events with their simulated time, and re-arms a single timer at
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from agent.core.datagram import OutgoingDatagram
 from agent.core.endpoint import Endpoint
 from agent.core.events import Event
+from agent.roce.endpoint import RoceEndpoint
 from agent.sim.packet import SimPacket
 from agent.sim.scheduler import Scheduler
 
@@ -30,7 +32,7 @@ class SimHost:
     def __init__(
         self,
         name: str,
-        endpoint: Endpoint,
+        endpoint: Endpoint | RoceEndpoint,
         scheduler: Scheduler,
         transmit: Callable[[SimHost, OutgoingDatagram], None],
     ) -> None:

@@ -1,13 +1,16 @@
 """One direction of a simulated link: a switch output queue, a wire, and its impairments.
 
-A link serialises packets at its rate through a strict-priority queue: control and trimmed
-headers go first (switches classify by DSCP only, as the MRC fabric does), data waits in a
-bounded queue. When that queue is full a trimmable data packet is trimmed (cut to its headers,
-re-marked TRIMMED, or TRIMMED_LASTHOP on a host-facing link, and forwarded at high priority)
-or, with trimming off, dropped. ECT data is CE-marked RED-style on queue depth, except on last
-hops (MRC switches mark only in the fabric). Independently of the queue, a link can lose,
-reorder (extra random delay) or duplicate packets at random, and can be failed and repaired:
-a failed link drops everything, including what was on the wire when it failed.
+A link serialises packets at its rate through strict-priority queues, by DSCP only as the
+MRC fabric's switches classify: control, trimmed headers and RoCE ACK/NAKs and CNPs go first;
+then RoCE data in the lossless class, a deep queue of its own (``lossless_bytes``: no congestion
+drops while it has room, never trimmed; pause frames are not modelled, as on the BMv2 target);
+MRC data waits in a bounded queue. When that queue is full a trimmable data packet is trimmed
+(cut to its headers, re-marked TRIMMED, or TRIMMED_LASTHOP on a host-facing link, and forwarded
+at high priority) or, with trimming off, dropped. ECT data of either class is CE-marked
+RED-style on its own queue's depth, except on last hops (switches mark only in the fabric).
+Independently of the queues, a link can lose, reorder (extra random delay) or duplicate packets
+at random, and can be failed and repaired: a failed link drops everything, including what was
+on the wire when it failed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class LinkConfig:
     rate: float | None = 125e6
     delay: float = 10e-6
     queue_bytes: int = 64 * 1100
+    #: The lossless RoCE class's queue (RoCE data only).
+    lossless_bytes: int = 4096 * 1100
     ecn_min_bytes: int = 8 * 1100
     ecn_max_bytes: int = 32 * 1100
     ecn_max_probability: float = 0.2
@@ -51,6 +56,8 @@ class LinkConfig:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a probability, got {value}")
+        if self.queue_bytes < 0 or self.lossless_bytes < 0:
+            raise ValueError("queue sizes must be >= 0 bytes")
         if not 0 <= self.ecn_min_bytes <= self.ecn_max_bytes:
             raise ValueError("need 0 <= ecn_min_bytes <= ecn_max_bytes")
 
@@ -123,12 +130,17 @@ class Link:
         self.deliver: Callable[[SimPacket], None] = _nowhere
         self._scheduler = scheduler
         self._rng = rng
-        self._data_dscps = frozenset({dscp.trimmable, dscp.trimmable_retx, dscp.no_trim})
+        self._data_dscps = frozenset(
+            {dscp.trimmable, dscp.trimmable_retx, dscp.no_trim, dscp.roce_data}
+        )
+        self._lossless_dscp = dscp.roce_data
         self._trimmable = frozenset({dscp.trimmable, dscp.trimmable_retx})
         self._trimmed_dscp = dscp.trimmed_lasthop if last_hop else dscp.trimmed
         self._high: deque[SimPacket] = deque()
         self._low: deque[SimPacket] = deque()
         self._low_bytes = 0
+        self._lossless: deque[SimPacket] = deque()
+        self._lossless_bytes = 0
         self._busy = False
         self._epoch = 0  # bumped on failure: packets on the wire of an older epoch are lost
 
@@ -138,11 +150,13 @@ class Link:
         """Take the link down: queued and in-flight packets are lost."""
         self.up = False
         self._epoch += 1
-        dropped = len(self._high) + len(self._low)
+        dropped = len(self._high) + len(self._low) + len(self._lossless)
         self.counters.dropped_down += dropped
         self._high.clear()
         self._low.clear()
         self._low_bytes = 0
+        self._lossless.clear()
+        self._lossless_bytes = 0
         self._busy = False
 
     def repair(self) -> None:
@@ -176,6 +190,15 @@ class Link:
             return
         if not is_data:
             self._high.append(packet)
+        elif packet.dscp == self._lossless_dscp:
+            size = packet.wire_size
+            if self._lossless_bytes + size > config.lossless_bytes:
+                counters.dropped_overflow += 1
+                return
+            if config.ecn and not self.last_hop and packet.ecn in (ECN_ECT0, ECN_ECT1):
+                self._maybe_mark(packet, self._lossless_bytes)
+            self._lossless.append(packet)
+            self._lossless_bytes += size
         else:
             size = packet.wire_size
             if self._low_bytes + size > config.queue_bytes:
@@ -185,7 +208,7 @@ class Link:
                 self._high.append(packet)
             else:
                 if config.ecn and not self.last_hop and packet.ecn in (ECN_ECT0, ECN_ECT1):
-                    self._maybe_mark(packet)
+                    self._maybe_mark(packet, self._low_bytes)
                 self._low.append(packet)
                 self._low_bytes += size
         if not self._busy:
@@ -201,9 +224,8 @@ class Link:
         self.counters.trimmed += 1
         return True
 
-    def _maybe_mark(self, packet: SimPacket) -> None:
+    def _maybe_mark(self, packet: SimPacket, depth: int) -> None:
         config = self.config
-        depth = self._low_bytes
         if depth < config.ecn_min_bytes:
             return
         if depth >= config.ecn_max_bytes:
@@ -218,6 +240,9 @@ class Link:
     def _transmit_next(self) -> None:
         if self._high:
             packet = self._high.popleft()
+        elif self._lossless:
+            packet = self._lossless.popleft()
+            self._lossless_bytes -= packet.wire_size
         elif self._low:
             packet = self._low.popleft()
             self._low_bytes -= packet.wire_size

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from agent.core.config import MrcConfig
 from agent.core.connection import ConnectionSpec
+from agent.core.endpoint import Endpoint
 from agent.core.events import MessageAcked, MessageFailed, MessageReceived
 from agent.core.memory import MemoryRegion
 from agent.sim.host import SimHost
@@ -128,13 +129,11 @@ def build_pair(
     made = [
         network.join(sender, receiver, plane, paths[plane], trace=trace) for plane in range(planes)
     ]
-    region = receiver.endpoint.register_memory(bytearray(region_size), va=0x10000)
-    send_qp = sender.endpoint.allocate_qp()
-    receive_qp = receiver.endpoint.allocate_qp()
-    sender.endpoint.connect(
-        ConnectionSpec(send_qp, receive_qp, receiver.endpoint.local_addresses, first_psn, 7)
-    )
-    receiver.endpoint.connect(
-        ConnectionSpec(receive_qp, send_qp, sender.endpoint.local_addresses, 7, first_psn)
-    )
+    tx, rx = sender.endpoint, receiver.endpoint
+    assert isinstance(tx, Endpoint) and isinstance(rx, Endpoint)  # add_host makes MRC ones
+    region = rx.register_memory(bytearray(region_size), va=0x10000)
+    send_qp = tx.allocate_qp()
+    receive_qp = rx.allocate_qp()
+    tx.connect(ConnectionSpec(send_qp, receive_qp, rx.local_addresses, first_psn, 7))
+    rx.connect(ConnectionSpec(receive_qp, send_qp, tx.local_addresses, 7, first_psn))
     return PairTestbed(network, sender, receiver, send_qp, receive_qp, region, made)

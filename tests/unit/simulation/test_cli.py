@@ -27,7 +27,8 @@ def test_a_permutation_reports_its_flows_counters_and_cost(capsys):
     ("argv", "message"),
     [
         (["--cut", "l1", "l2"], "no link between l1 and l2"),
-        (["--transport", "roce"], "MRC transports only"),
+        (["--roce-profile", "nccl"], "add --transport roce"),
+        (["--transport", "roce", "--qps", "0"], "--qps must be in 1-"),
         (["--routing", "sometimes"], "routing must be static, reactive"),
     ],
 )
@@ -39,3 +40,21 @@ def test_a_bad_argument_is_refused_with_its_reason(capsys, argv, message):
 def test_an_unknown_topology_is_refused(capsys):
     assert main(["permutation", "no-such-fabric"]) == 2
     assert "no-such-fabric" in capsys.readouterr().err
+
+
+def test_a_roce_permutation_names_its_profile_and_qps(capsys):
+    code = main(
+        [
+            "permutation",
+            "leaf-spine",
+            "--bytes",
+            "64K",
+            "--transport",
+            "roce",
+            "--roce-profile",
+            "nccl",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["exact"] == 4
+    assert (report["transport"], report["roce_profile"], report["qps"]) == ("roce", "nccl", 2)

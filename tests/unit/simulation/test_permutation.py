@@ -1,6 +1,8 @@
 """The permutation workload on a simulated fabric: every host sends one message and receives
-one, each flow completes with its bytes exact, a cut in the middle of it costs packets but no
-flow, and a run is a function of its seed."""
+one, each flow completes with its bytes exact, a cut in the middle of it costs MRC packets but
+no flow, RoCE runs over the same fabric in every profile (striped over the profile's QPs), a
+cut that routing leaves in place kills the RoCE QPs hashed over it, and a run is a function of
+its seed."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ import random
 import pytest
 
 from agent.core.config import MrcConfig
+from agent.io.transport import roce_setup_for
+from agent.roce.profiles import profile_names
 from controller.intent.policy import RoutingPolicy
 from simulation import SimFabric
-from simulation.permutation import derangement, run_permutation
+from simulation.permutation import derangement, run_permutation, stripes
 from topologies import load_topology
 from topologies.link_lookup import find_link
 
@@ -57,3 +61,42 @@ def test_the_same_seed_gives_the_same_run():
         return result.finished_s, result.stats.events, result.stats.ecn_marked
 
     assert once() == once()
+
+
+def test_stripes_cover_the_message_contiguously_and_evenly():
+    assert stripes(10, 1) == [(0, 10)]
+    assert stripes(10, 3) == [(0, 3), (3, 6), (6, 10)]
+
+
+@pytest.mark.parametrize("profile", profile_names())
+def test_roce_flows_of_every_profile_complete_exact(profile):
+    topology = load_topology("leaf-spine")
+    roce = roce_setup_for(topology.settings.dscp, profile=profile)
+    fabric = SimFabric(topology, roce=roce)
+    result = run_permutation(fabric, 64 * 1024, seed=1)
+    assert result.completed == 4 and all(flow.exact for flow in result.flows)
+    assert result.stats.trimmed == 0  # RoCE data rides the lossless class, never trimmed
+
+
+def test_a_flow_over_several_qps_is_complete_only_when_every_stripe_is():
+    topology = load_topology("leaf-spine")
+    roce = roce_setup_for(topology.settings.dscp, profile="nccl", qps=3)
+    fabric = SimFabric(topology, roce=roce)
+    result = run_permutation(fabric, 64 * 1024 + 1, seed=1)
+    assert result.completed == 4 and all(flow.exact for flow in result.flows)
+    assert {len(host.endpoint.connections) for host in fabric.hosts.values()} == {6}
+
+
+def test_a_cut_that_routing_leaves_in_place_kills_the_roce_qps_hashed_over_it_not_mrc():
+    topology = load_topology("leaf-spine-4x4")
+    cut = find_link(topology, "l1", "s1").id
+    outcomes = {}
+    for transport in ("mrc", "roce"):
+        roce = roce_setup_for(topology.settings.dscp) if transport == "roce" else None
+        fabric = SimFabric(topology, roce=roce, policy=RoutingPolicy.parse("static"))
+        fabric.fail_at(0.0005, cut)
+        outcomes[transport] = run_permutation(fabric, 256 * 1024, seed=0, limit_s=2.0)
+    assert outcomes["mrc"].completed == 16
+    failed = [flow.failed for flow in outcomes["roce"].flows if flow.failed]
+    assert failed and all("retry_cnt=7" in reason for reason in failed)
+    assert outcomes["roce"].completed + len(failed) == 16

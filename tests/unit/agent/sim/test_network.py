@@ -127,6 +127,73 @@ def test_not_ect_packets_are_never_marked():
     assert all(p.ecn == ECN_NOT_ECT for _, p in arrivals)
 
 
+def _roce_data(psn: int) -> SimPacket:
+    # Only the DSCP decides the class: a RoCE data packet is one marked roce_data.
+    packet = _data(psn)
+    packet.dscp = DscpMap().roce_data
+    return packet
+
+
+def test_roce_data_waits_in_the_lossless_class_never_trimmed_nor_dropped_while_it_has_room():
+    config = LinkConfig(
+        rate=1e6, delay=0.0, queue_bytes=2 * WIRE, lossless_bytes=50 * WIRE, ecn=False
+    )
+    scheduler, link, arrivals = _link(config)
+    for psn in range(20):
+        link.send(_roce_data(psn))
+    scheduler.run()
+    assert len(arrivals) == 20
+    assert link.counters.trimmed == link.counters.dropped_overflow == 0
+
+
+def test_a_full_lossless_class_drops_at_its_tail():
+    config = LinkConfig(rate=1e6, delay=0.0, lossless_bytes=2 * WIRE, ecn=False)
+    scheduler, link, arrivals = _link(config)
+    for psn in range(5):  # one on the wire, two queued, two over
+        link.send(_roce_data(psn))
+    scheduler.run()
+    assert len(arrivals) == 3 and link.counters.dropped_overflow == 2
+
+
+def test_strict_priority_control_then_lossless_roce_then_mrc_data():
+    config = LinkConfig(rate=1e6, delay=0.0, ecn=False)
+    scheduler, link, arrivals = _link(config)
+    link.send(_data(0))  # straight onto the wire
+    link.send(_data(1))
+    link.send(_roce_data(2))
+    link.send(_control(3))
+    scheduler.run()
+    roce = DscpMap().roce_data
+    assert [p.dscp for _, p in arrivals] == [
+        DscpClass.TRIMMABLE,
+        DscpClass.CONTROL,
+        roce,
+        DscpClass.TRIMMABLE,
+    ]
+
+
+def test_lossless_data_is_marked_on_its_own_queue_depth_not_the_mrc_queue():
+    config = LinkConfig(
+        rate=1e6,
+        delay=0.0,
+        queue_bytes=100 * WIRE,
+        lossless_bytes=100 * WIRE,
+        ecn_min_bytes=4 * WIRE,
+        ecn_max_bytes=5 * WIRE,
+        ecn_max_probability=1.0,
+    )
+    scheduler, link, arrivals = _link(config)
+    for psn in range(10):  # MRC data fills its own queue past the thresholds
+        link.send(_data(psn))
+    link.send(_roce_data(10))  # the lossless queue is empty: not marked
+    for psn in range(11, 20):
+        link.send(_roce_data(psn))
+    scheduler.run()
+    roce = [p for _, p in arrivals if p.dscp == DscpMap().roce_data]
+    assert roce[0].ecn == ECN_ECT0
+    assert any(p.ecn == ECN_CE for p in roce[5:])
+
+
 def test_a_failed_link_loses_what_it_holds_and_carries_again_once_repaired():
     scheduler, link, arrivals = _link(LinkConfig(rate=1e6, delay=1e-3, ecn=False))
     for psn in range(3):
