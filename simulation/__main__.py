@@ -1,8 +1,11 @@
 """Command line: a workload on a topology's fabric in simulated time, its figures as JSON.
 
-    python -m simulation permutation TOPO [--bytes 2M] [--transport mrc|single|roce]
-        [--roce-profile perftest|nccl|adaptive] [--qps N]
-        [--routing static|reactive|converge:S] [--cut A B --cut-at S [--restore-at S]]
+    python -m simulation permutation TOPO [--bytes 2M] [FABRIC OPTIONS]
+    python -m simulation collective TOPO [--collective allreduce|allgather|reducescatter|alltoall]
+        [--size 1M] [FABRIC OPTIONS]
+
+    FABRIC OPTIONS: [--transport mrc|single|roce] [--roce-profile perftest|nccl|adaptive]
+        [--qps N] [--routing static|reactive|converge:S] [--cut A B --cut-at S [--restore-at S]]
         [--loss P] [--seed N] [--limit S] [--no-check]
 
 TOPO is a preset or a topology file (``python -m topologies.generate fat-tree --k 16 -o f.yaml``
@@ -34,7 +37,9 @@ from agent.io.transport import (
     transport_names,
 )
 from agent.roce.profiles import profile_names
+from collective.plans import Collective, check_size, parse_collective
 from controller.intent.policy import RoutingPolicy
+from simulation.collective import CollectiveResult, run_collective
 from simulation.fabric import SimFabric
 from simulation.links import link_config
 from simulation.permutation import PermutationResult, run_permutation
@@ -59,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 line_rate=host_line_rate(topology),
             )
         cut = find_link(topology, *args.cut) if args.cut else None
+        if args.command == "collective":
+            collective = parse_collective(args.collective)
+            check_size(args.size, len(topology.hosts))
     except (TopologyError, ValueError, LinkNotFound, UsageError) as error:
         print(f"simulation: {error}", file=sys.stderr)
         return 2
@@ -72,10 +80,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         fabric.fail_at(args.cut_at, cut.id)
         if args.restore_at is not None:
             fabric.restore_at(args.restore_at, cut.id)
-    result = run_permutation(
-        fabric, args.bytes, seed=args.seed, limit_s=args.limit, check=not args.no_check
-    )
-    report = _report(result, built)
+    report: dict[str, Any]
+    if args.command == "collective":
+        outcome = run_collective(
+            fabric, collective, args.size, limit_s=args.limit, check=not args.no_check
+        )
+        report = _collective_report(outcome, built)
+        ok = outcome.completed_s is not None and not outcome.wrong_ranks
+    else:
+        result = run_permutation(
+            fabric, args.bytes, seed=args.seed, limit_s=args.limit, check=not args.no_check
+        )
+        report = _report(result, built)
+        complete = result.completed == len(result.flows)
+        ok = complete and all(flow.exact is not False for flow in result.flows)
     report.update(
         topology=topology.name,
         switches=len(topology.switches),
@@ -89,9 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     json.dump(report, sys.stdout, indent=2)
     print()
-    complete = result.completed == len(result.flows)
-    exact = all(flow.exact is not False for flow in result.flows)
-    return 0 if complete and exact else 5
+    return 0 if ok else 5
 
 
 def host_line_rate(topology: Topology) -> float:
@@ -131,6 +147,29 @@ def _report(result: PermutationResult, built_s: float) -> dict[str, Any]:
     }
 
 
+def _collective_report(result: CollectiveResult, built_s: float) -> dict[str, Any]:
+    algbw, busbw = result.algbw, result.busbw
+    return {
+        "collective": result.collective.value,
+        "ranks": result.ranks,
+        "size": result.size,
+        "completed_ms": None if result.completed_s is None else _ms(result.completed_s),
+        "failed": result.failed,
+        "wrong_ranks": result.wrong_ranks,
+        "algbw_mb_s": None if algbw is None else round(algbw / 1e6, 3),
+        "busbw_mb_s": None if busbw is None else round(busbw / 1e6, 3),
+        "fabric": asdict(result.stats),
+        "cost": {
+            "build_s": round(built_s, 2),
+            "wall_s": round(result.wall_s, 2),
+            "cpu_s": round(result.cpu_s, 2),
+            "events": result.stats.events,
+            "events_per_cpu_s": round(result.stats.events / result.cpu_s) if result.cpu_s else 0,
+            "max_rss_mb": round(result.max_rss_mb),
+        },
+    }
+
+
 def _ms(seconds: float) -> float:
     return round(seconds * 1e3, 3)
 
@@ -143,18 +182,27 @@ def _parser() -> argparse.ArgumentParser:
     perm = commands.add_parser("permutation", help="every host writes one message to another")
     perm.add_argument("topology", help="a preset or a topology file")
     perm.add_argument("--bytes", type=parse_size, default=2 << 20, help="per flow (2M)")
-    perm.add_argument("--transport", default="mrc", choices=transport_names())
-    perm.add_argument("--roce-profile", choices=profile_names(), help="with --transport roce")
-    perm.add_argument("--qps", type=int, help="RoCE QPs a flow is striped over (the profile's)")
-    perm.add_argument("--routing", default="reactive", help="static, reactive, converge:S")
-    perm.add_argument("--cut", nargs=2, metavar=("A", "B"), help="a link to cut (node[:port])")
-    perm.add_argument("--cut-at", type=positive_float, default=0.001, help="seconds (0.001)")
-    perm.add_argument("--restore-at", type=positive_float, help="seconds")
-    perm.add_argument("--loss", type=float, default=0.0, help="random loss on every link")
-    perm.add_argument("--seed", type=int, default=0)
-    perm.add_argument("--limit", type=positive_float, default=30.0, help="simulated seconds")
-    perm.add_argument("--no-check", action="store_true", help="skip comparing the bytes")
+    _fabric_options(perm)
+    coll = commands.add_parser("collective", help="one iteration of a collective, a rank a host")
+    coll.add_argument("topology", help="a preset or a topology file")
+    coll.add_argument("--collective", default="allreduce", choices=[c.value for c in Collective])
+    coll.add_argument("--size", type=parse_size, default=1 << 20, help="the buffer (1M)")
+    _fabric_options(coll)
     return parser
+
+
+def _fabric_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--transport", default="mrc", choices=transport_names())
+    parser.add_argument("--roce-profile", choices=profile_names(), help="with --transport roce")
+    parser.add_argument("--qps", type=int, help="RoCE QPs a flow is striped over (the profile's)")
+    parser.add_argument("--routing", default="reactive", help="static, reactive, converge:S")
+    parser.add_argument("--cut", nargs=2, metavar=("A", "B"), help="a link to cut (node[:port])")
+    parser.add_argument("--cut-at", type=positive_float, default=0.001, help="seconds (0.001)")
+    parser.add_argument("--restore-at", type=positive_float, help="seconds")
+    parser.add_argument("--loss", type=float, default=0.0, help="random loss on every link")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=positive_float, default=30.0, help="simulated seconds")
+    parser.add_argument("--no-check", action="store_true", help="skip comparing the bytes")
 
 
 if __name__ == "__main__":

@@ -224,60 +224,24 @@ class SimFabric:
 
     def connect(self, sender: str, receiver: str, region_size: int) -> Connected:
         """A connection ``sender`` -> ``receiver`` with a region of ``region_size`` bytes to
-        write into, set up as the agents' side channel would: one MRC QP, or the RoCE setup's
-        QPs."""
+        write into, set up as the agents' side channel would."""
         tx, rx = self.hosts[sender], self.hosts[receiver]
         region = rx.endpoint.register_memory(bytearray(region_size))
-        if self.roce is not None:
-            return self._connect_roce(tx, rx, region, self.roce)
-        tx_mrc, rx_mrc = tx.endpoint, rx.endpoint
-        assert isinstance(tx_mrc, Endpoint) and isinstance(rx_mrc, Endpoint)
-        send_qp = tx_mrc.allocate_qp()
-        receive_qp = rx_mrc.allocate_qp()
-        tx_mrc.connect(
-            ConnectionSpec(send_qp, receive_qp, rx_mrc.local_addresses, FIRST_PSN, FIRST_PSN)
-        )
-        rx_mrc.connect(
-            ConnectionSpec(receive_qp, send_qp, tx_mrc.local_addresses, FIRST_PSN, FIRST_PSN)
-        )
-        return Connected(tx, rx, (send_qp,), (receive_qp,), region)
+        send_qps, receive_qps = self.pair(sender, receiver)
+        return Connected(tx, rx, send_qps, receive_qps, region)
 
-    def _connect_roce(
-        self, tx: SimHost, rx: SimHost, region: MemoryRegion, roce: RoceSetup
-    ) -> Connected:
-        tx_roce, rx_roce = tx.endpoint, rx.endpoint
-        assert isinstance(tx_roce, RoceEndpoint) and isinstance(rx_roce, RoceEndpoint)
-        planes = min(len(tx_roce.local_addresses), len(rx_roce.local_addresses))
-        send_qps: list[int] = []
-        receive_qps: list[int] = []
-        for index in range(roce.qps):
-            plane = index % planes
-            send_qp, receive_qp = tx_roce.allocate_qp(), rx_roce.allocate_qp()
-            tx_roce.connect(
-                RoceQpSpec(
-                    send_qp,
-                    receive_qp,
-                    rx_roce.local_addresses[plane],
-                    FIRST_PSN,
-                    FIRST_PSN,
-                    roce.config,
-                    plane=plane,
-                )
-            )
-            rx_roce.connect(
-                RoceQpSpec(
-                    receive_qp,
-                    send_qp,
-                    tx_roce.local_addresses[plane],
-                    FIRST_PSN,
-                    FIRST_PSN,
-                    roce.config,
-                    plane=plane,
-                )
-            )
-            send_qps.append(send_qp)
-            receive_qps.append(receive_qp)
-        return Connected(tx, rx, tuple(send_qps), tuple(receive_qps), region)
+    def pair(self, a: str, b: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Connect hosts ``a`` and ``b`` (both ways): one MRC QP on each side, or the RoCE
+        setup's QPs; ``a``'s QPs and ``b``'s, the i-th of each the two ends of one QP."""
+        one, other = self.hosts[a].endpoint, self.hosts[b].endpoint
+        if isinstance(one, RoceEndpoint) and isinstance(other, RoceEndpoint):
+            assert self.roce is not None
+            return _pair_roce(one, other, self.roce)
+        assert isinstance(one, Endpoint) and isinstance(other, Endpoint)
+        qp_a, qp_b = one.allocate_qp(), other.allocate_qp()
+        one.connect(ConnectionSpec(qp_a, qp_b, other.local_addresses, FIRST_PSN, FIRST_PSN))
+        other.connect(ConnectionSpec(qp_b, qp_a, one.local_addresses, FIRST_PSN, FIRST_PSN))
+        return (qp_a,), (qp_b,)
 
     # --- accounting -----------------------------------------------------------------------
 
@@ -306,3 +270,40 @@ class SimFabric:
 def _same_forwarding(old: SwitchIntent, new: SwitchIntent) -> bool:
     same_routes = old.routes_v4 == new.routes_v4 and old.routes_v6 == new.routes_v6
     return same_routes and old.groups == new.groups
+
+
+def _pair_roce(
+    one: RoceEndpoint, other: RoceEndpoint, roce: RoceSetup
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The setup's QPs between two RoCE endpoints, QP i on plane i modulo the planes."""
+    planes = min(len(one.local_addresses), len(other.local_addresses))
+    qps_one: list[int] = []
+    qps_other: list[int] = []
+    for index in range(roce.qps):
+        plane = index % planes
+        qp_one, qp_other = one.allocate_qp(), other.allocate_qp()
+        one.connect(
+            RoceQpSpec(
+                qp_one,
+                qp_other,
+                other.local_addresses[plane],
+                FIRST_PSN,
+                FIRST_PSN,
+                roce.config,
+                plane=plane,
+            )
+        )
+        other.connect(
+            RoceQpSpec(
+                qp_other,
+                qp_one,
+                one.local_addresses[plane],
+                FIRST_PSN,
+                FIRST_PSN,
+                roce.config,
+                plane=plane,
+            )
+        )
+        qps_one.append(qp_one)
+        qps_other.append(qp_other)
+    return tuple(qps_one), tuple(qps_other)

@@ -39,6 +39,9 @@ class SimHost:
         self.name = name
         self.endpoint = endpoint
         self.events: list[tuple[float, Event]] = []
+        #: Called with each event as it happens (an application reacting in simulated time);
+        #: what it posts goes out on the next ``pump``, which it schedules itself.
+        self.on_event: Callable[[float, Event], None] | None = None
         #: Datagrams the endpoint was handed and datagrams it produced (core work done).
         self.datagrams_in = 0
         self.datagrams_out = 0
@@ -85,9 +88,12 @@ class SimHost:
         self.datagrams_out += len(datagrams)
         for datagram in datagrams:
             self._transmit(self, datagram)
+        on_event = self.on_event
         event = endpoint.next_event()
         while event is not None:
             self.events.append((now, event))
+            if on_event is not None:
+                on_event(now, event)
             event = endpoint.next_event()
         deadline = endpoint.next_timer()
         if deadline is None:

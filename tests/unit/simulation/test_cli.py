@@ -58,3 +58,16 @@ def test_a_roce_permutation_names_its_profile_and_qps(capsys):
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["exact"] == 4
     assert (report["transport"], report["roce_profile"], report["qps"]) == ("roce", "nccl", 2)
+
+
+def test_a_collective_reports_its_bus_bandwidth_and_exactness(capsys):
+    code = main(["collective", "leaf-spine", "--size", "64K", "--collective", "allgather"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (report["collective"], report["ranks"], report["wrong_ranks"]) == ("allgather", 4, 0)
+    assert report["busbw_mb_s"] == pytest.approx(report["algbw_mb_s"] * 3 / 4, rel=1e-3)
+
+
+def test_a_collective_size_the_ranks_cannot_share_is_refused(capsys):
+    assert main(["collective", "leaf-spine", "--size", "1001"]) == 2
+    assert "simulation:" in capsys.readouterr().err

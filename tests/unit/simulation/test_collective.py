@@ -1,0 +1,53 @@
+"""A collective job on the simulated fabric: the testbed's plans and arithmetic, a rank a host;
+every collective completes with every rank's result exact, over MRC and RoCE alike; an
+unfinished result is told apart; a cut that routing leaves in place aborts the RoCE job (its QP
+out of retries) and not MRC's; bus bandwidth is reported as nccl-tests does."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.io.transport import roce_setup_for
+from collective.plans import Collective
+from controller.intent.policy import RoutingPolicy
+from simulation import SimFabric
+from simulation.collective import _Job, run_collective
+from topologies import load_topology
+from topologies.link_lookup import find_link
+
+
+@pytest.mark.parametrize("collective", list(Collective))
+def test_every_collective_completes_exact_on_every_rank(collective):
+    result = run_collective(SimFabric(load_topology("leaf-spine-4x4")), collective, 64 * 1024)
+    assert result.failed is None and result.wrong_ranks == 0
+    assert result.ranks == 16 and result.completed_s is not None
+    assert result.busbw == pytest.approx(
+        result.size / result.completed_s * collective.bus_factor(16)
+    )
+
+
+@pytest.mark.parametrize("profile", ["perftest", "nccl"])
+def test_a_roce_all_reduce_completes_exact(profile):
+    topology = load_topology("leaf-spine")
+    roce = roce_setup_for(topology.settings.dscp, profile=profile)
+    result = run_collective(SimFabric(topology, roce=roce), Collective.ALLREDUCE, 64 * 1024)
+    assert result.failed is None and result.wrong_ranks == 0
+
+
+def test_a_rank_whose_output_is_not_the_sum_is_counted_wrong():
+    job = _Job(SimFabric(load_topology("leaf-spine")), Collective.ALLREDUCE, 64 * 1024)
+    assert job.wrong_ranks() == 4  # nothing ran: every OUT still holds zeros
+
+
+def test_a_cut_that_routing_leaves_in_place_aborts_the_roce_job_not_mrcs():
+    topology = load_topology("leaf-spine-4x4")
+    cut = find_link(topology, "l1", "s1").id
+    results = {}
+    for transport in ("mrc", "roce"):
+        roce = roce_setup_for(topology.settings.dscp) if transport == "roce" else None
+        fabric = SimFabric(topology, roce=roce, policy=RoutingPolicy.parse("static"))
+        fabric.fail_at(0.001, cut)
+        results[transport] = run_collective(fabric, Collective.ALLREDUCE, 256 * 1024, limit_s=3)
+    assert results["mrc"].failed is None and results["mrc"].wrong_ranks == 0
+    failed = results["roce"].failed
+    assert results["roce"].completed_s is None and failed is not None and "retry_cnt=7" in failed
