@@ -2,10 +2,13 @@
 time.
 
 Each host is one rank (in the topology's host order). Every rank runs its
-:func:`collective.plans.make_plan` plan as ``collective.rank`` runs it on an agent: its prologue
-copies, then each step's sends (WRITE WITH IMMEDIATE into the peer's region, the immediate
-naming the step as ``collective.rank.immediate`` does), and once every byte the step expects has
-arrived its reductions (``collective.data``), which the next step's sends read. A rank reacts to
+:func:`collective.plans.make_plan` plan in the order ``collective.rank`` runs it on an agent:
+its prologue copies, then each step's sends (WRITE WITH IMMEDIATE into the peer's region, the
+immediate naming the step as ``collective.rank.immediate`` does), and once every byte the step
+expects has arrived its reductions (``collective.data``), which the next step's sends read.
+Unlike ``collective.rank``, a send is one WRITE (no 256 KiB segments, no slices), and over
+several RoCE QPs it is striped across them rather than sent segment by segment in turn: times
+are comparable with the testbed's for chunks of a segment or less. A rank reacts to
 each arrival at the simulated time it happens (``SimHost.on_event``). One iteration; the job is
 done when every rank has finished its steps and its writes are acknowledged, and fails at the
 first write that fails (as an NCCL communicator aborts). Results are compared with the exact
@@ -24,8 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agent.core.connection import ConnectionClosed
 from agent.core.events import Event, MessageAcked, MessageFailed, MessageReceived
 from agent.core.memory import MemoryRegion
+from agent.core.messages import SendQueueFull
 from agent.sim.host import SimHost
 from collective.data import apply_copy, apply_reduce, expected, fill_input, floats
 from collective.plans import ELEMENT_BYTES, Buf, Collective, Plan, Step, make_plan
@@ -98,6 +103,8 @@ class _Rank:
         self._advance()
 
     def on_event(self, now: float, event: Event) -> None:
+        if self.job.ended_at is not None:
+            return  # an aborted job posts nothing more
         if isinstance(event, MessageReceived):
             peer = self.peer_of.get(event.qp)
             if peer is not None and event.immediate is not None:
@@ -115,9 +122,9 @@ class _Rank:
         layout = self.plan.layout
         moved = False
         while self.step < len(steps):
-            step = steps[self.step]
-            if any(self.arrived[(r.peer, self.step)] < r.length for r in step.recvs):
+            if not self._all_arrived(steps[self.step]):
                 break
+            step = steps[self.step]
             for op in step.reduces:
                 apply_reduce(self.view, layout, op)
             self.step += 1
@@ -129,6 +136,12 @@ class _Rank:
             self.job.maybe_done(self.job.fabric.scheduler.now)
         if moved:
             self.job.pump_soon(self.host)
+
+    def _all_arrived(self, step: Step) -> bool:
+        wanted: Counter[int] = Counter()
+        for recv in step.recvs:
+            wanted[recv.peer] += recv.length
+        return all(self.arrived[(peer, self.step)] >= length for peer, length in wanted.items())
 
     def _send(self, step: Step) -> None:
         layout = self.plan.layout
@@ -142,7 +155,11 @@ class _Rank:
                 if start == end:
                     continue
                 data = bytes(self.view[source + start : source + end])
-                self.host.endpoint.post_write(qp, data, target + start, peer.region.rkey, imm)
+                try:
+                    self.host.endpoint.post_write(qp, data, target + start, peer.region.rkey, imm)
+                except (ConnectionClosed, SendQueueFull) as error:  # a dead or full QP
+                    self.job.fail(self.job.fabric.scheduler.now, f"rank {self.index}: {error}")
+                    return
                 self.unacked += 1
         self.job.pump_soon(self.host)
 
@@ -226,18 +243,20 @@ def run_collective(
     started = time.perf_counter()
     cpu_started = time.process_time()
     job = _Job(fabric, collective, size)
-    for rank in job.ranks:
-        rank.host.on_event = rank.on_event
-    for rank in job.ranks:
-        rank.begin()
     scheduler = fabric.scheduler
-    while job.ended_at is None and scheduler.now < limit_s:
-        before = scheduler.events_run
-        scheduler.run(until=limit_s, max_events=_EVENTS_PER_CHECK, stop=job.has_ended)
-        if scheduler.events_run == before:
-            break  # nothing left to happen
-    for rank in job.ranks:
-        rank.host.on_event = None
+    try:
+        for rank in job.ranks:
+            rank.host.on_event = rank.on_event
+        for rank in job.ranks:
+            rank.begin()
+        while job.ended_at is None and scheduler.now < limit_s:
+            before = scheduler.events_run
+            scheduler.run(until=limit_s, max_events=_EVENTS_PER_CHECK, stop=job.has_ended)
+            if scheduler.events_run == before:
+                break  # nothing left to happen
+    finally:
+        for rank in job.ranks:
+            rank.host.on_event = None
     completed = job.ended_at if job.failure is None else None
     return CollectiveResult(
         collective=collective,

@@ -245,6 +245,10 @@ class SimFabric:
 
     # --- accounting -----------------------------------------------------------------------
 
+    def uplinks(self, host: str) -> Sequence[Link]:
+        """The directions leaving ``host``'s NICs, by endpoint plane."""
+        return self._uplinks[host]
+
     def links(self) -> Sequence[Link]:
         """Every link direction, switch links first."""
         return [direction for pair in self._links.values() for direction in pair]

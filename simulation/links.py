@@ -29,11 +29,14 @@ def link_config(params: LinkParams, settings: Settings, *, loss: float = 0.0) ->
     else:
         rate = params.bandwidth_mbps * 1e6 / 8
     ecn = settings.ecn
+    lossless = settings.lossless_queue.depth
     return LinkConfig(
         rate=rate,
         delay=LINK_DELAY_S,
         queue_bytes=params.queue_depth * FULL_PACKET_BYTES,
-        lossless_bytes=settings.lossless_queue.depth * FULL_PACKET_BYTES,
+        lossless_bytes=lossless * FULL_PACKET_BYTES,
+        lossless_ecn_min_bytes=min(ecn.min_threshold, lossless) * FULL_PACKET_BYTES,
+        lossless_ecn_max_bytes=min(ecn.max_threshold, lossless) * FULL_PACKET_BYTES,
         ecn_min_bytes=min(ecn.min_threshold, params.queue_depth) * FULL_PACKET_BYTES,
         ecn_max_bytes=min(ecn.max_threshold, params.queue_depth) * FULL_PACKET_BYTES,
         trim=settings.trimming,

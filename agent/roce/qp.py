@@ -188,8 +188,8 @@ class RoceQp:
 
     def _datagram(self, packet: RocePacket, dscp: int, ecn: int) -> OutgoingDatagram:
         path = self._path
-        return OutgoingDatagram(encode(packet, path, self.src_port), path, 0, self.src_port, 0,
-                                dscp, ecn)  # fmt: skip
+        return OutgoingDatagram(encode(packet, path, self.src_port), path, self.plane,
+                                self.src_port, 0, dscp, ecn)  # fmt: skip
 
     # --- time -----------------------------------------------------------------------------
 

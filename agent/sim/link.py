@@ -35,8 +35,10 @@ class LinkConfig:
     rate: float | None = 125e6
     delay: float = 10e-6
     queue_bytes: int = 64 * 1100
-    #: The lossless RoCE class's queue (RoCE data only).
+    #: The lossless RoCE class's queue (RoCE data only) and its ECN thresholds, on its own depth.
     lossless_bytes: int = 4096 * 1100
+    lossless_ecn_min_bytes: int = 8 * 1100
+    lossless_ecn_max_bytes: int = 32 * 1100
     ecn_min_bytes: int = 8 * 1100
     ecn_max_bytes: int = 32 * 1100
     ecn_max_probability: float = 0.2
@@ -58,6 +60,8 @@ class LinkConfig:
                 raise ValueError(f"{name} must be a probability, got {value}")
         if self.queue_bytes < 0 or self.lossless_bytes < 0:
             raise ValueError("queue sizes must be >= 0 bytes")
+        if not 0 <= self.lossless_ecn_min_bytes <= self.lossless_ecn_max_bytes:
+            raise ValueError("need 0 <= lossless_ecn_min_bytes <= lossless_ecn_max_bytes")
         if not 0 <= self.ecn_min_bytes <= self.ecn_max_bytes:
             raise ValueError("need 0 <= ecn_min_bytes <= ecn_max_bytes")
 
@@ -196,7 +200,12 @@ class Link:
                 counters.dropped_overflow += 1
                 return
             if config.ecn and not self.last_hop and packet.ecn in (ECN_ECT0, ECN_ECT1):
-                self._maybe_mark(packet, self._lossless_bytes)
+                self._maybe_mark(
+                    packet,
+                    self._lossless_bytes,
+                    config.lossless_ecn_min_bytes,
+                    config.lossless_ecn_max_bytes,
+                )
             self._lossless.append(packet)
             self._lossless_bytes += size
         else:
@@ -208,7 +217,9 @@ class Link:
                 self._high.append(packet)
             else:
                 if config.ecn and not self.last_hop and packet.ecn in (ECN_ECT0, ECN_ECT1):
-                    self._maybe_mark(packet, self._low_bytes)
+                    self._maybe_mark(
+                        packet, self._low_bytes, config.ecn_min_bytes, config.ecn_max_bytes
+                    )
                 self._low.append(packet)
                 self._low_bytes += size
         if not self._busy:
@@ -224,15 +235,13 @@ class Link:
         self.counters.trimmed += 1
         return True
 
-    def _maybe_mark(self, packet: SimPacket, depth: int) -> None:
-        config = self.config
-        if depth < config.ecn_min_bytes:
+    def _maybe_mark(self, packet: SimPacket, depth: int, low: int, high: int) -> None:
+        if depth < low:
             return
-        if depth >= config.ecn_max_bytes:
+        if depth >= high:
             probability = 1.0
         else:
-            span = config.ecn_max_bytes - config.ecn_min_bytes
-            probability = config.ecn_max_probability * (depth - config.ecn_min_bytes) / span
+            probability = self.config.ecn_max_probability * (depth - low) / (high - low)
         if self._rng.random() < probability:
             packet.ecn = ECN_CE
             self.counters.ecn_marked += 1

@@ -69,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = (args.work or default_work()).resolve()
     src = args.src.resolve() if args.src else None
-    only = frozenset(n.strip() for n in args.only.split(",") if n.strip()) if args.only else None
+    only = None
+    if args.only is not None:
+        only = frozenset(n.strip() for n in args.only.split(",") if n.strip())
+        if not only:
+            print("toolchain: --only names no component", file=sys.stderr)
+            return 2
     if only is not None and (unknown := unknown_components(pins, only)):
         names = ", ".join(c.name for c in pins.components)
         print(
@@ -89,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {problem}", file=sys.stderr)
         return 2
     if not plan.to_build:
-        print("toolchain: every component is installed at its pinned version; nothing to do")
+        which = "every component asked for" if only is not None else "every component"
+        print(f"toolchain: {which} is installed at its pinned version; nothing to do")
         return 0
     if args.plan:
         return 0

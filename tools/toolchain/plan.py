@@ -131,7 +131,7 @@ def make_plan(pins: Pins, request: Request, recipe_of: RecipeOf) -> Plan:
     for component in pins.components:
         recipe = recipe_of(component, request.tofino and component.has_tofino_part)
         if component.name not in wanted:
-            planned.append(ComponentPlan(component, Action.SKIP, "not asked for (--only)", recipe))
+            planned.append(_unasked(request, component, recipe, planned))
             continue
         action, reason = _decide(pins, request, component, recipe_of, planned)
         planned.append(ComponentPlan(component, action, reason, recipe))
@@ -163,6 +163,23 @@ def _wanted(pins: Pins, only: frozenset[str] | None) -> set[str]:
             wanted.add(name)
             todo.extend(by_name[name].needs)
     return wanted
+
+
+def _unasked(
+    request: Request, component: Component, recipe: str, earlier: list[ComponentPlan]
+) -> ComponentPlan:
+    """A component ``--only`` leaves out: skipped, unless it is installed and something it
+    needs is rebuilt (it would be left linked against the replaced install)."""
+    rebuilt = [
+        p.component.name
+        for p in earlier
+        if p.action is Action.BUILD and p.component.name in component.needs
+    ]
+    installed = all((request.prefix / f).exists() for f in component.provides)
+    if rebuilt and installed:
+        reason = f"rebuilt because {', '.join(rebuilt)} is (it was built against the old one)"
+        return ComponentPlan(component, Action.BUILD, reason, recipe)
+    return ComponentPlan(component, Action.SKIP, "not asked for (--only)", recipe)
 
 
 def _decide(

@@ -258,3 +258,11 @@ def test_a_transfer_survives_random_loss_both_ways_with_selective_repeat():
     assert stats.go_backs == 0 and stats.naks_received > 0
     assert responder.out_of_order_kept > 0 and responder.out_of_sequence == 0
     assert wire.a.connection_stats(QP_A).srtt is not None
+
+
+def test_a_qp_on_a_second_plane_sends_from_that_plane():
+    a = RoceEndpoint([A, bytes([10, 1, 0, 1])], seed=1)
+    a.connect(RoceQpSpec(QP_A, QP_B, bytes([10, 1, 0, 2]), 100, 900, RoceConfig(), plane=1))
+    a.post_write(QP_A, b"x" * 3000, 0x10000, 1)
+    sent = a.datagrams_to_send(0.0)
+    assert sent and {(d.plane, d.ip.src) for d in sent} == {(1, bytes([10, 1, 0, 1]))}

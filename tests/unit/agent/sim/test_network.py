@@ -180,6 +180,8 @@ def test_lossless_data_is_marked_on_its_own_queue_depth_not_the_mrc_queue():
         lossless_bytes=100 * WIRE,
         ecn_min_bytes=4 * WIRE,
         ecn_max_bytes=5 * WIRE,
+        lossless_ecn_min_bytes=4 * WIRE,
+        lossless_ecn_max_bytes=5 * WIRE,
         ecn_max_probability=1.0,
     )
     scheduler, link, arrivals = _link(config)

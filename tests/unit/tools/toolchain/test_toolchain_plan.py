@@ -199,3 +199,11 @@ def test_only_a_component_brings_what_it_needs(trees, tmp_path):
 def test_only_names_that_are_no_component_are_reported(trees):
     pins = parse_pins(pin_data(trees))
     assert unknown_components(pins, frozenset({"app", "p4c", "bmv3"})) == ["bmv3", "p4c"]
+
+
+def test_only_still_rebuilds_an_installed_component_whose_dependency_it_rebuilds(trees, tmp_path):
+    pins = parse_pins(pin_data(trees))
+    install(tmp_path / "prefix", ["bin/app"])  # app installed, base not: base is built
+    plan = make_plan(pins, request(tmp_path, trees["src"], only=frozenset({"base"})), recipes)
+    app = plan.components[1]
+    assert app.action is Action.BUILD and "rebuilt because base is" in app.reason
