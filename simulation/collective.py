@@ -135,7 +135,7 @@ class _Rank:
             self.steps_done = True
             self.job.maybe_done(self.job.fabric.scheduler.now)
         if moved:
-            self.job.pump_soon(self.host)
+            self.host.pump_soon()
 
     def _all_arrived(self, step: Step) -> bool:
         wanted: Counter[int] = Counter()
@@ -161,7 +161,7 @@ class _Rank:
                     self.job.fail(self.job.fabric.scheduler.now, f"rank {self.index}: {error}")
                     return
                 self.unacked += 1
-        self.job.pump_soon(self.host)
+        self.host.pump_soon()
 
 
 class _Job:
@@ -177,7 +177,6 @@ class _Job:
                 self._join(rank, self.ranks[peer])
         self.ended_at: float | None = None
         self.failure: str | None = None
-        self._pumping: set[str] = set()
 
     def _join(self, one: _Rank, other: _Rank) -> None:
         if other.index in one.qps:
@@ -187,19 +186,6 @@ class _Job:
         other.qps[one.index] = qps_other
         one.peer_of.update(dict.fromkeys(qps_one, other.index))
         other.peer_of.update(dict.fromkeys(qps_other, one.index))
-
-    def pump_soon(self, host: SimHost) -> None:
-        """Send what a rank posted, at the same simulated instant, once (not from inside the
-        host's own pump)."""
-        if host.name in self._pumping:
-            return
-        self._pumping.add(host.name)
-
-        def pump() -> None:
-            self._pumping.discard(host.name)
-            host.pump()
-
-        self.fabric.scheduler.after(0.0, pump)
 
     def has_ended(self) -> bool:
         return self.ended_at is not None

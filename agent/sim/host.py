@@ -53,6 +53,7 @@ class SimHost:
         self._last_fire = -1.0
         self._stalled_until = -1.0
         self._held: list[SimPacket] = []
+        self._pump_pending = False
 
     def stall(self, duration: float) -> None:
         """Take the host off the CPU for ``duration`` seconds from now."""
@@ -106,6 +107,22 @@ class SimHost:
         self._timer_token += 1
         token = self._timer_token
         self._scheduler.at(deadline, lambda: self._fire(token))
+
+    def pump_soon(self) -> None:
+        """Pump once what an application posted outside an input: at this instant, or when a
+        stalled host runs again (an application posting from ``on_event`` calls this, since
+        it cannot pump from inside the pump that called it)."""
+        if self._pump_pending:
+            return
+        self._pump_pending = True
+        self._scheduler.at(max(self._scheduler.now, self._stalled_until), self._pump_due)
+
+    def _pump_due(self) -> None:
+        if self._scheduler.now < self._stalled_until:  # stalled again meanwhile
+            self._scheduler.at(self._stalled_until, self._pump_due)
+            return
+        self._pump_pending = False
+        self.pump()
 
     def _fire(self, token: int) -> None:
         if token != self._timer_token:
