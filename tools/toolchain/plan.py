@@ -165,16 +165,21 @@ def _wanted(pins: Pins, only: frozenset[str] | None) -> set[str]:
     return wanted
 
 
+def _rebuilt_needs(component: Component, earlier: list[ComponentPlan]) -> list[str]:
+    """What ``component`` needs that this plan builds (it must be rebuilt against them)."""
+    return [
+        p.component.name
+        for p in earlier
+        if p.action is Action.BUILD and p.component.name in component.needs
+    ]
+
+
 def _unasked(
     request: Request, component: Component, recipe: str, earlier: list[ComponentPlan]
 ) -> ComponentPlan:
     """A component ``--only`` leaves out: skipped, unless it is installed and something it
     needs is rebuilt (it would be left linked against the replaced install)."""
-    rebuilt = [
-        p.component.name
-        for p in earlier
-        if p.action is Action.BUILD and p.component.name in component.needs
-    ]
+    rebuilt = _rebuilt_needs(component, earlier)
     installed = all((request.prefix / f).exists() for f in component.provides)
     if rebuilt and installed:
         reason = f"rebuilt because {', '.join(rebuilt)} is (it was built against the old one)"
@@ -192,11 +197,7 @@ def _decide(
     """Keep or build, and why, in this order: files missing; something it needs being built;
     no stamp (kept only when the tool's version names the pinned commit); another commit; the
     Tofino backend asked for and absent; other build flags."""
-    rebuilt = [
-        p.component.name
-        for p in earlier
-        if p.action is Action.BUILD and p.component.name in component.needs
-    ]
+    rebuilt = _rebuilt_needs(component, earlier)
     missing = [
         f for f in component.provides_for(request.tofino) if not (request.prefix / f).exists()
     ]
