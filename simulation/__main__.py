@@ -43,6 +43,7 @@ from simulation.collective import CollectiveResult, run_collective
 from simulation.fabric import SimFabric
 from simulation.links import link_config
 from simulation.permutation import PermutationResult, run_permutation
+from simulation.run import RunCost
 from topologies import TopologyError, load_topology
 from topologies.link_lookup import LinkNotFound, find_link
 from topologies.model import Topology
@@ -135,15 +136,7 @@ def _report(result: PermutationResult, built_s: float) -> dict[str, Any]:
             "max": _ms(times[-1]) if times else None,
         },
         "finished_ms": None if result.finished_s is None else _ms(result.finished_s),
-        "fabric": asdict(result.stats),
-        "cost": {
-            "build_s": round(built_s, 2),
-            "wall_s": round(result.wall_s, 2),
-            "cpu_s": round(result.cpu_s, 2),
-            "events": result.stats.events,
-            "events_per_cpu_s": round(result.events_per_cpu_s),
-            "max_rss_mb": round(result.max_rss_mb),
-        },
+        **_cost_report(result.cost, built_s),
     }
 
 
@@ -158,14 +151,21 @@ def _collective_report(result: CollectiveResult, built_s: float) -> dict[str, An
         "wrong_ranks": result.wrong_ranks,
         "algbw_mb_s": None if algbw is None else round(algbw / 1e6, 3),
         "busbw_mb_s": None if busbw is None else round(busbw / 1e6, 3),
-        "fabric": asdict(result.stats),
+        **_cost_report(result.cost, built_s),
+    }
+
+
+def _cost_report(cost: RunCost, built_s: float) -> dict[str, Any]:
+    """The fabric's counters and what the run cost, as both workloads report them."""
+    return {
+        "fabric": asdict(cost.stats),
         "cost": {
             "build_s": round(built_s, 2),
-            "wall_s": round(result.wall_s, 2),
-            "cpu_s": round(result.cpu_s, 2),
-            "events": result.stats.events,
-            "events_per_cpu_s": round(result.stats.events / result.cpu_s) if result.cpu_s else 0,
-            "max_rss_mb": round(result.max_rss_mb),
+            "wall_s": round(cost.wall_s, 2),
+            "cpu_s": round(cost.cpu_s, 2),
+            "events": cost.stats.events,
+            "events_per_cpu_s": round(cost.events_per_cpu_s),
+            "max_rss_mb": round(cost.max_rss_mb),
         },
     }
 

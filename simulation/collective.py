@@ -20,8 +20,6 @@ is; MRC has one QP per pair and sprays it.
 
 from __future__ import annotations
 
-import resource
-import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -35,11 +33,10 @@ from agent.sim.host import SimHost
 from collective.data import apply_copy, apply_reduce, expected, fill_input, floats
 from collective.plans import ELEMENT_BYTES, Buf, Collective, Plan, Step, make_plan
 from collective.rank import immediate
-from simulation.fabric import FabricStats, SimFabric
+from simulation.fabric import SimFabric
 from simulation.permutation import stripes
+from simulation.run import Meter, RunCost, run_until
 
-#: Simulated events run between two looks at whether the job ended.
-_EVENTS_PER_CHECK = 50_000
 #: The step in an immediate (``collective.rank.immediate``: bits 15-0).
 _STEP_MASK = 0xFFFF
 
@@ -56,11 +53,7 @@ class CollectiveResult:
     failed: str | None
     #: Ranks whose result differs from the exact one (None: not checked, or not completed).
     wrong_ranks: int | None
-    simulated_s: float
-    wall_s: float
-    cpu_s: float
-    stats: FabricStats
-    max_rss_mb: float
+    cost: RunCost
 
     @property
     def algbw(self) -> float | None:
@@ -226,20 +219,14 @@ def run_collective(
     """One iteration of ``collective`` on ``size`` bytes over every host of ``fabric`` (one
     rank each), until it ends or ``limit_s`` simulated seconds pass; failures and cuts are
     whatever the caller scheduled on the fabric."""
-    started = time.perf_counter()
-    cpu_started = time.process_time()
+    meter = Meter()
     job = _Job(fabric, collective, size)
-    scheduler = fabric.scheduler
     try:
         for rank in job.ranks:
             rank.host.on_event = rank.on_event
         for rank in job.ranks:
             rank.begin()
-        while job.ended_at is None and scheduler.now < limit_s:
-            before = scheduler.events_run
-            scheduler.run(until=limit_s, max_events=_EVENTS_PER_CHECK, stop=job.has_ended)
-            if scheduler.events_run == before:
-                break  # nothing left to happen
+        run_until(fabric.scheduler, limit_s, job.has_ended, stop=job.has_ended)
     finally:
         for rank in job.ranks:
             rank.host.on_event = None
@@ -252,9 +239,5 @@ def run_collective(
         failed=job.failure
         or (None if completed is not None else f"not done after {limit_s} simulated s"),
         wrong_ranks=job.wrong_ranks() if check and completed is not None else None,
-        simulated_s=scheduler.now,
-        wall_s=time.perf_counter() - started,
-        cpu_s=time.process_time() - cpu_started,
-        stats=fabric.stats(),
-        max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        cost=meter.cost(fabric),
     )

@@ -286,28 +286,20 @@ def _pair_roce(
     for index in range(roce.qps):
         plane = index % planes
         qp_one, qp_other = one.allocate_qp(), other.allocate_qp()
-        one.connect(
-            RoceQpSpec(
-                qp_one,
-                qp_other,
-                other.local_addresses[plane],
+        for end, local, remote, peer in (
+            (one, qp_one, qp_other, other),
+            (other, qp_other, qp_one, one),
+        ):
+            spec = RoceQpSpec(
+                local,
+                remote,
+                peer.local_addresses[plane],
                 FIRST_PSN,
                 FIRST_PSN,
                 roce.config,
                 plane=plane,
             )
-        )
-        other.connect(
-            RoceQpSpec(
-                qp_other,
-                qp_one,
-                one.local_addresses[plane],
-                FIRST_PSN,
-                FIRST_PSN,
-                roce.config,
-                plane=plane,
-            )
-        )
+            end.connect(spec)
         qps_one.append(qp_one)
         qps_other.append(qp_other)
     return tuple(qps_one), tuple(qps_other)

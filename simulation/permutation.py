@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import itertools
 import random
-import resource
-import time
 from dataclasses import dataclass
 
 from agent.core.events import MessageAcked, MessageFailed
-from simulation.fabric import Connected, FabricStats, SimFabric
-
-#: Simulated events run between two looks at which flows completed.
-_EVENTS_PER_CHECK = 50_000
+from simulation.fabric import Connected, SimFabric
+from simulation.run import Meter, RunCost, run_until
 
 
 @dataclass(frozen=True)
@@ -42,22 +38,12 @@ class PermutationResult:
     hosts: int
     flow_bytes: int
     flows: tuple[FlowOutcome, ...]
-    simulated_s: float
-    wall_s: float
-    #: CPU seconds of this process (the measure on a shared machine: one core's work).
-    cpu_s: float
-    stats: FabricStats
-    max_rss_mb: float
+    cost: RunCost
 
     @property
     def completed(self) -> int:
         """Flows the receiver confirmed in full."""
         return sum(flow.completed_s is not None for flow in self.flows)
-
-    @property
-    def events_per_cpu_s(self) -> float:
-        """Simulated events run per CPU second."""
-        return self.stats.events / self.cpu_s if self.cpu_s > 0 else 0.0
 
     @property
     def finished_s(self) -> float | None:
@@ -93,8 +79,7 @@ def run_permutation(
 ) -> PermutationResult:
     """Run the permutation on ``fabric`` until every flow ends or ``limit_s`` simulated
     seconds pass; failures and cuts are whatever the caller scheduled on the fabric."""
-    started = time.perf_counter()
-    cpu_started = time.process_time()
+    meter = Meter()
     rng = random.Random(seed)
     payload = rng.randbytes(flow_bytes)
     pairs = derangement(sorted(fabric.hosts), rng)
@@ -127,25 +112,14 @@ def run_permutation(
                     outcome[host.name] = (None, event.reason)
             seen[host.name] = len(events)
 
-    scheduler = fabric.scheduler
-    while len(outcome) < len(flows) and scheduler.now < limit_s:
-        before = scheduler.events_run
-        scheduler.run(until=limit_s, max_events=_EVENTS_PER_CHECK)
-        look()
-        if scheduler.events_run == before:
-            break  # nothing left to happen
-    wall = time.perf_counter() - started
-    cpu = time.process_time() - cpu_started
+    run_until(fabric.scheduler, limit_s, lambda: len(outcome) == len(flows), after_chunk=look)
+    cost = meter.cost(fabric)
     results = tuple(_outcome(flow, outcome.get(flow.sender.name), payload, check) for flow in flows)
     return PermutationResult(
         hosts=len(fabric.hosts),
         flow_bytes=flow_bytes,
         flows=results,
-        simulated_s=scheduler.now,
-        wall_s=wall,
-        cpu_s=cpu,
-        stats=fabric.stats(),
-        max_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        cost=cost,
     )
 
 

@@ -9,11 +9,10 @@ import pytest
 
 from agent.io.transport import roce_setup_for
 from collective.plans import Collective
-from controller.intent.policy import RoutingPolicy
 from simulation import SimFabric
 from simulation.collective import _Job, run_collective
+from tests.unit.simulation.fabrics import leaf_spine_cut_static
 from topologies import load_topology
-from topologies.link_lookup import find_link
 
 
 @pytest.mark.parametrize("collective", list(Collective))
@@ -39,14 +38,12 @@ def test_a_rank_whose_output_is_not_the_sum_is_counted_wrong():
 
 
 def test_a_cut_that_routing_leaves_in_place_aborts_the_roce_job_not_mrcs():
-    topology = load_topology("leaf-spine-4x4")
-    cut = find_link(topology, "l1", "s1").id
-    results = {}
-    for transport in ("mrc", "roce"):
-        roce = roce_setup_for(topology.settings.dscp) if transport == "roce" else None
-        fabric = SimFabric(topology, roce=roce, policy=RoutingPolicy.parse("static"))
-        fabric.fail_at(0.001, cut)
-        results[transport] = run_collective(fabric, Collective.ALLREDUCE, 256 * 1024, limit_s=3)
+    results = {
+        transport: run_collective(
+            leaf_spine_cut_static(transport, 0.001), Collective.ALLREDUCE, 256 * 1024, limit_s=3
+        )
+        for transport in ("mrc", "roce")
+    }
     assert results["mrc"].failed is None and results["mrc"].wrong_ranks == 0
     failed = results["roce"].failed
     assert results["roce"].completed_s is None and failed is not None and "retry_cnt=7" in failed

@@ -16,6 +16,7 @@ from agent.roce.profiles import profile_names
 from controller.intent.policy import RoutingPolicy
 from simulation import SimFabric
 from simulation.permutation import derangement, run_permutation, stripes
+from tests.unit.simulation.fabrics import leaf_spine_cut_static
 from topologies import load_topology
 from topologies.link_lookup import find_link
 
@@ -35,7 +36,7 @@ def test_every_flow_of_a_permutation_completes_exact():
     assert result.completed == result.hosts == 16
     assert all(flow.exact for flow in result.flows)
     assert result.finished_s is not None and result.finished_s < 1.0
-    assert result.stats.delivered > 16 * 128  # every data packet crossed at least one link
+    assert result.cost.stats.delivered > 16 * 128  # every data packet crossed at least one link
 
 
 @pytest.mark.parametrize("routing", ["static", "reactive"])
@@ -45,7 +46,7 @@ def test_a_spine_link_cut_mid_run_loses_packets_but_no_flow(routing):
     fabric.fail_at(0.0005, find_link(topology, "l1", "s1").id)
     result = run_permutation(fabric, 256 * 1024, seed=2)
     assert result.completed == 16 and all(flow.exact for flow in result.flows)
-    assert result.stats.dropped_down + result.stats.no_route > 0
+    assert result.cost.stats.dropped_down + result.cost.stats.no_route > 0
 
 
 def test_one_ev_flows_complete_too():
@@ -58,7 +59,7 @@ def test_one_ev_flows_complete_too():
 def test_the_same_seed_gives_the_same_run():
     def once() -> tuple:
         result = run_permutation(SimFabric(load_topology("leaf-spine"), seed=5), 64 * 1024, seed=5)
-        return result.finished_s, result.stats.events, result.stats.ecn_marked
+        return result.finished_s, result.cost.stats.events, result.cost.stats.ecn_marked
 
     assert once() == once()
 
@@ -75,7 +76,7 @@ def test_roce_flows_of_every_profile_complete_exact(profile):
     fabric = SimFabric(topology, roce=roce)
     result = run_permutation(fabric, 64 * 1024, seed=1)
     assert result.completed == 4 and all(flow.exact for flow in result.flows)
-    assert result.stats.trimmed == 0  # RoCE data rides the lossless class, never trimmed
+    assert result.cost.stats.trimmed == 0  # RoCE data rides the lossless class, never trimmed
 
 
 def test_a_flow_over_several_qps_is_complete_only_when_every_stripe_is():
@@ -88,14 +89,12 @@ def test_a_flow_over_several_qps_is_complete_only_when_every_stripe_is():
 
 
 def test_a_cut_that_routing_leaves_in_place_kills_the_roce_qps_hashed_over_it_not_mrc():
-    topology = load_topology("leaf-spine-4x4")
-    cut = find_link(topology, "l1", "s1").id
-    outcomes = {}
-    for transport in ("mrc", "roce"):
-        roce = roce_setup_for(topology.settings.dscp) if transport == "roce" else None
-        fabric = SimFabric(topology, roce=roce, policy=RoutingPolicy.parse("static"))
-        fabric.fail_at(0.0005, cut)
-        outcomes[transport] = run_permutation(fabric, 256 * 1024, seed=0, limit_s=2.0)
+    outcomes = {
+        transport: run_permutation(
+            leaf_spine_cut_static(transport, 0.0005), 256 * 1024, seed=0, limit_s=2.0
+        )
+        for transport in ("mrc", "roce")
+    }
     assert outcomes["mrc"].completed == 16
     failed = [flow.failed for flow in outcomes["roce"].flows if flow.failed]
     assert failed and all("retry_cnt=7" in reason for reason in failed)
