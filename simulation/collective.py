@@ -115,9 +115,9 @@ class _Rank:
         layout = self.plan.layout
         moved = False
         while self.step < len(steps):
-            if not self._all_arrived(steps[self.step]):
-                break
             step = steps[self.step]
+            if not self._all_arrived(step):
+                break
             for op in step.reduces:
                 apply_reduce(self.view, layout, op)
             self.step += 1
