@@ -67,6 +67,7 @@ def connection_stats_to_json(stats: ConnectionStats, with_evs: bool = True) -> d
         "ecn_echoes": stats.ecn_echoes,
         "ecn_marks_received": stats.ecn_marks_received,
         "writes_rejected": stats.writes_rejected,
+        "acks_sent": stats.acks_sent,
         "ev_probes_sent": stats.ev_probes_sent,
         "ev_probes_answered": stats.ev_probes_answered,
         "srtt_s": stats.srtt,
