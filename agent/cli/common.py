@@ -147,7 +147,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         metavar="PPS",
         help="packets/s of the fabric's slowest links, where they are slowed far below line "
         "rate: NSCC's target queueing delay becomes ten packets at that rate, and a held SACK "
-        "may wait for the time of twice sack_every packets",
+        "may wait for the time of sixteen",
     )
     parser.add_argument(
         "--dscp",

@@ -80,8 +80,8 @@ _ICRC: Final = struct.Struct("<I")
 
 #: An untrimmed data packet as the receive path takes it (``decode_whole_data_fields``):
 #: (dest_qp, psn, msn, rqmsn, va, rkey, dma_length, payload, immediate, tx_timestamp,
-#: ts_flags, pkey, ack_req): ``DataPacket``'s fields after its opcode in its order, the ACK
-#: request moved last and the retransmit flag left out.
+#: ts_flags, pkey, ack_req), ``DataPacket``'s fields after its opcode, less the
+#: retransmit flag.
 WholeDataFields = tuple[
     int, int, int, int, int, int, int, bytes, int | None, int | None, int, int, bool
 ]

@@ -180,13 +180,12 @@ class MrcConfig:
     #: work, and this still returns several acknowledgements per window of the size NSCC
     #: settles at on a veth pair. 1 restores one SACK per packet.
     sack_coalesce_max: int = 64
-    #: Data packets that make a SACK due. Fewer wait, for more packets, an ACK request (the
-    #: sender sets it when it runs out of work or window), a late packet filling the hole the
-    #: last SACK reported, or a quiet peer (``sack_quiet_gaps``, ``sack_delay``): on a slow
-    #: fabric a receive batch is one packet, and a SACK per packet doubled the frames a ring
-    #: step's links carry (every link direction carries one flow's data and another's
-    #: SACKs). Eight still returns several SACKs per window of the size NSCC settles at on
-    #: the slowed links; ``sack_coalesce_max`` caps it. 1 answers every receive batch.
+    #: Data packets that make a SACK due. Fewer wait, for more packets, a message's end, an
+    #: ACK request (the sender sets it when it can send nothing more) or ``sack_delay``:
+    #: on a slow fabric a receive batch is one packet, and a SACK per packet doubled the
+    #: frames a ring step's links carry (every link direction carries one flow's data and
+    #: another's SACKs). Four keeps several SACKs per window of the size NSCC settles at on
+    #: the slowed links. 1 answers every receive batch.
     sack_every: int = 8
     #: Longest a data packet waits for its SACK when nothing else makes it due. It bounds
     #: the hold only; the sender's ACK requests keep a blocked sender from waiting on it.

@@ -185,7 +185,6 @@ class Connection:
         #: pending SACK goes out once the peer has been quiet for ``sack_quiet_gaps`` of them.
         self._data_heard_at = float("-inf")
         self._data_gap = 0.0
-        self._sack_delay = config.sack_delay  # read per data packet
         #: Data packets the latest ``datagrams_to_send`` call sent (the endpoint spends a
         #: caller's burst limit across its connections with it).
         self.data_sent_last_call = 0
@@ -251,7 +250,7 @@ class Connection:
         if receiver.pending_since is None and receiver.sack_pending:
             receiver.pending_since = now
         gap = now - self._data_heard_at
-        if gap < self._sack_delay:
+        if gap < self._config.sack_delay:
             self._data_gap += (gap - self._data_gap) * _GAP_GAIN
         self._data_heard_at = now
         self._sack_plane = plane
@@ -383,7 +382,7 @@ class Connection:
         if since is None or not receiver.sack_pending:
             return None
         return min(
-            since + self._sack_delay,
+            since + self._config.sack_delay,
             self._data_heard_at + self._config.sack_quiet_gaps * self._data_gap,
         )
 

@@ -20,14 +20,13 @@
   on a slow fabric doubles the frames a link carries. The SACK echoes the EV and timestamp
   of the latest packet (its RTT sample and the EV the sender hears about); its cumulative PSN
   and bitmap acknowledge all the others, and the sender releases each packet's EV from that.
-  A pending SACK is *due* (``sack_due``) once ``sack_every`` packets wait, a waiting packet
-  carried the sender's ACK request, or one filled the hole at cack with packets above it
-  that the latest SACK reported (the sender is timing it out); the caller sends a due SACK
+  A pending SACK is *due* (``sack_due``) once ``sack_every`` packets wait or a waiting
+  packet carried the sender's ACK request; the caller sends a due SACK
   when it has nothing more to hand over (the runtime: after a receive batch; the simulator:
   after every datagram), and one that is not due once its oldest packet waited
   ``sack_delay`` or the peer went quiet for ``sack_quiet_gaps`` of its usual gaps (the
   connection keeps the clock: ``pending_since``, ``Connection._sack_deadline``).
-  Other out-of-order arrivals do not make a SACK due: under spraying most packets arrive
+  Out-of-order arrival alone does not make a SACK due: under spraying most packets arrive
   out of order. A pending SACK goes out at once after ``sack_coalesce_max`` packets, before
   a packet the bitmap
   could not cover together with the pending ones (PSN spread of 64 or more among those at or
@@ -128,13 +127,9 @@ class Receiver:
         self._assemblies: dict[int, _Assembly] = {}
         self._outcomes: OrderedDict[int, int] = OrderedDict()  # msn -> AETH syndrome
         self._coalesce_max = config.sack_coalesce_max
-        self._sack_every = config.sack_every
-        #: A waiting data packet wants its SACK at once: it carried the sender's ACK request,
-        #: or it filled the hole at cack that a SACK already told the sender of.
-        self._urgent = False
-        #: The latest SACK reported packets above the hole at cack: the sender may be timing
-        #: the packet missing there out.
-        self._gap_reported = False
+        self._sack_every = min(config.sack_every, config.sack_coalesce_max)
+        #: A waiting data packet carried the sender's ACK request.
+        self._ack_requested = False
         #: When the oldest data packet awaiting a SACK arrived (set by the connection, which
         #: has the clock; None while nothing waits).
         self.pending_since: float | None = None
@@ -201,13 +196,11 @@ class Receiver:
             return DropReason.BAD_FIELD
         # The PSN is consumed from here on, whether the bytes are placed or refused.
         mask |= 1 << offset
-        filled = False
         if offset == 0:  # cack moves over the run of arrived PSNs it now heads
             inverted = ~mask
             run = (inverted & -inverted).bit_length() - 1  # trailing ones
             mask >>= run
             self.cack = (cack + run) & PSN_MASK
-            filled = run > 1 and self._gap_reported
         self._mask = mask
         if ce:
             counters.ecn_marks_received += 1
@@ -225,10 +218,8 @@ class Receiver:
             assembly.immediate = immediate
         assembly.accounted += size
         self._answer(psn, ev, ce, tx_timestamp or 0, replies)
-        if (ack_req or filled) and self._unanswered:
-            # A late packet whose hole the sender has seen is answered at once, as TCP answers
-            # a segment that fills a gap: held, the sender's reordering window ran out first.
-            self._urgent = True
+        if ack_req and self._unanswered:
+            self._ack_requested = True
         if assembly.accounted >= assembly.length:
             self._complete(msn, assembly, replies)
         return refusal
@@ -283,9 +274,8 @@ class Receiver:
     @property
     def sack_due(self) -> bool:
         """Whether the pending SACK should go out as soon as the caller has handed over what
-        arrived: enough packets wait, one carried an ACK request, or one filled the hole at
-        cack that the latest SACK reported packets above."""
-        return self._unanswered >= self._sack_every or self._urgent
+        arrived: enough packets wait, or one carried an ACK request."""
+        return self._unanswered >= self._sack_every or self._ack_requested
 
     @property
     def pending_sack_ev(self) -> int:
@@ -297,7 +287,7 @@ class Receiver:
         """Send the SACK answering every data packet not yet answered, if there are any."""
         if self._unanswered:
             self._unanswered = 0
-            self._urgent = False
+            self._ack_requested = False
             self.pending_since = None
             replies.append(
                 self._sack(
@@ -394,7 +384,6 @@ class Receiver:
         base = top_offset - (_BITMAP_BITS - 1) if top_offset >= _BITMAP_BITS else 0
         mask = self._mask
         self._counters.acks_sent += 1
-        self._gap_reported = mask != 0
         return SackPacket(
             dest_qp=self._remote_qp,
             psn=self.cack,

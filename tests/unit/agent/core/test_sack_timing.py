@@ -107,6 +107,14 @@ def test_every_sack_and_message_ack_sent_is_counted():
     assert counters.acks_sent == len(replies) == 3
 
 
+def test_sack_every_above_the_coalescing_cap_is_the_cap():
+    receiver, rkey, _ = _receiver(sack_every=8, sack_coalesce_max=2)
+    replies: list[Packet] = []
+    receiver.on_data(_middle(0, rkey), 100, False, replies)
+    receiver.on_data(_middle(1, rkey), 100, False, replies)
+    assert len(replies) == 1 and not receiver.sack_pending
+
+
 # --- the connection: holding a SACK that is not due -------------------------------------------
 
 
