@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.io.control_client import connect_to_agent
-from agent.io.control_protocol import PerfRequest, StatusRequest
+from agent.io.control_protocol import PerfRequest
 from agent.io.errors import AgentError
 from agent.io.transport import transport_named
 from agent.roce.config import DcqcnParams
@@ -224,17 +224,6 @@ class HostAgents:
                 )
         except AgentError as error:
             raise TransferFailed(f"{where}: {error}", error.code.value) from None
-
-    def status(self, host: str) -> dict[str, Any]:
-        """The agent on ``host``'s status (connections, counters), as ``mrc-agent status``
-        prints it; RuntimeError when it does not answer, AgentError when it refuses."""
-        if host not in self.agents:
-            raise ValueError(f"no agent runs on {host!r} (hosts: {', '.join(self.agents)})")
-        client = connect_to_agent(str(self.socket_of(host)))
-        if client is None:
-            raise RuntimeError(f"the agent on {host} does not answer")
-        with client:
-            return client.request(StatusRequest())
 
     def transfer_all(
         self,

@@ -279,10 +279,6 @@ class Testbed:
             raise RuntimeError("the testbed is not started")
         return self.controllers.status()
 
-    def agent_status(self, host: str) -> dict[str, Any]:
-        """The status of ``host``'s agent (connections, counters, acknowledgement totals)."""
-        return self._agents().status(host)
-
     def kill_controller(self, name: str = "primary") -> float:
         """kill -9 the controller started as ``name`` (``primary``, ``backup``); the
         monotonic time of the kill."""

@@ -146,8 +146,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         type=_bounded_float(1.0, 1e9),
         metavar="PPS",
         help="packets/s of the fabric's slowest links, where they are slowed far below line "
-        "rate: NSCC's target queueing delay becomes ten packets at that rate, and a held SACK "
-        "may wait for the time of sixteen",
+        "rate: NSCC's target queueing delay becomes ten packets at that rate",
     )
     parser.add_argument(
         "--dscp",

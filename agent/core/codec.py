@@ -80,11 +80,8 @@ _ICRC: Final = struct.Struct("<I")
 
 #: An untrimmed data packet as the receive path takes it (``decode_whole_data_fields``):
 #: (dest_qp, psn, msn, rqmsn, va, rkey, dma_length, payload, immediate, tx_timestamp,
-#: ts_flags, pkey, ack_req), ``DataPacket``'s fields after its opcode, less the
-#: retransmit flag.
-WholeDataFields = tuple[
-    int, int, int, int, int, int, int, bytes, int | None, int | None, int, int, bool
-]
+#: ts_flags, pkey), ``DataPacket``'s fields after its opcode, less the two BTH flags.
+WholeDataFields = tuple[int, int, int, int, int, int, int, bytes, int | None, int | None, int, int]
 
 
 #: Packets received (data and control) or sent (control; data has its own encoder) whose
@@ -330,12 +327,11 @@ def decode_whole_data_fields(
             fields[3] & _U24, fields[4] & PSN_MASK, fields[6], fields[5], fields[9],
             fields[10], fields[11], datagram[header_size:end],
             fields[12] if len(fields) > 12 else None, fields[7], fields[8], fields[2],
-            bool(flags & BTH_FLAG_ACKREQ),
         )  # fmt: skip
     return (
         fields[3] & _U24, fields[4] & PSN_MASK, fields[6], fields[5], fields[7], fields[8],
         fields[9], datagram[header_size:end], fields[10] if len(fields) > 10 else None,
-        None, 0, fields[2], bool(flags & BTH_FLAG_ACKREQ),
+        None, 0, fields[2],
     )  # fmt: skip
 
 
@@ -345,7 +341,7 @@ def data_packet_fields(packet: DataPacket) -> WholeDataFields:
     p = packet
     return (
         p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload, p.immediate,
-        p.tx_timestamp, p.ts_flags, p.pkey, p.ack_req,
+        p.tx_timestamp, p.ts_flags, p.pkey,
     )  # fmt: skip
 
 
@@ -354,12 +350,12 @@ def _decode_whole_data(
 ) -> DataPacket:
     """``decode_whole_data_fields`` as a ``DataPacket`` (``decode``'s data path)."""
     (
-        dest_qp, psn, msn, rqmsn, va, rkey, dma_length, payload, immediate, ts, ts_flags, pkey,
-        ack_req,
+        dest_qp, psn, msn, rqmsn, va, rkey, dma_length, payload, immediate, ts, ts_flags, pkey
     ) = decode_whole_data_fields(datagram, size, opcode, ip, src_port, dst_port)  # fmt: skip
+    flags = datagram[8]
     return DataPacket(
         opcode, dest_qp, psn, msn, rqmsn, va, rkey, dma_length, payload, immediate, ts,
-        ts_flags, ack_req, bool(datagram[8] & BTH_FLAG_RTX), pkey,
+        ts_flags, bool(flags & BTH_FLAG_ACKREQ), bool(flags & BTH_FLAG_RTX), pkey,
     )  # fmt: skip
 
 

@@ -180,21 +180,6 @@ class MrcConfig:
     #: work, and this still returns several acknowledgements per window of the size NSCC
     #: settles at on a veth pair. 1 restores one SACK per packet.
     sack_coalesce_max: int = 64
-    #: Data packets that make a SACK due. Fewer wait, for more packets, a message's end, an
-    #: ACK request (the sender sets it when it can send nothing more) or ``sack_delay``:
-    #: on a slow fabric a receive batch is one packet, and a SACK per packet doubled the
-    #: frames a ring step's links carry (every link direction carries one flow's data and
-    #: another's SACKs). Four keeps several SACKs per window of the size NSCC settles at on
-    #: the slowed links. 1 answers every receive batch.
-    sack_every: int = 8
-    #: Longest a data packet waits for its SACK when nothing else makes it due. It bounds
-    #: the hold only; the sender's ACK requests keep a blocked sender from waiting on it.
-    #: ``scaled_to`` stretches it on a slow fabric, where packets come milliseconds apart.
-    sack_delay: float = 1e-3
-    #: A pending SACK also goes out once no data packet came for this many of the usual
-    #: (smoothed) gaps between them: the sender has stopped, blocked or its ACK request lost,
-    #: and waiting longer only stalls it. Three gaps ride out the jitter of sprayed arrivals.
-    sack_quiet_gaps: float = 3.0
     #: A connection with work outstanding that hears nothing from its peer for this long
     #: fails: 3 s is far beyond any path repair the testbed does and short enough for a CLI.
     peer_timeout: float = 3.0
@@ -260,24 +245,11 @@ class MrcConfig:
             raise ValueError("reorder_window_persist must be >= 1")
         if self.sack_coalesce_max < 1:
             raise ValueError(f"sack_coalesce_max must be >= 1, got {self.sack_coalesce_max}")
-        if self.sack_every < 1:
-            raise ValueError(f"sack_every must be >= 1, got {self.sack_every}")
-        _positive("sack_delay", self.sack_delay)
-        _positive("sack_quiet_gaps", self.sack_quiet_gaps)
         _positive("peer_timeout", self.peer_timeout)
         _positive("peer_timeout_rtos", self.peer_timeout_rtos)
         congestion_control_spec(self.congestion_control)
         if not 0 < self.min_window <= self.initial_window <= self.max_window:
             raise ValueError("windows must satisfy 0 < min_window <= initial_window <= max_window")
-
-    def scaled_to(self, packets_per_s: float) -> MrcConfig:
-        """This configuration on a fabric whose slowest links send ``packets_per_s``: NSCC's
-        target as ``NsccConfig.scaled_to`` gives it, and ``sack_delay`` at least the time
-        ``2 * sack_every`` packets take there, so that a flow getting half such a link still
-        fills a SACK before the timer sends a smaller one."""
-        nscc = self.nscc.scaled_to(packets_per_s)
-        delay = max(self.sack_delay, 2 * self.sack_every / packets_per_s)
-        return dataclasses.replace(self, nscc=nscc, sack_delay=delay)
 
 
 def _positive(name: str, value: float) -> None:

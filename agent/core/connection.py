@@ -70,8 +70,6 @@ _BURST: Final = 1 << 16
 #: access is slow).
 _EV_PROBE: Final = int(EpType.EV_PROBE)
 _PORT_STATUS: Final = int(EpType.PORT_STATUS)
-#: Weight of each new gap between data arrivals in their smoothed value (RFC 6298's 1/8).
-_GAP_GAIN: Final = 0.125
 
 
 class ConnectionClosed(Exception):
@@ -179,12 +177,6 @@ class Connection:
         self._last_heard = 0.0
         self._watch_from_next_call = True
         self._pacing_wake: float | None = None
-        #: PSN of the latest data packet sent with an ACK request for a blocked sender.
-        self._asked_psn = -1
-        #: When the latest data packet arrived, and the smoothed gap between arrivals: a
-        #: pending SACK goes out once the peer has been quiet for ``sack_quiet_gaps`` of them.
-        self._data_heard_at = float("-inf")
-        self._data_gap = 0.0
         #: Data packets the latest ``datagrams_to_send`` call sent (the endpoint spends a
         #: caller's burst limit across its connections with it).
         self.data_sent_last_call = 0
@@ -239,20 +231,13 @@ class Connection:
             return DropReason.WRONG_SOURCE
         self._last_heard = now
         (_qp, psn, msn, _rqmsn, va, rkey, dma_length, payload, immediate, timestamp, _ts_flags,
-         _pkey, ack_req) = fields  # fmt: skip
+         _pkey) = fields  # fmt: skip
         ev = ev_from_headers(datagram.src_port, datagram.flow_label)
         scratch = self._scratch
-        receiver = self.receiver
-        result = receiver.on_data_fields(
+        result = self.receiver.on_data_fields(
             opcode, psn, msn, va, rkey, dma_length, payload, immediate, timestamp, ev,
-            datagram.ecn == ECN_CE, scratch, ack_req,
+            datagram.ecn == ECN_CE, scratch,
         )  # fmt: skip
-        if receiver.pending_since is None and receiver.sack_pending:
-            receiver.pending_since = now
-        gap = now - self._data_heard_at
-        if gap < self._config.sack_delay:
-            self._data_gap += (gap - self._data_gap) * _GAP_GAIN
-        self._data_heard_at = now
         self._sack_plane = plane
         if scratch:
             self._queue_replies(plane, ev)
@@ -352,7 +337,7 @@ class Connection:
         out: list[OutgoingDatagram] = []
         control = self._dscp.control
         receiver = self.receiver
-        if receiver.sack_pending and (receiver.sack_due or self._sack_held_out(now)):
+        if receiver.sack_pending:
             # The caller has handed over everything that arrived: answer it with one SACK.
             ev = receiver.pending_sack_ev
             receiver.flush_sack(self._scratch)
@@ -372,39 +357,6 @@ class Connection:
         if limit > 0:
             self._send_data(now, out, slots, limit)
         return out
-
-    def _sack_deadline(self) -> float | None:
-        """When a pending SACK that is not due goes out anyway: its oldest packet has waited
-        ``sack_delay``, or the peer has gone quiet (a few of its usual gaps without a data
-        packet: it is blocked or its ACK request was lost), whichever comes first."""
-        receiver = self.receiver
-        since = receiver.pending_since
-        if since is None or not receiver.sack_pending:
-            return None
-        return min(
-            since + self._config.sack_delay,
-            self._data_heard_at + self._config.sack_quiet_gaps * self._data_gap,
-        )
-
-    def _sack_held_out(self, now: float) -> bool:
-        """Whether the pending SACK has waited as long as ``_sack_deadline`` allows."""
-        deadline = self._sack_deadline()
-        return deadline is None or now >= deadline
-
-    def _asks_for_ack(self, burst: list[SentPacket], limit: int) -> bool:
-        """Whether the burst's last packet carries an ACK request: after it the sender sends
-        nothing more for now (all sent, or held by the window, the PSN window or the EVs;
-        not by pacing) and no packet that asked is still unanswered. One request a round
-        trip keeps a blocked or finished sender from waiting on the receiver's timers
-        without asking for every message (a ring's slices are messages of a few packets)."""
-        sender = self.sender
-        if not burst or self._pacing_wake is not None:
-            return False
-        if sender.wants_to_send and len(burst) == limit:
-            free = sender.cc.window - sender.bytes_in_flight
-            if free >= self._config.payload_size:
-                return False
-        return self._asked_psn not in sender.recovery.in_flight
 
     def _send_data(
         self, now: float, out: list[OutgoingDatagram], slots: SendSlots | None, limit: int
@@ -438,9 +390,6 @@ class Connection:
             written = 0
         burst = self._transmissions(now, limit) if paced else sender.next_transmissions(now, limit)
         self.data_sent_last_call = len(burst)
-        ask = burst[-1] if self._asks_for_ack(burst, limit) else None
-        if ask is not None:
-            self._asked_psn = ask.psn
         for rec in burst:
             entry = rec.entry
             assert entry is not None  # next_transmission always assigns one
@@ -462,7 +411,7 @@ class Connection:
                     rqmsn, message.remote_va + offset, message.rkey, message.length,
                     message.data[offset:end],
                     message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
-                    retransmit or rec is ask, retransmit, src_port,
+                    end >= message.length, retransmit, src_port,
                 )  # fmt: skip
                 envelopes[count].fill(
                     paths[plane], plane, src_port, ev_flow_label(ev),
@@ -475,7 +424,7 @@ class Connection:
                 opcode, rec.psn, message.msn, rqmsn, message.remote_va + offset, message.rkey,
                 message.length, message.data[offset:end],
                 message.immediate if opcode in _IMM_OPCODE_SET else None, rec.ts16,
-                retransmit or rec is ask, retransmit, src_port,
+                end >= message.length, retransmit, src_port,
             )  # fmt: skip
             append(
                 OutgoingDatagram(
@@ -622,7 +571,6 @@ class Connection:
                 self.ev_set.next_probe_time(),
                 self._port_status_due,
                 self._pacing_wake,
-                self._sack_deadline(),
                 None if self._watch_from_next_call else self._peer_deadline(),
             )
             if t is not None
@@ -669,7 +617,6 @@ class Connection:
             writes_rejected=c.writes_rejected,
             ev_probes_sent=c.ev_probes_sent,
             ev_probes_answered=c.ev_probes_answered,
-            acks_sent=c.acks_sent,
             srtt=self.rtt.srtt,
             min_rtt=self.rtt.min_rtt,
             rttvar=self.rtt.rttvar,

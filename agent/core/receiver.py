@@ -16,19 +16,12 @@
   finished message's last packet when that ACK went missing; it does so however far behind
   ``cack`` the packet is (then with the ACK alone: a SACK cannot point that far back).
 * Data SACKs are coalesced: one SACK answers every data packet that arrived since the last
-  one, because at line rate a SACK per packet costs the sender as much as sending does, and
-  on a slow fabric doubles the frames a link carries. The SACK echoes the EV and timestamp
-  of the latest packet (its RTT sample and the EV the sender hears about); its cumulative PSN
-  and bitmap acknowledge all the others, and the sender releases each packet's EV from that.
-  A pending SACK is *due* (``sack_due``) once ``sack_every`` packets wait or a waiting
-  packet carried the sender's ACK request; the caller sends a due SACK
-  when it has nothing more to hand over (the runtime: after a receive batch; the simulator:
-  after every datagram), and one that is not due once its oldest packet waited
-  ``sack_delay`` or the peer went quiet for ``sack_quiet_gaps`` of its usual gaps (the
-  connection keeps the clock: ``pending_since``, ``Connection._sack_deadline``).
-  Out-of-order arrival alone does not make a SACK due: under spraying most packets arrive
-  out of order. A pending SACK goes out at once after ``sack_coalesce_max`` packets, before
-  a packet the bitmap
+  one, because at line rate a SACK per packet costs the sender as much as sending does. The
+  SACK echoes the EV and timestamp of the latest packet (its RTT sample and the EV the sender
+  hears about); its cumulative PSN and bitmap acknowledge all the others, and the sender
+  releases each packet's EV from that. A pending SACK goes out (``flush_sack``) when the
+  caller has nothing more to hand over (the runtime: after a receive batch; the simulator:
+  after every datagram), after ``sack_coalesce_max`` packets, before a packet the bitmap
   could not cover together with the pending ones (PSN spread of 64 or more among those at or
   above the cumulative PSN: a resend that fills the hole cack waited at is acknowledged by
   the cumulative PSN and forces nothing out, which saved two SACKs per loss), and before any
@@ -127,12 +120,6 @@ class Receiver:
         self._assemblies: dict[int, _Assembly] = {}
         self._outcomes: OrderedDict[int, int] = OrderedDict()  # msn -> AETH syndrome
         self._coalesce_max = config.sack_coalesce_max
-        self._sack_every = min(config.sack_every, config.sack_coalesce_max)
-        #: A waiting data packet carried the sender's ACK request.
-        self._ack_requested = False
-        #: When the oldest data packet awaiting a SACK arrived (set by the connection, which
-        #: has the clock; None while nothing waits).
-        self.pending_since: float | None = None
         # The data packets not yet answered: how many, the lowest and highest PSN among them,
         # and the latest one's PSN, EV and timestamp (what the SACK will echo).
         self._unanswered = 0
@@ -151,7 +138,6 @@ class Receiver:
         return self.on_data_fields(
             packet.opcode, packet.psn, packet.msn, packet.va, packet.rkey, packet.dma_length,
             packet.payload, packet.immediate, packet.tx_timestamp, ev, ce, replies,
-            packet.ack_req,
         )  # fmt: skip
 
     def on_data_fields(
@@ -168,7 +154,6 @@ class Receiver:
         ev: int,
         ce: bool,
         replies: list[Packet],
-        ack_req: bool = False,
     ) -> DropReason | None:
         """``on_data`` from the packet's fields (the runtime's per-packet path builds no
         ``DataPacket``: see ``agent.core.codec.decode_whole_data_fields``)."""
@@ -218,8 +203,6 @@ class Receiver:
             assembly.immediate = immediate
         assembly.accounted += size
         self._answer(psn, ev, ce, tx_timestamp or 0, replies)
-        if ack_req and self._unanswered:
-            self._ack_requested = True
         if assembly.accounted >= assembly.length:
             self._complete(msn, assembly, replies)
         return refusal
@@ -272,12 +255,6 @@ class Receiver:
         return self._unanswered > 0
 
     @property
-    def sack_due(self) -> bool:
-        """Whether the pending SACK should go out as soon as the caller has handed over what
-        arrived: enough packets wait, or one carried an ACK request."""
-        return self._unanswered >= self._sack_every or self._ack_requested
-
-    @property
     def pending_sack_ev(self) -> int:
         """The EV the pending SACK answers (the latest data packet's); meaningful only while
         ``sack_pending``."""
@@ -287,8 +264,6 @@ class Receiver:
         """Send the SACK answering every data packet not yet answered, if there are any."""
         if self._unanswered:
             self._unanswered = 0
-            self._ack_requested = False
-            self.pending_since = None
             replies.append(
                 self._sack(
                     self._latest_psn,
@@ -365,13 +340,11 @@ class Receiver:
             if syndrome is None:
                 return DropReason.OUT_OF_WINDOW
             self._counters.duplicates_received += 1
-            self._counters.acks_sent += 1
             replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))
             return None
         self._counters.duplicates_received += 1
         replies.append(self._sack(psn, psn, ev, ce, tx_timestamp or 0, probe=False))
         if syndrome is not None:
-            self._counters.acks_sent += 1
             replies.append(AckPacket(self._remote_qp, self.cack, syndrome, msn))
         return None
 
@@ -383,7 +356,6 @@ class Receiver:
         top_offset = psn_diff(top, self.cack)
         base = top_offset - (_BITMAP_BITS - 1) if top_offset >= _BITMAP_BITS else 0
         mask = self._mask
-        self._counters.acks_sent += 1
         return SackPacket(
             dest_qp=self._remote_qp,
             psn=self.cack,
@@ -424,7 +396,6 @@ class Receiver:
         outcomes[msn] = syndrome
         if len(outcomes) > self._history_size:
             outcomes.popitem(last=False)
-        self._counters.acks_sent += 1
         ack = AckPacket(self._remote_qp, self.cack, syndrome, msn)
         if self._unanswered:
             self._acks_behind_sack.append(ack)  # after the SACK of the packets before it

@@ -106,10 +106,8 @@ class Recovery:
         #: RTT of the latest answered packet that moved the RACK order (RFC 8985's RACK.rtt):
         #: a packet sent before it is lost only once older than that RTT plus the reordering
         #: window. srtt alone lags a queue that grows by seconds, and declared lost packets
-        #: that were only queued behind the ones answered. A packet a coalesced SACK
-        #: acknowledges besides the one it answers gives it as the time since it was sent,
-        #: its wait for the SACK included (RFC 8985 measures it so too).
-        self.rack_rtt = 0.0
+        #: that were only queued behind the ones answered.
+        self._rack_rtt = 0.0
         #: RFC 8985's reo_wnd_mult: the reordering window in base widths. A SACK-gap loss
         #: disproved by the answer to the copy declared lost adds one, at most once per flight
         #: (a packet sent after the last widening must be the one disproved);
@@ -300,7 +298,7 @@ class Recovery:
         if evidence and answered.order > rack:
             rack = answered.order
             if sample is not None:
-                self.rack_rtt = sample
+                self._rack_rtt = sample
         return rack
 
     def judge_timeout(self, now: float) -> None:
@@ -352,7 +350,7 @@ class Recovery:
         rack = self.rack_order
         mult = self.reorder_mult
         rtt = self._rtt
-        delay = max(rtt.loss_delay(mult), self.rack_rtt + rtt.reorder_window(mult))
+        delay = max(rtt.loss_delay(mult), self._rack_rtt + rtt.reorder_window(mult))
         lost: list[SentPacket] = []
         for rec in self.in_flight.values():
             if rec.order >= rack:

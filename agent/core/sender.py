@@ -340,8 +340,7 @@ class Sender:
     ) -> tuple[int, int]:
         """Acknowledge every PSN whose bit (relative to ``una``) is set in ``newly``, as
         ``_acknowledge`` does one by one; returns the bytes acknowledged and the RACK order
-        advanced over first transmissions other than ``answered`` (its RTT set from the
-        furthest one's send time). Inlined because a
+        advanced over first transmissions other than ``answered``. Inlined because a
         coalesced SACK acknowledges up to 64 packets and this runs for every packet sent."""
         records = self._records
         recovery = self.recovery
@@ -352,7 +351,6 @@ class Sender:
         in_flight_bytes = 0
         count = 0
         oldest_original = -1  # send order of the first original acknowledged (lowest PSN)
-        rack_sent = -1.0  # when the original that moved the RACK order furthest was sent
         base = una
         while newly:
             # Skip the zeros below the lowest set bit, then take the run of ones above them
@@ -386,13 +384,10 @@ class Sender:
                         oldest_original = rec.order
                     if rec.order > rack and rec is not answered:
                         rack = rec.order
-                        rack_sent = rec.sent_time
                 elif rec.lost_cause is _SACK_GAP:
                     recovery.dispute(rec)
             count += run
             base += run
-        if rack_sent >= 0:
-            recovery.rack_rtt = now - rack_sent
         if oldest_original >= 0:
             recovery.originals_acknowledged(oldest_original, now)
         recovery.bytes_in_flight -= in_flight_bytes

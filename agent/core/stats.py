@@ -29,7 +29,6 @@ class ConnectionCounters:
     """Live counters of one connection (both halves)."""
 
     __slots__ = (
-        "acks_sent",
         "bytes_acked",
         "completion_probes",
         "data_bytes_received",
@@ -93,8 +92,6 @@ class ConnectionCounters:
         self.ecn_marks_received = 0
         self.messages_received = 0
         self.writes_rejected = 0
-        #: SACKs and message ACKs sent: with data_packets_received, what acknowledging costs.
-        self.acks_sent = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +161,6 @@ class ConnectionStats:
     cwnd: int
     bytes_in_flight: int
     evs: tuple[EvReport, ...]
-    #: Acknowledgements sent: MRC's SACKs and message ACKs, RoCE's ACKs.
-    acks_sent: int = 0
 
     @property
     def total_retransmits(self) -> int:

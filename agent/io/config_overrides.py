@@ -41,16 +41,13 @@ def with_overrides(
     fabric_rate: float | None = None,
 ) -> MrcConfig:
     """``base`` with the given fields replaced (None keeps the base value); ``fabric_rate``
-    (packets/s of the fabric's slowest links) scales NSCC's target delay and the SACK delay
-    to it (``MrcConfig.scaled_to``)."""
+    (packets/s of the fabric's slowest links) scales NSCC's target delay to it."""
     changes: dict[str, object] = {}
     if fabric_rate is not None:
         try:
-            scaled = base.scaled_to(fabric_rate)
+            changes["nscc"] = base.nscc.scaled_to(fabric_rate)
         except ValueError as exc:
             raise UsageError(f"invalid --fabric-rate: {exc}") from None
-        changes["nscc"] = scaled.nscc
-        changes["sack_delay"] = scaled.sack_delay
     if evs is not None:
         changes["ev_set_size"] = evs
     if cc is not None:

@@ -269,7 +269,6 @@ class ControlSession:
             "planes": [format_address(a) for a in runtime.local_addresses],
             "connections": connections,
             "core_drops": runtime.pool.drops(),
-            "acknowledgements": runtime.pool.ack_totals(),
             **runtime.io.counters(),
             "callback_errors": runtime.reactor.callback_errors,
             "receive_errors": runtime.receive_errors,

@@ -57,10 +57,6 @@ class EndpointPool:
         self._admin_state = [True] * len(self.local_addresses)
         #: Data packets the latest ``datagrams_to_send`` call sent, over all endpoints.
         self.data_sent_last_call = 0
-        #: Acknowledgements sent and data packets received by connections since closed
-        #: (``ack_totals`` adds the open ones').
-        self._closed_acks_sent = 0
-        self._closed_data_received = 0
 
     @property
     def endpoints(self) -> tuple[Endpoint, ...]:
@@ -138,21 +134,7 @@ class EndpointPool:
         """Close connection ``qp`` wherever it lives (no error if it is already gone)."""
         endpoint = self._owner.pop(qp, None)
         if endpoint is not None and qp in endpoint.connections:
-            stats = endpoint.connection_stats(qp)
-            self._closed_acks_sent += stats.acks_sent
-            self._closed_data_received += stats.data_packets_received
             endpoint.close(qp)
-
-    def ack_totals(self) -> dict[str, int]:
-        """Acknowledgements sent and data packets received over the pool's life, closed
-        connections included: what acknowledging cost (a collective's QPs close with it)."""
-        acks = self._closed_acks_sent
-        data = self._closed_data_received
-        for qp in self._owner:
-            stats = self.connection_stats(qp)
-            acks += stats.acks_sent
-            data += stats.data_packets_received
-        return {"acks_sent": acks, "data_packets_received": data}
 
     def close_all(self) -> None:
         """Close every connection of the pool."""

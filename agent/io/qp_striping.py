@@ -98,7 +98,6 @@ def merged_stats(stats: Sequence[ConnectionStats]) -> ConnectionStats:
         writes_rejected=sum(s.writes_rejected for s in stats),
         ev_probes_sent=sum(s.ev_probes_sent for s in stats),
         ev_probes_answered=sum(s.ev_probes_answered for s in stats),
-        acks_sent=sum(s.acks_sent for s in stats),
         srtt=max(srtts) if srtts else None,
         min_rtt=min(min_rtts) if min_rtts else None,
         rttvar=max(s.rttvar for s in stats),

@@ -67,7 +67,6 @@ def connection_stats_to_json(stats: ConnectionStats, with_evs: bool = True) -> d
         "ecn_echoes": stats.ecn_echoes,
         "ecn_marks_received": stats.ecn_marks_received,
         "writes_rejected": stats.writes_rejected,
-        "acks_sent": stats.acks_sent,
         "ev_probes_sent": stats.ev_probes_sent,
         "ev_probes_answered": stats.ev_probes_answered,
         "srtt_s": stats.srtt,

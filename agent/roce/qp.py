@@ -262,7 +262,6 @@ class RoceQp:
             writes_rejected=rsp.writes_rejected,
             ev_probes_sent=0,
             ev_probes_answered=0,
-            acks_sent=rsp.acks_sent,
             srtt=timer.srtt,
             min_rtt=None,
             rttvar=timer.rttvar,

@@ -58,9 +58,6 @@ class ModeFigures:
     link_header_share: Spread = field(metadata=PREFIXED)
     link_other_share: Spread = field(metadata=PREFIXED)
     other_frames_per_data_frame: Spread = field(metadata=PREFIXED)
-    #: Acknowledgements the ranks' agents sent per data packet they received
-    #: (experiments.acknowledgements; every transport).
-    acks_per_data_packet: Spread = field(metadata=PREFIXED)
     failures: tuple[SeedFailure, ...]
     verified: bool
     bottleneck: OverallBottleneck
@@ -115,9 +112,6 @@ def summarize_runs(
             link_other_share=Spread.of(None if o is None else o.other_share for o in splits),
             other_frames_per_data_frame=Spread.of(
                 None if o is None else o.other_frames_per_data_frame for o in splits
-            ),
-            acks_per_data_packet=Spread.of(
-                None if r.acks is None else r.acks.per_data_packet for r in records
             ),
             failures=tuple(
                 SeedFailure(seed, run.record.job.failure)
@@ -288,11 +282,6 @@ def text(figures: CollectiveFigures) -> list[str]:
                 f"(SACKs, probes, LLDP) {describe(f.link_other_share, _percent, seeds)}; "
                 f"{describe(f.other_frames_per_data_frame, two_places, seeds)} other frames "
                 "per data frame"
-            )
-        if f.acks_per_data_packet.mean is not None:
-            lines.append(
-                f"  acknowledgements: {describe(f.acks_per_data_packet, two_places, seeds)} "
-                "per data packet (the agents' count)"
             )
         if f.slowdown.mean is not None:
             lines.append(

@@ -4,7 +4,6 @@ job's report, the event, what the links allow, the recovery around the event."""
 
 from __future__ import annotations
 
-import logging
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -13,7 +12,6 @@ from typing import Any
 
 from collective.job import JobError, JobHooks
 from collective.report import JobResult
-from experiments.acknowledgements import AckCount, read_ack_count
 from experiments.collectives.job_report import IterationRecord, JobReport, job_report, job_transfer
 from experiments.collectives.modes import CollectiveMode, Params, Scenario, cut_ends, variant
 from experiments.collectives.rings import allowed_busbw, job_hosts, second_ring
@@ -72,9 +70,6 @@ class CollectiveRun:
     problems: tuple[str, ...]
     #: The agents' payload per data packet, for the split of the link bytes.
     payload_bytes: int = 1024
-    #: Acknowledgements the ranks' agents sent and data packets they received over the job
-    #: (None when an agent could not be read).
-    acks: AckCount | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +159,6 @@ def run_mode(
     if lossy:
         testbed.set_fabric_loss(params.loss_percent / 100)
     loss: FabricLoss | None = None
-    before = _ack_count(testbed, hosts)
     try:
         result = testbed.collective(hosts, spec, hooks)
     finally:
@@ -173,7 +167,6 @@ def run_mode(
             testbed.clear_fabric_loss()
             loss = fabric_loss(directions, lldp)
         event.finish()
-    after = _ack_count(testbed, hosts)
     job = job_report(result)
     allowed = allowed_busbw(testbed.topology, hosts, params)
     problems = []
@@ -196,19 +189,8 @@ def run_mode(
         transfers={"job": job_transfer(result, job)},
         problems=tuple(problems),
         payload_bytes=params.payload_bytes,
-        acks=None if before is None or after is None else after.since(before),
     )
     return record, CollectiveSeries(job.per_iteration, event.at_s)
-
-
-def _ack_count(testbed: Testbed, hosts: Sequence[str]) -> AckCount | None:
-    """The ranks' agents' acknowledgement totals now; None (and a log line) when one cannot
-    be read: the figure is left out, the run stands."""
-    try:
-        return read_ack_count(testbed, hosts)
-    except Exception as exc:  # an agent's death is the job's story, told by its report
-        logging.getLogger(__name__).warning("acknowledgement totals not read: %s", exc)
-        return None
 
 
 def recovery(records: Sequence[IterationRecord], event_at_s: float | None) -> Recovery:

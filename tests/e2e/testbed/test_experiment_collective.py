@@ -54,11 +54,6 @@ def test_collective_mrc_job_completes_verified_and_writes_well_formed_results(
         assert 0 <= job["network_wait_share"] <= 1
         assert run["allowed_busbw_Bps"] > 0
         assert run["transfers"]["job"]["completed"] and run["transfers"]["job"]["bytes_lost"] == 0
-        # The ranks' agents counted what acknowledging cost: some SACKs, fewer than packets.
-        acks = run["acks"]
-        # Every iteration: 2 (N - 1) steps, each rank receiving a 16 KiB chunk (16 packets).
-        assert acks["data_packets_received"] >= ITERATIONS * 2 * 3 * 4 * 16
-        assert 0 < acks["acks_sent"] < acks["data_packets_received"]
     cut = summary["runs"]["mrc-cut-static"]["0"]
     assert cut["event"]["what"] and cut["event"]["what"].endswith("cut")
     assert 0 < cut["event"]["at_s"] < cut["job"]["job_completion_s"], "the cut came mid-job"
@@ -66,4 +61,3 @@ def test_collective_mrc_job_completes_verified_and_writes_well_formed_results(
     lines = (directory / "summary.txt").read_text().splitlines()
     assert any(line.startswith("mrc-clean: iteration") for line in lines)
     assert any("verified yes" in line for line in lines)
-    assert any("per data packet (the agents' count)" in line for line in lines)

@@ -57,15 +57,14 @@ def test_every_packet_kind_round_trips_exactly(packet, ip, src_port):
 @given(packet=data_packets(), ip=ip_contexts, src_port=u16)
 def test_the_receive_paths_data_fields_are_the_decoded_packets_fields(packet, ip, src_port):
     """The per-packet receive path takes a data packet as a tuple, not a DataPacket: the
-    same fields, in DataPacket's order after the opcode (its retransmit flag aside, the
-    ACK request last)."""
+    same fields, in DataPacket's order after the opcode (its two BTH flags aside)."""
     wire = encode(packet, ip, src_port)
     fields = decode_whole_data_fields(wire, len(wire), wire[0], ip, src_port, ROCEV2_UDP_PORT)
     p = decode(wire, ip, src_port)
     assert isinstance(p, DataPacket)
     assert fields == (
         p.dest_qp, p.psn, p.msn, p.rqmsn, p.va, p.rkey, p.dma_length, p.payload,
-        p.immediate, p.tx_timestamp, p.ts_flags, p.pkey, p.ack_req,
+        p.immediate, p.tx_timestamp, p.ts_flags, p.pkey,
     )  # fmt: skip
     assert data_packet_fields(p) == fields
     corrupt = bytearray(wire)

@@ -14,6 +14,7 @@ from agent.core.connection import ConnectionSpec
 from agent.core.events import PeerPlaneStateChanged
 from agent.sim.link import LinkConfig
 from agent.sim.testbed import PairTestbed, build_pair
+from wire.constants import EvState
 
 #: How long after the port fails the endpoint hears of it (a netlink notification's delay;
 #: the packets sent meanwhile are lost on the dead port).
@@ -54,43 +55,35 @@ def _plane_evs(testbed: PairTestbed, plane: int) -> list:
     return [ev for ev in stats.evs if ev.plane == plane]
 
 
-def _losses_by_ev(testbed: PairTestbed, plane: int) -> dict[int, int]:
-    return {ev.ev: ev.losses for ev in _plane_evs(testbed, plane)}
-
-
 def test_a_port_down_mid_transfer_loses_its_packets_but_retires_none_of_its_evs():
     testbed = _two_planes(seed=6)
     _post(testbed, 40, 32 * 1024, seed=6)
-    _port(testbed, 0, up=False, at=1e-3)
-    testbed.run(until=1e-3)
+    _port(testbed, 0, up=False, at=2e-3)
+    testbed.run(until=2e-3)
     assert _plane_data_offered(testbed, 0) > 0  # the plane carried part of the transfer
-    # Losses charged before the port died are reordering's (a 64-packet first burst over
-    # eight paths), not the port's: only what happens from here is its doing.
-    before = _losses_by_ev(testbed, 0)
     assert testbed.run_until_acked(limit=2.0)
     # Packets were queued on the port when it died (a seed where they were: without them
     # there would be no loss on the plane to retire an EV for).
     assert sum(path.forward.counters.dropped_down for path in testbed.paths[0]) > 0
-    assert _losses_by_ev(testbed, 0) == before  # no EV retired for the port's losses
+    evs = _plane_evs(testbed, 0)
+    assert all(ev.losses == 0 for ev in evs), [ev for ev in evs if ev.losses]
+    # Every slot keeps its home EV, in service (SKIP: an ECN mark, passed over once).
+    assert all(ev.home and ev.state in (EvState.GOOD, EvState.SKIP) for ev in evs)
 
 
 def test_spraying_leaves_a_dead_port_and_resumes_on_it_once_it_is_back():
-    # Seeds 2 and 3 (of 15) reorder so that a packet queued on the port is declared lost the
-    # very moment the port's notice comes: a race of the simulation's fixed notice delay.
-    testbed = _two_planes(seed=4)
-    _post(testbed, 30, 32 * 1024, seed=4)
+    testbed = _two_planes(seed=2)
+    _post(testbed, 30, 32 * 1024, seed=2)
     _port(testbed, 0, up=False, at=1e-3)
     _port(testbed, 0, up=True, at=4e-3)
-    testbed.run(until=1e-3)
-    before = _losses_by_ev(testbed, 0)  # reordering's, in the first burst
     testbed.run(until=1e-3 + NOTICE_DELAY)
     while_down = _plane_data_offered(testbed, 0)
     testbed.run(until=4e-3)
     assert _plane_data_offered(testbed, 0) == while_down  # nothing sent on the dead port
-    assert _losses_by_ev(testbed, 0) == before  # nor any EV of its plane charged for it
-    _post(testbed, 30, 32 * 1024, seed=5)
+    _post(testbed, 30, 32 * 1024, seed=3)
     assert testbed.run_until_acked(limit=2.0)
     assert _plane_data_offered(testbed, 0) > while_down + 100  # back in the rotation
+    assert all(ev.losses == 0 for ev in _plane_evs(testbed, 0))
 
 
 def test_the_peer_stops_using_the_plane_of_a_dead_port():

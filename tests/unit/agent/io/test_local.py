@@ -173,13 +173,6 @@ def test_a_fabric_rate_sets_nsccs_target_to_ten_packets_at_that_rate_never_below
         with_overrides(base, fabric_rate=0)
 
 
-def test_a_fabric_rate_stretches_the_sack_delay_to_twice_sack_every_packets_at_that_rate():
-    base = MrcConfig()
-    slowed = with_overrides(base, fabric_rate=200)
-    assert slowed.sack_delay == pytest.approx(2 * base.sack_every / 200)
-    assert with_overrides(base, fabric_rate=1e9).sack_delay == base.sack_delay
-
-
 @pytest.mark.parametrize(
     ("changes", "complaint"),
     [
